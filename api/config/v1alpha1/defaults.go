@@ -1,0 +1,83 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Default values, exported so that command-line help can show them.
+const (
+	DefaultQPS                                  float32 = 100
+	DefaultBurst                                int32   = 150
+	DefaultLeaderElectionResourceName                   = "copse-operator-leader"
+	DefaultLeaseDuration                                = 15 * time.Second
+	DefaultRenewDeadline                                = 10 * time.Second
+	DefaultRetryPeriod                                  = 2 * time.Second
+	DefaultPodCliqueSetConcurrentSyncs          int32   = 3
+	DefaultPodCliqueConcurrentSyncs             int32   = 5
+	DefaultPodCliqueScalingGroupConcurrentSyncs int32   = 3
+	DefaultWebhookPort                          int32   = 9443
+	DefaultWebhookCertDir                               = "/tmp/k8s-webhook-server/serving-certs"
+	DefaultHealthProbeBindAddress                       = ":8081"
+	DefaultMetricsBindAddress                           = ":8080"
+	DefaultSchedulerBackend                             = SchedulerBackendAuto
+	DefaultLogLevel                                     = LogLevelInfo
+	DefaultLogFormat                                    = LogFormatJSON
+)
+
+// NewDefaultOperatorConfiguration returns the configuration used when no file
+// is given.
+func NewDefaultOperatorConfiguration() *OperatorConfiguration {
+	cfg := &OperatorConfiguration{}
+	SetDefaults(cfg)
+	return cfg
+}
+
+// SetDefaults fills every field that is not set with its default, and stamps
+// apiVersion and kind so that a defaulted configuration is a complete file.
+func SetDefaults(cfg *OperatorConfiguration) {
+	cfg.APIVersion = GroupVersion.String()
+	cfg.Kind = OperatorConfigurationKind
+
+	setDefault(&cfg.ClientConnection.QPS, DefaultQPS)
+	setDefault(&cfg.ClientConnection.Burst, DefaultBurst)
+
+	le := &cfg.LeaderElection
+	if le.Enabled == nil {
+		le.Enabled = ptr.To(true)
+	}
+	setDefault(&le.ResourceName, DefaultLeaderElectionResourceName)
+	setDefault(&le.LeaseDuration, metav1.Duration{Duration: DefaultLeaseDuration})
+	setDefault(&le.RenewDeadline, metav1.Duration{Duration: DefaultRenewDeadline})
+	setDefault(&le.RetryPeriod, metav1.Duration{Duration: DefaultRetryPeriod})
+
+	ctrls := &cfg.Controllers
+	setDefault(&ctrls.PodCliqueSet.ConcurrentSyncs, DefaultPodCliqueSetConcurrentSyncs)
+	setDefault(&ctrls.PodClique.ConcurrentSyncs, DefaultPodCliqueConcurrentSyncs)
+	setDefault(&ctrls.PodCliqueScalingGroup.ConcurrentSyncs, DefaultPodCliqueScalingGroupConcurrentSyncs)
+
+	wh := &cfg.WebhookServer
+	if wh.Enabled == nil {
+		wh.Enabled = ptr.To(true)
+	}
+	setDefault(&wh.Port, DefaultWebhookPort)
+	setDefault(&wh.CertDir, DefaultWebhookCertDir)
+
+	setDefault(&cfg.Server.HealthProbes.BindAddress, DefaultHealthProbeBindAddress)
+	setDefault(&cfg.Server.Metrics.BindAddress, DefaultMetricsBindAddress)
+
+	setDefault(&cfg.Scheduler.Backend, DefaultSchedulerBackend)
+
+	setDefault(&cfg.Logging.Level, DefaultLogLevel)
+	setDefault(&cfg.Logging.Format, DefaultLogFormat)
+}
+
+// setDefault stores value in field if field still holds its zero value.
+func setDefault[T comparable](field *T, value T) {
+	var zero T
+	if *field == zero {
+		*field = value
+	}
+}

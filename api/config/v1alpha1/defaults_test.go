@@ -1,0 +1,129 @@
+package v1alpha1
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// fullyDefaulted is the configuration every empty file must turn into.
+func fullyDefaulted() *OperatorConfiguration {
+	return &OperatorConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "config.copse.dev/v1alpha1", Kind: "OperatorConfiguration"},
+		ClientConnection: ClientConnectionConfiguration{
+			QPS:   100,
+			Burst: 150,
+		},
+		LeaderElection: LeaderElectionConfiguration{
+			Enabled:       ptr.To(true),
+			ResourceName:  "copse-operator-leader",
+			LeaseDuration: metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:   metav1.Duration{Duration: 2 * time.Second},
+		},
+		Controllers: ControllersConfiguration{
+			PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 3},
+			PodClique:             ControllerConfiguration{ConcurrentSyncs: 5},
+			PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 3},
+		},
+		WebhookServer: WebhookServerConfiguration{
+			Enabled: ptr.To(true),
+			Port:    9443,
+			CertDir: "/tmp/k8s-webhook-server/serving-certs",
+		},
+		Server: ServerConfiguration{
+			HealthProbes: BindConfiguration{BindAddress: ":8081"},
+			Metrics:      BindConfiguration{BindAddress: ":8080"},
+		},
+		Scheduler: SchedulerConfiguration{Backend: SchedulerBackendAuto},
+		Logging:   LoggingConfiguration{Level: LogLevelInfo, Format: LogFormatJSON},
+	}
+}
+
+func TestSetDefaults(t *testing.T) {
+	tests := []struct {
+		name   string
+		input  *OperatorConfiguration
+		expect *OperatorConfiguration
+	}{
+		{
+			name:   "empty configuration gets every default",
+			input:  &OperatorConfiguration{},
+			expect: fullyDefaulted(),
+		},
+		{
+			name: "explicit false booleans survive defaulting",
+			input: &OperatorConfiguration{
+				LeaderElection: LeaderElectionConfiguration{Enabled: ptr.To(false)},
+				WebhookServer:  WebhookServerConfiguration{Enabled: ptr.To(false)},
+			},
+			expect: func() *OperatorConfiguration {
+				cfg := fullyDefaulted()
+				cfg.LeaderElection.Enabled = ptr.To(false)
+				cfg.WebhookServer.Enabled = ptr.To(false)
+				return cfg
+			}(),
+		},
+		{
+			name: "set values are kept",
+			input: &OperatorConfiguration{
+				ClientConnection: ClientConnectionConfiguration{QPS: 20, Burst: 40},
+				LeaderElection: LeaderElectionConfiguration{
+					ResourceName:      "other-lease",
+					ResourceNamespace: "copse-system",
+					LeaseDuration:     metav1.Duration{Duration: time.Minute},
+				},
+				Controllers: ControllersConfiguration{PodClique: ControllerConfiguration{ConcurrentSyncs: 11}},
+				WebhookServer: WebhookServerConfiguration{
+					Host:    "127.0.0.1",
+					Port:    10250,
+					CertDir: "/certs",
+				},
+				Server:    ServerConfiguration{Metrics: BindConfiguration{BindAddress: "0"}},
+				Scheduler: SchedulerConfiguration{Backend: SchedulerBackendNone},
+				Logging:   LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
+			},
+			expect: func() *OperatorConfiguration {
+				cfg := fullyDefaulted()
+				cfg.ClientConnection = ClientConnectionConfiguration{QPS: 20, Burst: 40}
+				cfg.LeaderElection.ResourceName = "other-lease"
+				cfg.LeaderElection.ResourceNamespace = "copse-system"
+				cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: time.Minute}
+				cfg.Controllers.PodClique.ConcurrentSyncs = 11
+				cfg.WebhookServer.Host = "127.0.0.1"
+				cfg.WebhookServer.Port = 10250
+				cfg.WebhookServer.CertDir = "/certs"
+				cfg.Server.Metrics.BindAddress = "0"
+				cfg.Scheduler.Backend = SchedulerBackendNone
+				cfg.Logging = LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText}
+				return cfg
+			}(),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			SetDefaults(tc.input)
+			if diff := cmp.Diff(tc.expect, tc.input); diff != "" {
+				t.Errorf("SetDefaults mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSetDefaultsIsIdempotent(t *testing.T) {
+	cfg := NewDefaultOperatorConfiguration()
+	again := cfg.DeepCopy()
+	SetDefaults(again)
+	if diff := cmp.Diff(cfg, again); diff != "" {
+		t.Errorf("second SetDefaults changed the configuration (-first +second):\n%s", diff)
+	}
+}
+
+func TestDefaultConfigurationIsValid(t *testing.T) {
+	if errs := Validate(NewDefaultOperatorConfiguration()); len(errs) > 0 {
+		t.Errorf("defaults do not validate: %v", errs)
+	}
+}

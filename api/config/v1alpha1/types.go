@@ -1,0 +1,222 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Numeric and string fields treat their zero value as "not set" and receive
+// the documented default from SetDefaults; the booleans whose default is true
+// are pointers so that an explicit false survives defaulting.
+
+// +kubebuilder:object:root=true
+
+// OperatorConfiguration is the configuration file of copse-operator.
+type OperatorConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// ClientConnection tunes the operator's connection to the API server.
+	// +optional
+	ClientConnection ClientConnectionConfiguration `json:"clientConnection"`
+
+	// LeaderElection makes only one replica of the operator active at a time.
+	// +optional
+	LeaderElection LeaderElectionConfiguration `json:"leaderElection"`
+
+	// Controllers tunes the individual controllers.
+	// +optional
+	Controllers ControllersConfiguration `json:"controllers"`
+
+	// WebhookServer configures the admission webhook HTTPS server.
+	// +optional
+	WebhookServer WebhookServerConfiguration `json:"webhookServer"`
+
+	// Server configures the plain HTTP endpoints (probes, metrics).
+	// +optional
+	Server ServerConfiguration `json:"server"`
+
+	// Scheduler selects how gangs of pods are handed to the kube-scheduler.
+	// +optional
+	Scheduler SchedulerConfiguration `json:"scheduler"`
+
+	// Logging configures the operator's log output.
+	// +optional
+	Logging LoggingConfiguration `json:"logging"`
+}
+
+// ClientConnectionConfiguration limits the request rate towards the API server.
+type ClientConnectionConfiguration struct {
+	// QPS is the sustained number of requests per second to the API server.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	QPS float32 `json:"qps,omitempty"`
+
+	// Burst is the number of requests allowed above QPS for short periods.
+	// +kubebuilder:default=150
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// LeaderElectionConfiguration configures leader election through a
+// coordination.k8s.io Lease.
+type LeaderElectionConfiguration struct {
+	// Enabled turns leader election on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// ResourceName is the name of the Lease.
+	// +kubebuilder:default="copse-operator-leader"
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// ResourceNamespace is the namespace of the Lease. Empty means the
+	// namespace the operator runs in, which is only known in-cluster.
+	// +optional
+	ResourceNamespace string `json:"resourceNamespace,omitempty"`
+
+	// LeaseDuration is how long non-leaders wait before trying to take over
+	// a lease that was not renewed.
+	// +kubebuilder:default="15s"
+	// +optional
+	LeaseDuration metav1.Duration `json:"leaseDuration,omitempty"`
+
+	// RenewDeadline is how long the leader keeps retrying to renew the lease
+	// before giving up leadership. Must be shorter than LeaseDuration.
+	// +kubebuilder:default="10s"
+	// +optional
+	RenewDeadline metav1.Duration `json:"renewDeadline,omitempty"`
+
+	// RetryPeriod is the wait between attempts to acquire or renew the lease.
+	// +kubebuilder:default="2s"
+	// +optional
+	RetryPeriod metav1.Duration `json:"retryPeriod,omitempty"`
+}
+
+// ControllersConfiguration tunes each controller of the operator.
+type ControllersConfiguration struct {
+	// PodCliqueSet tunes the PodCliqueSet controller.
+	// +optional
+	PodCliqueSet ControllerConfiguration `json:"podCliqueSet"`
+
+	// PodClique tunes the PodClique controller.
+	// +optional
+	PodClique ControllerConfiguration `json:"podClique"`
+
+	// PodCliqueScalingGroup tunes the PodCliqueScalingGroup controller.
+	// +optional
+	PodCliqueScalingGroup ControllerConfiguration `json:"podCliqueScalingGroup"`
+}
+
+// ControllerConfiguration tunes one controller.
+type ControllerConfiguration struct {
+	// ConcurrentSyncs is the number of objects reconciled in parallel.
+	// Defaults: podCliqueSet 3, podClique 5, podCliqueScalingGroup 3.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ConcurrentSyncs int32 `json:"concurrentSyncs,omitempty"`
+}
+
+// WebhookServerConfiguration configures the admission webhook HTTPS server.
+type WebhookServerConfiguration struct {
+	// Enabled starts the webhook server. The serving certificate must exist
+	// in CertDir before the operator starts.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Host is the address to listen on. Empty means all interfaces.
+	// +optional
+	Host string `json:"host,omitempty"`
+
+	// Port is the port to listen on.
+	// +kubebuilder:default=9443
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// CertDir holds the serving certificate as tls.crt and tls.key.
+	// +kubebuilder:default="/tmp/k8s-webhook-server/serving-certs"
+	// +optional
+	CertDir string `json:"certDir,omitempty"`
+}
+
+// ServerConfiguration configures the operator's plain HTTP endpoints.
+type ServerConfiguration struct {
+	// HealthProbes serves /healthz and /readyz.
+	// +optional
+	HealthProbes BindConfiguration `json:"healthProbes"`
+
+	// Metrics serves Prometheus metrics on /metrics.
+	// +optional
+	Metrics BindConfiguration `json:"metrics"`
+}
+
+// BindConfiguration is the address an HTTP endpoint listens on.
+type BindConfiguration struct {
+	// BindAddress is a host:port to listen on, or "0" to turn the endpoint
+	// off. Defaults: healthProbes ":8081", metrics ":8080".
+	// +optional
+	BindAddress string `json:"bindAddress,omitempty"`
+}
+
+// SchedulerBackend names the way gangs of pods are handed to the scheduler.
+// +kubebuilder:validation:Enum=auto;workload;none
+type SchedulerBackend string
+
+const (
+	// SchedulerBackendAuto picks SchedulerBackendWorkload when the API
+	// server serves the workload scheduling API, and SchedulerBackendNone
+	// otherwise. It is resolved once, at start-up.
+	SchedulerBackendAuto SchedulerBackend = "auto"
+	// SchedulerBackendWorkload creates scheduling.k8s.io/v1beta1 Workloads
+	// and PodGroups so that the kube-scheduler places each gang as a unit.
+	SchedulerBackendWorkload SchedulerBackend = "workload"
+	// SchedulerBackendNone creates plain pods without gang scheduling.
+	SchedulerBackendNone SchedulerBackend = "none"
+)
+
+// SchedulerConfiguration selects the scheduler integration.
+type SchedulerConfiguration struct {
+	// Backend is one of "auto", "workload" or "none".
+	// +kubebuilder:default=auto
+	// +optional
+	Backend SchedulerBackend `json:"backend,omitempty"`
+}
+
+// LogLevel is the minimum severity that is logged.
+// +kubebuilder:validation:Enum=debug;info;error
+type LogLevel string
+
+const (
+	LogLevelDebug LogLevel = "debug"
+	LogLevelInfo  LogLevel = "info"
+	LogLevelError LogLevel = "error"
+)
+
+// LogFormat is the encoding of log lines.
+// +kubebuilder:validation:Enum=json;text
+type LogFormat string
+
+const (
+	// LogFormatJSON writes one JSON object per line, for log collectors.
+	LogFormatJSON LogFormat = "json"
+	// LogFormatText writes human-readable lines, for local runs.
+	LogFormatText LogFormat = "text"
+)
+
+// LoggingConfiguration configures the operator's log output.
+type LoggingConfiguration struct {
+	// Level is one of "debug", "info" or "error".
+	// +kubebuilder:default=info
+	// +optional
+	Level LogLevel `json:"level,omitempty"`
+
+	// Format is one of "json" or "text".
+	// +kubebuilder:default=json
+	// +optional
+	Format LogFormat `json:"format,omitempty"`
+}

@@ -1,0 +1,184 @@
+package v1alpha1
+
+import (
+	"net"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// leaderElectionJitterFactor mirrors client-go's leaderelection.JitterFactor:
+// client-go refuses a renew deadline that is not longer than this multiple of
+// the retry period, and reporting it here names the offending field.
+const leaderElectionJitterFactor = 1.2
+
+// disabledBindAddress turns an HTTP endpoint off, as in controller-runtime.
+const disabledBindAddress = "0"
+
+// Validate reports every invalid field of a defaulted configuration.
+func Validate(cfg *OperatorConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateClientConnection(&cfg.ClientConnection, field.NewPath("clientConnection"))...)
+	errs = append(errs, validateLeaderElection(&cfg.LeaderElection, field.NewPath("leaderElection"))...)
+	errs = append(errs, validateControllers(&cfg.Controllers, field.NewPath("controllers"))...)
+	errs = append(errs, validateWebhookServer(&cfg.WebhookServer, field.NewPath("webhookServer"))...)
+	errs = append(errs, validateServer(&cfg.Server, field.NewPath("server"))...)
+	errs = append(errs, validateScheduler(&cfg.Scheduler, field.NewPath("scheduler"))...)
+	errs = append(errs, validateLogging(&cfg.Logging, field.NewPath("logging"))...)
+	return errs
+}
+
+func validateClientConnection(cc *ClientConnectionConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if cc.QPS <= 0 {
+		errs = append(errs, field.Invalid(path.Child("qps"), cc.QPS, "must be greater than 0"))
+	}
+	if cc.Burst <= 0 {
+		errs = append(errs, field.Invalid(path.Child("burst"), cc.Burst, "must be greater than 0"))
+	}
+	return errs
+}
+
+func validateLeaderElection(le *LeaderElectionConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if le.Enabled == nil {
+		errs = append(errs, field.Required(path.Child("enabled"), "must be set (call SetDefaults first)"))
+	}
+	if le.ResourceName == "" {
+		errs = append(errs, field.Required(path.Child("resourceName"), "names the Lease used for leader election"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(le.ResourceName) {
+			errs = append(errs, field.Invalid(path.Child("resourceName"), le.ResourceName, msg))
+		}
+	}
+	if le.ResourceNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(le.ResourceNamespace) {
+			errs = append(errs, field.Invalid(path.Child("resourceNamespace"), le.ResourceNamespace, msg))
+		}
+	}
+
+	durationsPositive := true
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"leaseDuration", le.LeaseDuration.Duration},
+		{"renewDeadline", le.RenewDeadline.Duration},
+		{"retryPeriod", le.RetryPeriod.Duration},
+	} {
+		if d.value <= 0 {
+			durationsPositive = false
+			errs = append(errs, field.Invalid(path.Child(d.name), d.value.String(), "must be greater than 0"))
+		}
+	}
+	// The relations only make sense between durations that are themselves valid.
+	if durationsPositive {
+		if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
+			errs = append(errs, field.Invalid(path.Child("leaseDuration"), le.LeaseDuration.Duration.String(),
+				"must be greater than renewDeadline ("+le.RenewDeadline.Duration.String()+")"))
+		}
+		minRenewDeadline := time.Duration(leaderElectionJitterFactor * float64(le.RetryPeriod.Duration))
+		if le.RenewDeadline.Duration <= minRenewDeadline {
+			errs = append(errs, field.Invalid(path.Child("renewDeadline"), le.RenewDeadline.Duration.String(),
+				"must be greater than 1.2 × retryPeriod ("+minRenewDeadline.String()+")"))
+		}
+	}
+	return errs
+}
+
+func validateControllers(ctrls *ControllersConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, c := range []struct {
+		name   string
+		config ControllerConfiguration
+	}{
+		{"podCliqueSet", ctrls.PodCliqueSet},
+		{"podClique", ctrls.PodClique},
+		{"podCliqueScalingGroup", ctrls.PodCliqueScalingGroup},
+	} {
+		if c.config.ConcurrentSyncs <= 0 {
+			errs = append(errs, field.Invalid(path.Child(c.name, "concurrentSyncs"), c.config.ConcurrentSyncs, "must be greater than 0"))
+		}
+	}
+	return errs
+}
+
+func validateWebhookServer(wh *WebhookServerConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if wh.Enabled == nil {
+		errs = append(errs, field.Required(path.Child("enabled"), "must be set (call SetDefaults first)"))
+	}
+	for _, msg := range validation.IsValidPortNum(int(wh.Port)) {
+		errs = append(errs, field.Invalid(path.Child("port"), wh.Port, msg))
+	}
+	if wh.CertDir == "" {
+		errs = append(errs, field.Required(path.Child("certDir"), "must hold the serving certificate (tls.crt, tls.key)"))
+	}
+	return errs
+}
+
+func validateServer(srv *ServerConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateBindAddress(srv.HealthProbes.BindAddress, path.Child("healthProbes", "bindAddress"))...)
+	errs = append(errs, validateBindAddress(srv.Metrics.BindAddress, path.Child("metrics", "bindAddress"))...)
+	// Catching this here beats an "address already in use" at start-up.
+	if srv.HealthProbes.BindAddress != disabledBindAddress && srv.HealthProbes.BindAddress == srv.Metrics.BindAddress {
+		errs = append(errs, field.Invalid(path.Child("metrics", "bindAddress"), srv.Metrics.BindAddress,
+			"must differ from "+path.Child("healthProbes", "bindAddress").String()))
+	}
+	return errs
+}
+
+func validateBindAddress(address string, path *field.Path) field.ErrorList {
+	if address == disabledBindAddress {
+		return nil
+	}
+	if address == "" {
+		return field.ErrorList{field.Required(path, `must be a host:port or "0" to disable`)}
+	}
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, address, `must be a host:port or "0" to disable`)}
+	}
+	portNumber, err := strconv.Atoi(port)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, address, "port must be a number")}
+	}
+	// Port 0 lets the kernel pick one, which is legitimate for tests.
+	if portNumber != 0 {
+		var errs field.ErrorList
+		for _, msg := range validation.IsValidPortNum(portNumber) {
+			errs = append(errs, field.Invalid(path, address, msg))
+		}
+		return errs
+	}
+	return nil
+}
+
+func validateScheduler(s *SchedulerConfiguration, path *field.Path) field.ErrorList {
+	switch s.Backend {
+	case SchedulerBackendAuto, SchedulerBackendWorkload, SchedulerBackendNone:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path.Child("backend"), string(s.Backend),
+		[]SchedulerBackend{SchedulerBackendAuto, SchedulerBackendWorkload, SchedulerBackendNone})}
+}
+
+func validateLogging(l *LoggingConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch l.Level {
+	case LogLevelDebug, LogLevelInfo, LogLevelError:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("level"), string(l.Level),
+			[]LogLevel{LogLevelDebug, LogLevelInfo, LogLevelError}))
+	}
+	switch l.Format {
+	case LogFormatJSON, LogFormatText:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("format"), string(l.Format),
+			[]LogFormat{LogFormatJSON, LogFormatText}))
+	}
+	return errs
+}

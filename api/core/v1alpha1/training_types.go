@@ -1,0 +1,81 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// WorkloadType tells whether a PodCliqueSet is a long-running service or a
+// finite training job.
+// +kubebuilder:validation:Enum=Inference;Training
+type WorkloadType string
+
+const (
+	// WorkloadTypeInference runs pods until the PodCliqueSet is deleted and
+	// replaces pods that exit. This is Grove's behaviour and the default.
+	WorkloadTypeInference WorkloadType = "Inference"
+	// WorkloadTypeTraining is a finite workload: pods that exit 0 are done,
+	// failures restart whole replicas within a budget, and the PodCliqueSet
+	// ends Succeeded or Failed.
+	WorkloadTypeTraining WorkloadType = "Training"
+)
+
+// TrainingSpec bounds how long and how often a Training workload may run.
+type TrainingSpec struct {
+	// MaxRuntime is the longest the workload may run, measured from
+	// status.startTime and including time spent restarting. When it elapses,
+	// every pod is terminated and the PodCliqueSet becomes Failed with reason
+	// MaxRuntimeExceeded. Unset means no limit.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="spec.trainingSpec.maxRuntime must be a positive duration, e.g. 24h or 90m"
+	MaxRuntime *metav1.Duration `json:"maxRuntime,omitempty"`
+
+	// MaxRestarts is the total number of replica restarts allowed across all
+	// replicas. A restart deletes and recreates every pod of one replica. The
+	// failure that would need restart number maxRestarts+1 fails the workload
+	// with reason MaxRestartsExceeded. 0 means any failure is final.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
+}
+
+// PodCliqueSetPhase is the lifecycle phase of a PodCliqueSet.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
+type PodCliqueSetPhase string
+
+const (
+	// PodCliqueSetPhasePending means no replica has its pods running yet.
+	PodCliqueSetPhasePending PodCliqueSetPhase = "Pending"
+	// PodCliqueSetPhaseRunning means at least one replica has its pods running.
+	PodCliqueSetPhaseRunning PodCliqueSetPhase = "Running"
+	// PodCliqueSetPhaseSucceeded means every replica completed: every
+	// PodClique has the Succeeded condition. Training only; terminal.
+	PodCliqueSetPhaseSucceeded PodCliqueSetPhase = "Succeeded"
+	// PodCliqueSetPhaseFailed means the restart budget or the runtime limit
+	// was exceeded and every pod was terminated. Training only; terminal.
+	PodCliqueSetPhaseFailed PodCliqueSetPhase = "Failed"
+)
+
+// IsTerminal reports whether no further transition can happen from phase.
+func (p PodCliqueSetPhase) IsTerminal() bool {
+	return p == PodCliqueSetPhaseSucceeded || p == PodCliqueSetPhaseFailed
+}
+
+// Condition types and reasons added by GREP-0285. Grove's own condition
+// types (MinAvailableBreached, ...) are defined in Grove's constants package.
+const (
+	// ConditionTypeFailed is True on a PodCliqueSet that ended Failed; its
+	// reason says why and its lastTransitionTime says when.
+	ConditionTypeFailed = "Failed"
+	// ReasonMaxRestartsExceeded: a failure needed a restart beyond trainingSpec.maxRestarts.
+	ReasonMaxRestartsExceeded = "MaxRestartsExceeded"
+	// ReasonMaxRuntimeExceeded: trainingSpec.maxRuntime elapsed before the workload finished.
+	ReasonMaxRuntimeExceeded = "MaxRuntimeExceeded"
+
+	// ConditionTypeSucceeded is True on a PodClique of a Training workload
+	// once every one of its pods exited 0. It is written before any pod is
+	// cleaned up, so completion survives an operator restart.
+	ConditionTypeSucceeded = "Succeeded"
+	// ReasonAllPodsSucceeded: every pod of the PodClique exited with code 0.
+	ReasonAllPodsSucceeded = "AllPodsSucceeded"
+)

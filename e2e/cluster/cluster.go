@@ -1,0 +1,465 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ErrAlreadyRunning is returned by Start when the directory belongs to a
+// cluster whose processes are still alive.
+var ErrAlreadyRunning = errors.New("cluster already running")
+
+// Options configure Start. The zero value is a usable default.
+type Options struct {
+	// Dir holds the cluster's data, logs, kubeconfigs and state file. Empty
+	// means a fresh temporary directory. A directory left by a stopped
+	// cluster is reused; one whose processes still run is refused.
+	Dir string
+	// KeepDir keeps Dir after Stop (logs for a post-mortem, say).
+	KeepDir bool
+	// Topology of the initial nodes; nil means DefaultTopology(). A
+	// topology with zero counts starts without nodes.
+	Topology *Topology
+	// Detach lets the processes outlive the calling process (the CLI's up).
+	// Otherwise they are killed when it dies, even without Stop.
+	Detach bool
+	// Binaries to run; nil means EnsureBinaries.
+	Binaries *Binaries
+	// Out receives progress lines; nil means os.Stderr. Use io.Discard to
+	// silence it, or GinkgoWriter in suites.
+	Out io.Writer
+	// ComponentTimeout bounds the wait for each component to become healthy;
+	// zero means 2 minutes.
+	ComponentTimeout time.Duration
+}
+
+// Cluster is a running (or, after Load, previously started) local cluster.
+type Cluster struct {
+	dir      string
+	keepDir  bool
+	layout   layout
+	state    state
+	topology Topology
+	out      io.Writer
+
+	procs      []*process
+	restConfig *rest.Config
+	client     kubernetes.Interface
+
+	nodesMu  sync.Mutex // serialises AddNodes' index and IP allocation
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start builds (or finds cached) binaries, starts etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok on loopback, creates the
+// simulated nodes and waits until they are Ready. On failure everything
+// started is stopped and the directory is kept for its logs.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	began := time.Now()
+	out := opts.Out
+	if out == nil {
+		out = os.Stderr
+	}
+	topo := DefaultTopology()
+	if opts.Topology != nil {
+		topo = *opts.Topology
+	}
+	topo.Shape = topo.Shape.withDefaults()
+	if err := topo.validate(); err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	timeout := opts.ComponentTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	var bins Binaries
+	if opts.Binaries != nil {
+		bins = *opts.Binaries
+	} else if bins, err = ensureBinaries(ctx, out); err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+
+	dir, err := prepareDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	l := layout{dir: dir}
+	c = &Cluster{
+		dir:      dir,
+		keepDir:  opts.KeepDir,
+		layout:   l,
+		topology: topo,
+		out:      out,
+		state: state{
+			Version:   stateVersion,
+			Dir:       dir,
+			Detached:  opts.Detach,
+			StartedAt: time.Now().UTC(),
+			Binaries:  bins,
+			Topology:  topo,
+		},
+	}
+	defer func() {
+		if err != nil {
+			c.abort()
+			err = fmt.Errorf("start cluster: %w (logs kept in %s)", err, filepath.Join(dir, "logs"))
+			c = nil
+		}
+	}()
+
+	for _, d := range l.dirs() {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return c, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	ids, err := newIdentities()
+	if err != nil {
+		return c, err
+	}
+	if err := writeTokenFile(l.tokenFile(), ids); err != nil {
+		return c, err
+	}
+	if err := writeServiceAccountKeys(l.saKey(), l.saPub()); err != nil {
+		return c, err
+	}
+	stageFiles, err := writeStageFiles(l.kwokStages())
+	if err != nil {
+		return c, err
+	}
+	ports, err := freePorts()
+	if err != nil {
+		return c, err
+	}
+	c.state.Ports = ports
+	c.state.APIServerURL = loopbackURL("https", ports.APIServer)
+	fmt.Fprintf(out, "starting cluster in %s\n", dir)
+
+	// etcd and the apiserver go one after the other: each needs the previous.
+	etcd, err := c.start(processSpec{name: Etcd, binary: bins.Etcd, args: etcdArgs(l, ports)})
+	if err != nil {
+		return c, err
+	}
+	if err := c.wait(ctx, etcd, httpProbe(loopbackURL("http", ports.EtcdClient)+"/health", "", `"health":"true"`), timeout); err != nil {
+		return c, err
+	}
+	apiserver, err := c.start(processSpec{name: KubeAPIServer, binary: bins.KubeAPIServer, args: apiserverArgs(l, ports)})
+	if err != nil {
+		return c, err
+	}
+	if err := c.wait(ctx, apiserver, httpProbe(c.state.APIServerURL+"/readyz", ids["admin"].token, ""), timeout); err != nil {
+		return c, err
+	}
+
+	bundle, err := os.ReadFile(l.apiserverCert())
+	if err != nil {
+		return c, fmt.Errorf("read kube-apiserver serving certificate: %w", err)
+	}
+	caPEM, err := servingCA(bundle)
+	if err != nil {
+		return c, err
+	}
+	if err := os.WriteFile(l.apiserverCA(), caPEM, 0o644); err != nil {
+		return c, fmt.Errorf("write cluster CA: %w", err)
+	}
+	if err := writeKubeconfig(l.adminKubeconfig(), c.state.APIServerURL, caPEM, ids["admin"]); err != nil {
+		return c, err
+	}
+	c.state.Kubeconfig = l.adminKubeconfig()
+	for _, name := range []string{KubeControllerManager, KubeScheduler, Kwok} {
+		if err := writeKubeconfig(l.kubeconfig(name), c.state.APIServerURL, caPEM, ids[name]); err != nil {
+			return c, err
+		}
+	}
+
+	// The rest only need the apiserver, so start them together and then wait.
+	specs := []processSpec{
+		{name: KubeControllerManager, binary: bins.KubeControllerManager, args: controllerManagerArgs(l, ports)},
+		{name: KubeScheduler, binary: bins.KubeScheduler, args: schedulerArgs(l, ports)},
+		{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, stageFiles), env: kwokEnv(l)},
+	}
+	probes := []probe{
+		httpProbe(loopbackURL("https", ports.ControllerManager)+"/healthz", "", ""),
+		httpProbe(loopbackURL("https", ports.Scheduler)+"/healthz", "", ""),
+		httpProbe(loopbackURL("http", ports.Kwok)+"/healthz", "", ""),
+	}
+	started := make([]*process, 0, len(specs))
+	for _, spec := range specs {
+		p, err := c.start(spec)
+		if err != nil {
+			return c, err
+		}
+		started = append(started, p)
+	}
+	for i, p := range started {
+		if err := c.wait(ctx, p, probes[i], timeout); err != nil {
+			return c, err
+		}
+	}
+
+	if c.restConfig, err = restConfigFromKubeconfig(l.adminKubeconfig()); err != nil {
+		return c, err
+	}
+	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+		return c, fmt.Errorf("create client: %w", err)
+	}
+
+	if err := c.createInitialNodes(ctx); err != nil {
+		return c, err
+	}
+	if err := c.waitDefaultServiceAccount(ctx, timeout); err != nil {
+		return c, err
+	}
+	fmt.Fprintf(out, "cluster ready in %s: %d nodes, API server %s\n",
+		time.Since(began).Round(100*time.Millisecond), len(topo.Placements()), c.state.APIServerURL)
+	return c, nil
+}
+
+// prepareDir returns an absolute, empty cluster directory. It only ever
+// deletes a directory that holds a copse state file (of a stopped cluster),
+// so that a mistyped --dir cannot wipe unrelated files.
+func prepareDir(dir string) (string, error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "copse-cluster-")
+		if err != nil {
+			return "", fmt.Errorf("create cluster directory: %w", err)
+		}
+		return tmp, nil
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("cluster directory: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return dir, os.MkdirAll(dir, 0o755)
+	case err != nil:
+		return "", fmt.Errorf("cluster directory: %w", err)
+	case len(entries) == 0:
+		return dir, nil
+	}
+	l := layout{dir: dir}
+	s, err := readState(l.state())
+	if err != nil {
+		if errors.Is(err, errNoState) {
+			return "", fmt.Errorf("directory %s is not empty and holds no copse cluster; refusing to reuse it", dir)
+		}
+		return "", err
+	}
+	for _, p := range s.processes() {
+		if p.exitErr() == nil {
+			return "", fmt.Errorf("%w in %s (%s pid %d); stop it first", ErrAlreadyRunning, dir, p.name, p.pid)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("clear stale cluster directory: %w", err)
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// start launches a component and records it in the state file right away,
+// so that `down` can clean up even after a failed `up`.
+func (c *Cluster) start(spec processSpec) (*process, error) {
+	spec.logPath = c.layout.log(spec.name)
+	spec.detach = c.state.Detached
+	fmt.Fprintf(c.out, "starting %s\n", spec.name)
+	p, err := startProcess(spec)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	c.state.Components = append(c.state.Components, componentState{
+		Name: p.name, PID: p.pid, Binary: p.binary, Args: p.args, Log: p.logPath,
+	})
+	if err := writeState(c.layout.state(), c.state); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func (c *Cluster) wait(ctx context.Context, p *process, check probe, timeout time.Duration) error {
+	began := time.Now()
+	if err := waitHealthy(ctx, p, check, timeout); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("start %s: %w", p.name, ctx.Err())
+		}
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	fmt.Fprintf(c.out, "%s healthy after %s\n", p.name, time.Since(began).Round(100*time.Millisecond))
+	return nil
+}
+
+func (c *Cluster) createInitialNodes(ctx context.Context) error {
+	placements := c.topology.Placements()
+	if len(placements) == 0 {
+		return nil
+	}
+	ips := freeNodeIPs(nil, len(placements))
+	nodes := make([]*corev1.Node, 0, len(placements))
+	for i, p := range placements {
+		n, err := NodeObject(p, c.topology.Shape, ips[i])
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+	}
+	c.nodesMu.Lock()
+	defer c.nodesMu.Unlock()
+	if _, err := c.createNodes(ctx, nodes); err != nil {
+		return fmt.Errorf("create nodes: %w", err)
+	}
+	return nil
+}
+
+// waitDefaultServiceAccount waits for the serviceaccount controller: until
+// it has created "default" in a namespace, the apiserver rejects pods there.
+func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		if herr := c.CheckHealthy(); herr != nil {
+			return herr
+		}
+		return fmt.Errorf("wait for the default service account (kube-controller-manager log %s): %w", c.logPath(KubeControllerManager), err)
+	}
+	return nil
+}
+
+// Load returns a handle on a cluster started earlier (by another process)
+// in dir, from its state file. It can report health, add or remove nodes and
+// stop the cluster.
+func Load(dir string) (*Cluster, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load cluster: %w", err)
+	}
+	l := layout{dir: dir}
+	s, err := readState(l.state())
+	if err != nil {
+		return nil, fmt.Errorf("load cluster: %w", err)
+	}
+	c := &Cluster{dir: dir, layout: l, state: s, topology: s.Topology, out: os.Stderr, procs: s.processes()}
+	if s.Kubeconfig != "" {
+		if cfg, err := restConfigFromKubeconfig(s.Kubeconfig); err == nil {
+			c.restConfig = cfg
+			c.client, _ = kubernetes.NewForConfig(cfg)
+		}
+	}
+	return c, nil
+}
+
+// Kubeconfig is the path of an admin kubeconfig for the cluster.
+func (c *Cluster) Kubeconfig() string { return c.state.Kubeconfig }
+
+// RESTConfig returns a fresh copy of the admin client configuration, or nil
+// for a loaded cluster whose kubeconfig is missing.
+func (c *Cluster) RESTConfig() *rest.Config {
+	if c.restConfig == nil {
+		return nil
+	}
+	return rest.CopyConfig(c.restConfig)
+}
+
+// Client is an admin clientset for the cluster.
+func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// Dir is the cluster directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// APIServerURL is the https URL of kube-apiserver.
+func (c *Cluster) APIServerURL() string { return c.state.APIServerURL }
+
+// Binaries are the executables the cluster runs (kubectl included).
+func (c *Cluster) Binaries() Binaries { return c.state.Binaries }
+
+// Ports are the components' loopback ports.
+func (c *Cluster) Ports() Ports { return c.state.Ports }
+
+// Topology is the shape the cluster started with (nodes added later are not
+// included).
+func (c *Cluster) Topology() Topology { return c.topology }
+
+func (c *Cluster) logPath(component string) string { return c.layout.log(component) }
+
+// ComponentStatus describes one process of the cluster.
+type ComponentStatus struct {
+	Name  string
+	PID   int
+	Log   string
+	Alive bool
+	// Exit says how it ended when it is not alive.
+	Exit string
+}
+
+// Components reports every process the cluster started, in start order.
+func (c *Cluster) Components() []ComponentStatus {
+	out := make([]ComponentStatus, 0, len(c.procs))
+	for _, p := range c.procs {
+		s := ComponentStatus{Name: p.name, PID: p.pid, Log: p.logPath, Alive: true}
+		if err := p.exitErr(); err != nil {
+			s.Alive, s.Exit = false, err.Error()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// CheckHealthy returns an error naming every component that has exited, with
+// the last lines of its log. Suites call it after each spec so that a
+// crashed scheduler fails loudly instead of as a mysterious timeout.
+func (c *Cluster) CheckHealthy() error {
+	var errs []error
+	for _, p := range c.procs {
+		if err := p.exitErr(); err != nil {
+			errs = append(errs, p.crashError(err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop terminates every process the cluster started (SIGTERM, then SIGKILL
+// after 10s) in reverse start order and removes the directory unless
+// KeepDir was set. It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		var errs []error
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			if err := c.procs[i].stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 && !c.keepDir {
+			if err := os.RemoveAll(c.dir); err != nil {
+				errs = append(errs, fmt.Errorf("remove cluster directory: %w", err))
+			}
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+// abort stops whatever a failed Start had launched, keeping the directory.
+func (c *Cluster) abort() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		_ = c.procs[i].stop(5 * time.Second)
+	}
+}

@@ -1,0 +1,179 @@
+// Command copse-cluster runs copse's local test cluster (see
+// docs/local-cluster.md) in the background, for manual work against the same
+// control plane the e2e suites use.
+//
+//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N]
+//	copse-cluster status [--dir D]
+//	copse-cluster down [--dir D]
+//	copse-cluster build
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/copse-dev/copse/e2e/cluster"
+)
+
+const usage = `usage: copse-cluster <command> [flags]
+
+commands:
+  up      start a cluster in the background (refuses if one already runs in --dir)
+  status  report whether each component of the cluster is alive
+  down    stop the cluster and remove its directory
+  build   build and cache the control-plane binaries only
+
+Run "copse-cluster <command> -h" for the flags of a command.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "up":
+		err = up(ctx, args)
+	case "down":
+		err = down(args)
+	case "status":
+		err = status(args)
+	case "build":
+		err = build(ctx, args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "copse-cluster:", err)
+		os.Exit(1)
+	}
+}
+
+// dirFlag registers --dir with the CLI's default cluster directory.
+func dirFlag(fs *flag.FlagSet) *string {
+	def, err := cluster.DefaultDir()
+	if err != nil {
+		def = ""
+	}
+	return fs.String("dir", def, "cluster directory (state, logs, kubeconfig)")
+}
+
+func up(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	dir := dirFlag(fs)
+	def := cluster.DefaultTopology()
+	zones := fs.Int("zones", def.Zones, "zones")
+	blocks := fs.Int("blocks-per-zone", def.BlocksPerZone, "blocks per zone")
+	racks := fs.Int("racks-per-block", def.RacksPerBlock, "racks (NVLink domains) per block")
+	nodes := fs.Int("nodes-per-rack", def.NodesPerRack, "nodes per rack")
+	gpus := fs.Int("gpus-per-node", def.Shape.GPUs, "nvidia.com/gpu per node")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long each component may take to become healthy")
+	_ = fs.Parse(args)
+	if *dir == "" {
+		return errors.New("no --dir given and no user cache directory to default to")
+	}
+
+	topo := def
+	topo.Zones, topo.BlocksPerZone, topo.RacksPerBlock, topo.NodesPerRack = *zones, *blocks, *racks, *nodes
+	topo.Shape.GPUs = *gpus
+	began := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{
+		Dir:              *dir,
+		Topology:         &topo,
+		Detach:           true,
+		ComponentTimeout: *timeout,
+	})
+	if errors.Is(err, cluster.ErrAlreadyRunning) {
+		return fmt.Errorf("%w\nuse it as is, or run: copse-cluster down --dir %s", err, *dir)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf(`cluster is up in %s (%s): %d nodes
+
+  export KUBECONFIG=%s
+  %s get nodes -L %s,%s
+
+stop it with: copse-cluster down --dir %s
+`, c.Dir(), time.Since(began).Round(100*time.Millisecond), len(topo.Placements()),
+		c.Kubeconfig(), c.Binaries().Kubectl, cluster.LabelGPUClique, cluster.LabelInstanceType, c.Dir())
+	return nil
+}
+
+func down(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	dir := dirFlag(fs)
+	_ = fs.Parse(args)
+	c, err := cluster.Load(*dir)
+	if err != nil {
+		return err
+	}
+	if err := c.Stop(); err != nil {
+		return err
+	}
+	fmt.Printf("stopped cluster in %s and removed it\n", *dir)
+	return nil
+}
+
+func status(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	dir := dirFlag(fs)
+	_ = fs.Parse(args)
+	c, err := cluster.Load(*dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cluster %s\napiserver %s\nkubeconfig %s\n\n", c.Dir(), c.APIServerURL(), c.Kubeconfig())
+	dead := printComponents(os.Stdout, c.Components())
+	if dead > 0 {
+		return fmt.Errorf("%d component(s) not running; see their logs, then run: copse-cluster down --dir %s", dead, c.Dir())
+	}
+	return nil
+}
+
+func printComponents(w io.Writer, comps []cluster.ComponentStatus) (dead int) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tPID\tSTATE\tLOG")
+	for _, s := range comps {
+		state := "alive"
+		if !s.Alive {
+			state = "dead (" + s.Exit + ")"
+			dead++
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", s.Name, s.PID, state, s.Log)
+	}
+	_ = tw.Flush()
+	return dead
+}
+
+func build(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	_ = fs.Parse(args)
+	bins, err := cluster.EnsureBinaries(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range []struct{ name, path string }{
+		{"etcd", bins.Etcd}, {"kube-apiserver", bins.KubeAPIServer},
+		{"kube-controller-manager", bins.KubeControllerManager}, {"kube-scheduler", bins.KubeScheduler},
+		{"kubectl", bins.Kubectl}, {"kwok", bins.Kwok},
+	} {
+		fmt.Printf("%-24s %s\n", b.name, b.path)
+	}
+	return nil
+}

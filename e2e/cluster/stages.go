@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Pod annotations that steer the simulated container runtime (the kwok
+// stages embedded below). docs/local-cluster.md has the full lifecycle.
+const (
+	// AnnotationRunDuration is how long the main containers run, as a Go
+	// duration ("90s", "1h"). Without it they run until the pod is deleted,
+	// like a server.
+	AnnotationRunDuration = "sim.copse.dev/run-duration"
+	// AnnotationExitCode is the exit code the containers end with once
+	// run-duration has passed. Default 0.
+	AnnotationExitCode = "sim.copse.dev/exit-code"
+	// AnnotationRestartDelay is how long a container that is to be restarted
+	// (restartPolicy Always, or OnFailure after a failure) stays terminated
+	// before it runs again, as a Go duration. Default 1s.
+	AnnotationRestartDelay = "sim.copse.dev/restart-delay"
+)
+
+//go:embed stages/*.yaml
+var stageFS embed.FS
+
+// writeStageFiles copies the embedded stage definitions into dir and returns
+// their paths, in the form kwok's --config flag takes.
+func writeStageFiles(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("write kwok stages: %w", err)
+	}
+	names, err := fs.Glob(stageFS, "stages/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list embedded kwok stages: %w", err)
+	}
+	sort.Strings(names)
+	paths := make([]string, 0, len(names))
+	for _, name := range names {
+		data, err := stageFS.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("read embedded kwok stage %s: %w", name, err)
+		}
+		path := filepath.Join(dir, filepath.Base(name))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, fmt.Errorf("write kwok stage %s: %w", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}

@@ -1,0 +1,81 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/copse-dev/copse/e2e/cluster"
+)
+
+// SetupTimeout bounds Setup. The first run on a machine builds the
+// Kubernetes binaries (about 10 minutes on 2 cores); later runs start in
+// seconds. `make test-e2e` builds them before the suites start.
+const SetupTimeout = 20 * time.Minute
+
+// KeepEnvVar, when set to a non-empty value, keeps each suite's cluster
+// directory (logs of every component) after the suite.
+const KeepEnvVar = "COPSE_E2E_KEEP"
+
+// Options configure Setup.
+type Options struct {
+	// Name identifies the suite in progress output.
+	Name string
+	// Topology of the simulated nodes; nil means cluster.DefaultTopology().
+	Topology *cluster.Topology
+}
+
+// Env is one suite's cluster with copse's CRDs installed.
+type Env struct {
+	Cluster   *cluster.Cluster
+	Client    client.Client
+	Clientset kubernetes.Interface
+	Topology  cluster.Topology
+}
+
+// Setup starts a local cluster for a suite and installs copse's CRDs.
+func Setup(ctx context.Context, opts Options) (*Env, error) {
+	topology := cluster.DefaultTopology()
+	if opts.Topology != nil {
+		topology = *opts.Topology
+	}
+	fmt.Fprintf(ginkgo.GinkgoWriter, "starting local cluster for suite %q\n", opts.Name)
+	c, err := cluster.Start(ctx, cluster.Options{
+		Topology: &topology,
+		Out:      ginkgo.GinkgoWriter,
+		KeepDir:  os.Getenv(KeepEnvVar) != "",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start local cluster for suite %s: %w", opts.Name, err)
+	}
+	env := &Env{Cluster: c, Clientset: c.Client(), Topology: topology}
+	env.Client, err = client.New(c.RESTConfig(), client.Options{Scheme: Scheme()})
+	if err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("client for suite %s: %w", opts.Name, err)
+	}
+	if err := InstallCRDs(ctx, env.Client); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("install CRDs for suite %s: %w", opts.Name, err)
+	}
+	return env, nil
+}
+
+// CheckHealthy reports a crashed control-plane component, so a suite fails
+// with the component's log instead of with a confusing timeout.
+func (e *Env) CheckHealthy() error {
+	return e.Cluster.CheckHealthy()
+}
+
+// Teardown stops every process of the suite's cluster.
+func (e *Env) Teardown() error {
+	if os.Getenv(KeepEnvVar) != "" {
+		fmt.Fprintf(ginkgo.GinkgoWriter, "keeping cluster directory %s (%s is set)\n", e.Cluster.Dir(), KeepEnvVar)
+	}
+	return e.Cluster.Stop()
+}

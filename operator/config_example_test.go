@@ -1,0 +1,20 @@
+package main
+
+import (
+	"testing"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The example documents the defaults, so it must stay loadable and must not
+// drift from them.
+func TestExampleConfigurationLoadsAndShowsDefaults(t *testing.T) {
+	cfg, err := configv1alpha1.Load("config.example.yaml")
+	if err != nil {
+		t.Fatalf("loading the example configuration: %v", err)
+	}
+	if diff := cmp.Diff(configv1alpha1.NewDefaultOperatorConfiguration(), cfg); diff != "" {
+		t.Errorf("config.example.yaml differs from the defaults (-defaults +example):\n%s", diff)
+	}
+}

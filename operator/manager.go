@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// Names under which the checks appear in /healthz and /readyz output.
+const (
+	pingCheckName          = "ping"
+	webhookServerCheckName = "webhook-server"
+)
+
+// newManager builds the controller-runtime manager that runs every
+// controller and webhook of the operator, with its probes in place.
+func newManager(restConfig *rest.Config, scheme *runtime.Scheme,
+	cfg *configv1alpha1.OperatorConfiguration) (manager.Manager, error) {
+	mgr, err := manager.New(restConfig, managerOptions(scheme, cfg))
+	if err != nil {
+		return nil, fmt.Errorf("creating controller manager: %w", err)
+	}
+	if err := addProbes(mgr, cfg); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfiguration) manager.Options {
+	le := cfg.LeaderElection
+	opts := manager.Options{
+		Scheme:                     scheme,
+		LeaderElection:             *le.Enabled,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaderElectionID:           le.ResourceName,
+		LeaderElectionNamespace:    le.ResourceNamespace,
+		LeaseDuration:              ptr.To(le.LeaseDuration.Duration),
+		RenewDeadline:              ptr.To(le.RenewDeadline.Duration),
+		RetryPeriod:                ptr.To(le.RetryPeriod.Duration),
+		// The process exits as soon as the manager stops, so handing the
+		// lease over at once is safe and spares the next leader the wait
+		// for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		HealthProbeBindAddress:        cfg.Server.HealthProbes.BindAddress,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.Server.Metrics.BindAddress},
+	}
+	if *cfg.WebhookServer.Enabled {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host:    cfg.WebhookServer.Host,
+			Port:    int(cfg.WebhookServer.Port),
+			CertDir: cfg.WebhookServer.CertDir,
+		})
+	}
+	return opts
+}
+
+// addProbes registers the liveness and readiness checks. Readiness also waits
+// for the webhook server when it is enabled, because the API server sends
+// admission requests to every ready replica.
+func addProbes(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration) error {
+	if err := mgr.AddHealthzCheck(pingCheckName, healthz.Ping); err != nil {
+		return fmt.Errorf("adding liveness check %q: %w", pingCheckName, err)
+	}
+	if err := mgr.AddReadyzCheck(pingCheckName, healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check %q: %w", pingCheckName, err)
+	}
+	if *cfg.WebhookServer.Enabled {
+		// GetWebhookServer also makes the manager start the server.
+		if err := mgr.AddReadyzCheck(webhookServerCheckName, mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("adding readiness check %q: %w", webhookServerCheckName, err)
+		}
+	}
+	return nil
+}
