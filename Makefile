@@ -1,14 +1,17 @@
 # copse — build, generate, verify, test and demo.
 #
 # Every tool is built from the Go module proxy at a pinned version and cached
-# outside the repository (COPSE_CACHE), so a second run builds nothing.
+# outside the repository (COPSE_CACHE_DIR), so a second run builds nothing.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-COPSE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/copse
-TOOLS_BIN   := $(COPSE_CACHE)/bin
+# COPSE_CACHE_DIR is shared with e2e/cluster, which caches the control-plane
+# binaries under the same directory.
+COPSE_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/copse
+export COPSE_CACHE_DIR
+TOOLS_BIN   := $(COPSE_CACHE_DIR)/bin
 
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN         := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
@@ -20,7 +23,7 @@ CRDGEN                 := $(TOOLS_BIN)/crdgen-$(CONTROLLER_GEN_VERSION)
 LABELS ?=
 E2E_TIMEOUT ?= 60m
 CLUSTER_CLI := go run ./e2e/cluster/cmd/copse-cluster
-CLUSTER_DIR ?= $(COPSE_CACHE)/clusters/demo
+CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
 
 TOOL_MODULES := $(wildcard hack/tools/*/go.mod)
 

@@ -139,6 +139,12 @@ func (tm toolModule) ensure(ctx context.Context, srcDir, binRoot string, progres
 	if tm.complete(final) {
 		return final, nil
 	}
+	// Leftovers of builds that were killed outright; holding the lock means
+	// no one else is writing to them.
+	stale, _ := filepath.Glob(filepath.Join(binRoot, "."+key+".tmp-*"))
+	for _, dir := range stale {
+		_ = os.RemoveAll(dir)
+	}
 
 	names := slices.Sorted(maps.Keys(tm.packages))
 	fmt.Fprintf(progress, "building %s %s (first run only, %s)...\n", strings.Join(names, ", "), version, tm.eta)
@@ -251,6 +257,9 @@ func (tm toolModule) build(ctx context.Context, srcDir, outDir string) error {
 	}
 	cmd := exec.CommandContext(ctx, goTool, args...)
 	cmd.Dir = srcDir
+	// A go.work at the repository root would pull the tools module into the
+	// workspace and resolve Kubernetes against copse's own requirements.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var output bytes.Buffer
 	cmd.Stdout = &output
 	cmd.Stderr = &output

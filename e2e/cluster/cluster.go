@@ -121,102 +121,22 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 
-	for _, d := range l.dirs() {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return c, fmt.Errorf("create %s: %w", d, err)
-		}
-	}
-	ids, err := newIdentities()
+	ids, stageFiles, err := writeClusterFiles(l)
 	if err != nil {
 		return c, err
 	}
-	if err := writeTokenFile(l.tokenFile(), ids); err != nil {
+	if c.state.Ports, err = freePorts(); err != nil {
 		return c, err
 	}
-	if err := writeServiceAccountKeys(l.saKey(), l.saPub()); err != nil {
-		return c, err
-	}
-	stageFiles, err := writeStageFiles(l.kwokStages())
-	if err != nil {
-		return c, err
-	}
-	ports, err := freePorts()
-	if err != nil {
-		return c, err
-	}
-	c.state.Ports = ports
-	c.state.APIServerURL = loopbackURL("https", ports.APIServer)
+	c.state.APIServerURL = loopbackURL("https", c.state.Ports.APIServer)
 	fmt.Fprintf(out, "starting cluster in %s\n", dir)
 
-	// etcd and the apiserver go one after the other: each needs the previous.
-	etcd, err := c.start(processSpec{name: Etcd, binary: bins.Etcd, args: etcdArgs(l, ports)})
-	if err != nil {
+	if err := c.startControlPlane(ctx, bins, ids, timeout); err != nil {
 		return c, err
 	}
-	if err := c.wait(ctx, etcd, httpProbe(loopbackURL("http", ports.EtcdClient)+"/health", "", `"health":"true"`), timeout); err != nil {
+	if err := c.startControllers(ctx, bins, stageFiles, timeout); err != nil {
 		return c, err
 	}
-	apiserver, err := c.start(processSpec{name: KubeAPIServer, binary: bins.KubeAPIServer, args: apiserverArgs(l, ports)})
-	if err != nil {
-		return c, err
-	}
-	if err := c.wait(ctx, apiserver, httpProbe(c.state.APIServerURL+"/readyz", ids["admin"].token, ""), timeout); err != nil {
-		return c, err
-	}
-
-	bundle, err := os.ReadFile(l.apiserverCert())
-	if err != nil {
-		return c, fmt.Errorf("read kube-apiserver serving certificate: %w", err)
-	}
-	caPEM, err := servingCA(bundle)
-	if err != nil {
-		return c, err
-	}
-	if err := os.WriteFile(l.apiserverCA(), caPEM, 0o644); err != nil {
-		return c, fmt.Errorf("write cluster CA: %w", err)
-	}
-	if err := writeKubeconfig(l.adminKubeconfig(), c.state.APIServerURL, caPEM, ids["admin"]); err != nil {
-		return c, err
-	}
-	c.state.Kubeconfig = l.adminKubeconfig()
-	for _, name := range []string{KubeControllerManager, KubeScheduler, Kwok} {
-		if err := writeKubeconfig(l.kubeconfig(name), c.state.APIServerURL, caPEM, ids[name]); err != nil {
-			return c, err
-		}
-	}
-
-	// The rest only need the apiserver, so start them together and then wait.
-	specs := []processSpec{
-		{name: KubeControllerManager, binary: bins.KubeControllerManager, args: controllerManagerArgs(l, ports)},
-		{name: KubeScheduler, binary: bins.KubeScheduler, args: schedulerArgs(l, ports)},
-		{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, stageFiles), env: kwokEnv(l)},
-	}
-	probes := []probe{
-		httpProbe(loopbackURL("https", ports.ControllerManager)+"/healthz", "", ""),
-		httpProbe(loopbackURL("https", ports.Scheduler)+"/healthz", "", ""),
-		httpProbe(loopbackURL("http", ports.Kwok)+"/healthz", "", ""),
-	}
-	started := make([]*process, 0, len(specs))
-	for _, spec := range specs {
-		p, err := c.start(spec)
-		if err != nil {
-			return c, err
-		}
-		started = append(started, p)
-	}
-	for i, p := range started {
-		if err := c.wait(ctx, p, probes[i], timeout); err != nil {
-			return c, err
-		}
-	}
-
-	if c.restConfig, err = restConfigFromKubeconfig(l.adminKubeconfig()); err != nil {
-		return c, err
-	}
-	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
-		return c, fmt.Errorf("create client: %w", err)
-	}
-
 	if err := c.createInitialNodes(ctx); err != nil {
 		return c, err
 	}
@@ -226,6 +146,118 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	fmt.Fprintf(out, "cluster ready in %s: %d nodes, API server %s\n",
 		time.Since(began).Round(100*time.Millisecond), len(topo.Placements()), c.state.APIServerURL)
 	return c, nil
+}
+
+// writeClusterFiles creates the directory layout and everything the
+// components read at start: credentials and kwok's stages.
+func writeClusterFiles(l layout) (map[string]identity, []string, error) {
+	for _, d := range l.dirs() {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	ids, err := newIdentities()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeTokenFile(l.tokenFile(), ids); err != nil {
+		return nil, nil, err
+	}
+	if err := writeServiceAccountKeys(l.saKey(), l.saPub()); err != nil {
+		return nil, nil, err
+	}
+	stageFiles, err := writeStageFiles(l.kwokStages())
+	if err != nil {
+		return nil, nil, err
+	}
+	return ids, stageFiles, nil
+}
+
+// startControlPlane starts etcd, then kube-apiserver (each needs the one
+// before), and writes the kubeconfigs, which embed the CA the apiserver
+// generated for itself.
+func (c *Cluster) startControlPlane(ctx context.Context, bins Binaries, ids map[string]identity, timeout time.Duration) error {
+	l, ports := c.layout, c.state.Ports
+	etcd, err := c.start(processSpec{name: Etcd, binary: bins.Etcd, args: etcdArgs(l, ports)})
+	if err != nil {
+		return err
+	}
+	if err := c.wait(ctx, etcd, httpProbe(loopbackURL("http", ports.EtcdClient)+"/health", "", `"health":"true"`), timeout); err != nil {
+		return err
+	}
+	apiserver, err := c.start(processSpec{name: KubeAPIServer, binary: bins.KubeAPIServer, args: apiserverArgs(l, ports)})
+	if err != nil {
+		return err
+	}
+	if err := c.wait(ctx, apiserver, httpProbe(c.state.APIServerURL+"/readyz", ids["admin"].token, ""), timeout); err != nil {
+		return err
+	}
+
+	bundle, err := os.ReadFile(l.apiserverCert())
+	if err != nil {
+		return fmt.Errorf("read kube-apiserver serving certificate: %w", err)
+	}
+	caPEM, err := servingCA(bundle)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.apiserverCA(), caPEM, 0o644); err != nil {
+		return fmt.Errorf("write cluster CA: %w", err)
+	}
+	if err := writeKubeconfig(l.adminKubeconfig(), c.state.APIServerURL, caPEM, ids["admin"]); err != nil {
+		return err
+	}
+	c.state.Kubeconfig = l.adminKubeconfig()
+	for _, name := range []string{KubeControllerManager, KubeScheduler, Kwok} {
+		if err := writeKubeconfig(l.kubeconfig(name), c.state.APIServerURL, caPEM, ids[name]); err != nil {
+			return err
+		}
+	}
+	if c.restConfig, err = restConfigFromKubeconfig(l.adminKubeconfig()); err != nil {
+		return err
+	}
+	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	return nil
+}
+
+// startControllers starts the controller-manager, the scheduler and kwok.
+// They only need the apiserver, so they start together and are then waited
+// for in turn.
+func (c *Cluster) startControllers(ctx context.Context, bins Binaries, stageFiles []string, timeout time.Duration) error {
+	l, ports := c.layout, c.state.Ports
+	components := []struct {
+		spec  processSpec
+		check probe
+	}{
+		{
+			processSpec{name: KubeControllerManager, binary: bins.KubeControllerManager, args: controllerManagerArgs(l, ports)},
+			httpProbe(loopbackURL("https", ports.ControllerManager)+"/healthz", "", ""),
+		},
+		{
+			processSpec{name: KubeScheduler, binary: bins.KubeScheduler, args: schedulerArgs(l, ports)},
+			httpProbe(loopbackURL("https", ports.Scheduler)+"/healthz", "", ""),
+		},
+		{
+			processSpec{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, stageFiles), env: kwokEnv(l)},
+			httpProbe(loopbackURL("http", ports.Kwok)+"/healthz", "", ""),
+		},
+	}
+	started := make([]*process, 0, len(components))
+	for _, comp := range components {
+		p, err := c.start(comp.spec)
+		if err != nil {
+			return err
+		}
+		started = append(started, p)
+	}
+	for i, p := range started {
+		if err := c.wait(ctx, p, components[i].check, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prepareDir returns an absolute, empty cluster directory. It only ever
@@ -255,7 +287,7 @@ func prepareDir(dir string) (string, error) {
 	l := layout{dir: dir}
 	s, err := readState(l.state())
 	if err != nil {
-		if errors.Is(err, errNoState) {
+		if errors.Is(err, ErrNoCluster) {
 			return "", fmt.Errorf("directory %s is not empty and holds no copse cluster; refusing to reuse it", dir)
 		}
 		return "", err

@@ -215,8 +215,19 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 	})
 
 	It("schedules a gang onto the nodes of one GPU clique", func(ctx context.Context) {
-		// Each pod takes a whole node; 3 of 16 empty nodes chosen without the
-		// topology constraint would share a clique only about 3% of the time.
+		// Fill two of the four nodes of the first rack. The scheduler scores
+		// empty nodes alike and breaks ties in node order, so without the
+		// topology constraint three whole-node pods would land on the two
+		// free nodes of that rack plus one node of the next: split.
+		const crowded = "zone-0.block-0.rack-0"
+		for _, n := range []string{"gpu-z0-b0-r0-n0", "gpu-z0-b0-r0-n1"} {
+			blocker := simPod("blocker-"+n, corev1.RestartPolicyAlways, nil)
+			blocker.Spec.NodeName = n
+			blocker.Spec.Containers[0].Resources.Limits = corev1.ResourceList{cluster.ResourceGPU: resource.MustParse("4")}
+			createPod(ctx, ns, blocker)
+		}
+
+		// Each pod takes a whole node.
 		createGang(ctx, ns, "trio", 3, 4)
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) {
@@ -236,6 +247,7 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 			nodes[node.Name] = true
 		}
 		Expect(cliques).To(HaveLen(1), "gang spread over cliques %v", cliques)
+		Expect(cliques).NotTo(HaveKey(crowded), "the crowded clique has room for only two of the pods")
 		Expect(nodes).To(HaveLen(3))
 	})
 

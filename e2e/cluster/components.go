@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"net"
-	"path/filepath"
 	"strings"
 )
 
@@ -17,8 +15,6 @@ const (
 	Kwok                  = "kwok"
 )
 
-var componentOrder = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}
-
 // featureGates turns on the Workload API (Workload, PodGroup) and
 // topology-aware gang scheduling. The apiserver, scheduler and
 // controller-manager must agree on them.
@@ -29,75 +25,6 @@ const (
 	serviceCIDR = "10.96.0.0/16"
 	podCIDR     = "10.64.0.0/12" // kwok hands out pod IPs from here
 )
-
-// Ports are the loopback ports of one cluster's components.
-type Ports struct {
-	EtcdClient        int `json:"etcdClient"`
-	EtcdPeer          int `json:"etcdPeer"`
-	APIServer         int `json:"apiServer"`
-	ControllerManager int `json:"controllerManager"`
-	Scheduler         int `json:"scheduler"`
-	Kwok              int `json:"kwok"`
-}
-
-// freePorts asks the kernel for unused ports. All listeners stay open until
-// every port is chosen so that no port is handed out twice; another process
-// may still grab one before the component binds it, which then shows up as
-// a start failure naming the port.
-func freePorts() (Ports, error) {
-	var ports [6]int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return Ports{}, fmt.Errorf("pick free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]}, nil
-}
-
-// layout is where a cluster keeps its files inside its directory.
-type layout struct{ dir string }
-
-func (l layout) state() string               { return filepath.Join(l.dir, "state.json") }
-func (l layout) adminKubeconfig() string     { return filepath.Join(l.dir, "kubeconfig") }
-func (l layout) log(component string) string { return filepath.Join(l.dir, "logs", component+".log") }
-func (l layout) kubeconfig(comp string) string {
-	return filepath.Join(l.dir, "kubeconfigs", comp+".kubeconfig")
-}
-func (l layout) etcdData() string { return filepath.Join(l.dir, "etcd") }
-func (l layout) certDir(component string) string {
-	return filepath.Join(l.dir, "pki", component)
-}
-func (l layout) saKey() string      { return filepath.Join(l.dir, "pki", "service-account.key") }
-func (l layout) saPub() string      { return filepath.Join(l.dir, "pki", "service-account.pub") }
-func (l layout) tokenFile() string  { return filepath.Join(l.dir, "pki", "tokens.csv") }
-func (l layout) kwokStages() string { return filepath.Join(l.dir, "kwok", "stages") }
-func (l layout) kwokHome() string   { return filepath.Join(l.dir, "kwok", "home") }
-
-// apiserverCert is the certificate kube-apiserver generates for itself in
-// its --cert-dir; the file also holds the CA that signed it.
-func (l layout) apiserverCert() string {
-	return filepath.Join(l.certDir(KubeAPIServer), "apiserver.crt")
-}
-
-// apiserverCA holds just the CA of apiserverCert, written by Start.
-func (l layout) apiserverCA() string { return filepath.Join(l.dir, "pki", "ca.crt") }
-
-func (l layout) dirs() []string {
-	return []string{
-		filepath.Join(l.dir, "logs"), filepath.Join(l.dir, "kubeconfigs"), filepath.Join(l.dir, "pki"),
-		l.etcdData(), l.certDir(KubeAPIServer), l.certDir(KubeControllerManager), l.certDir(KubeScheduler),
-		l.kwokStages(), l.kwokHome(),
-	}
-}
 
 func loopbackURL(scheme string, port int) string {
 	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
+
+// errNoClient comes from a loaded cluster whose kubeconfig is unreadable.
+var errNoClient = errors.New("cluster has no usable kubeconfig")
 
 // NodeGroup asks for Count more nodes in one rack. The rack need not exist
 // yet: indices beyond the initial topology create new racks, blocks or
@@ -29,6 +33,9 @@ type NodeGroup struct {
 // It returns the new node names. Nodes in a rack are numbered after the
 // highest index already there.
 func (c *Cluster) AddNodes(ctx context.Context, groups ...NodeGroup) ([]string, error) {
+	if c.client == nil {
+		return nil, errNoClient
+	}
 	c.nodesMu.Lock()
 	defer c.nodesMu.Unlock()
 
@@ -144,7 +151,7 @@ func (c *Cluster) waitNodesReady(ctx context.Context, names []string, timeout ti
 		if herr := c.CheckHealthy(); herr != nil {
 			return fmt.Errorf("wait for nodes to become Ready: %w", herr)
 		}
-		return fmt.Errorf("wait for %d node(s) to become Ready (kwok log %s): %w", len(pending), c.logPath("kwok"), err)
+		return fmt.Errorf("wait for %d node(s) to become Ready (kwok log %s): %w", len(pending), c.logPath(Kwok), err)
 	}
 	return nil
 }
@@ -162,6 +169,9 @@ func nodeReady(n *corev1.Node) bool {
 // them are not touched: as in a real cluster, the pod garbage collector in
 // kube-controller-manager deletes such orphans (after about 40s).
 func (c *Cluster) RemoveNodes(ctx context.Context, names ...string) error {
+	if c.client == nil {
+		return errNoClient
+	}
 	for _, name := range names {
 		err := c.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -47,6 +47,8 @@ func startProcess(spec processSpec) (*process, error) {
 	// The child holds its own descriptor once started.
 	defer logFile.Close()
 
+	// Not CommandContext: a component lives as long as its cluster, not as
+	// long as the context of the call that started it.
 	cmd := exec.Command(spec.binary, spec.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile

@@ -52,13 +52,13 @@ func writeState(path string, s state) error {
 	return nil
 }
 
-// errNoState means the directory holds no cluster.
-var errNoState = errors.New("no cluster state")
+// ErrNoCluster is returned by Load for a directory without a cluster.
+var ErrNoCluster = errors.New("no cluster state")
 
 func readState(path string) (state, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return state{}, fmt.Errorf("%w at %s", errNoState, path)
+		return state{}, fmt.Errorf("%w at %s", ErrNoCluster, path)
 	}
 	if err != nil {
 		return state{}, fmt.Errorf("read cluster state: %w", err)

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -12,9 +11,6 @@ import (
 
 	"github.com/copse-dev/copse/e2e/cluster"
 )
-
-// envRunClusterSpecs runs the cluster specs even without a label filter.
-const envRunClusterSpecs = "COPSE_E2E_CLUSTER"
 
 var (
 	testCluster *cluster.Cluster
@@ -27,13 +23,6 @@ func TestCluster(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	// A plain `go test ./...` must not build Kubernetes (minutes on a cold
-	// cache) and start a control plane; these specs run when asked for by
-	// label, as in `go test ./e2e/cluster/... -ginkgo.label-filter=cluster`.
-	filter := GinkgoLabelFilter()
-	if os.Getenv(envRunClusterSpecs) == "" && (filter == "" || !Label("cluster").MatchesLabelFilter(filter)) {
-		Skip("cluster specs run only with -ginkgo.label-filter=cluster (or " + envRunClusterSpecs + "=1)")
-	}
 	var err error
 	testCluster, err = cluster.Start(ctx, cluster.Options{Out: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PodCliqueSet is a set of gangs of pods (one gang per replica), each made of
@@ -94,4 +95,56 @@ type PodCliqueSetStatus struct {
 	// it: trainingSpec.maxRuntime is a wall-clock deadline from this instant.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// ReplicaRecreations holds, per replica, the latest recreation: its
+	// PodCliques, PodCliqueScalingGroups and gangs deleted so that they are
+	// created afresh, after a gang termination or a Training restart. The
+	// entry is written before the first deletion and marked completed once
+	// every object it names is gone, so a crash in between neither repeats
+	// nor loses the recreation. It stays afterwards: its attempt is the run
+	// the replica's objects belong to.
+	// +optional
+	// +listType=map
+	// +listMapKey=replicaIndex
+	ReplicaRecreations []ReplicaRecreation `json:"replicaRecreations,omitempty"`
+}
+
+// RecreationReason says why a replica is recreated.
+// +kubebuilder:validation:Enum=GangTermination;TrainingRestart
+type RecreationReason string
+
+const (
+	// RecreationReasonGangTermination: the replica stayed below minAvailable
+	// for longer than terminationDelay.
+	RecreationReasonGangTermination RecreationReason = "GangTermination"
+	// RecreationReasonTrainingRestart: a Training replica failed and its
+	// restart consumed one unit of trainingSpec.maxRestarts.
+	RecreationReasonTrainingRestart RecreationReason = "TrainingRestart"
+)
+
+// ReplicaRecreation is the durable record of one replica being recreated.
+type ReplicaRecreation struct {
+	// ReplicaIndex is the PodCliqueSet replica being recreated.
+	// +kubebuilder:validation:Minimum=0
+	ReplicaIndex int32 `json:"replicaIndex"`
+	// Reason says why.
+	Reason RecreationReason `json:"reason"`
+	// Attempt is the run the recreated replica starts: for a Training
+	// restart, the restart count after this restart; 0 otherwise. Pods of
+	// the recreated replica carry it in the copse.dev/attempt label.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// StartedAt is when the recreation was decided.
+	StartedAt metav1.Time `json:"startedAt"`
+	// CompletedAt is when the last object of the old replica was gone; the
+	// new replica's objects are created after it is set.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Deleting lists the UIDs of the objects that make up the old replica:
+	// PodCliques, PodCliqueScalingGroups and gang objects. Each is deleted
+	// with a UID precondition, so an object created after the decision is
+	// never deleted by it.
+	// +optional
+	// +listType=set
+	Deleting []types.UID `json:"deleting,omitempty"`
 }

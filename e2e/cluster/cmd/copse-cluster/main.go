@@ -6,6 +6,7 @@
 //	copse-cluster status [--dir D]
 //	copse-cluster down [--dir D]
 //	copse-cluster build
+//	copse-cluster kubectl [--dir D] -- ARGS...
 package main
 
 import (
@@ -15,7 +16,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -30,6 +33,7 @@ commands:
   status  report whether each component of the cluster is alive
   down    stop the cluster and remove its directory
   build   build and cache the control-plane binaries only
+  kubectl run the cluster's kubectl (v1.37) against it: kubectl [--dir D] -- ARGS...
 
 Run "copse-cluster <command> -h" for the flags of a command.
 `
@@ -52,6 +56,8 @@ func main() {
 		err = status(args)
 	case "build":
 		err = build(ctx, args)
+	case "kubectl":
+		err = kubectl(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
@@ -99,7 +105,8 @@ func up(ctx context.Context, args []string) error {
 		ComponentTimeout: *timeout,
 	})
 	if errors.Is(err, cluster.ErrAlreadyRunning) {
-		return fmt.Errorf("%w\nuse it as is, or run: copse-cluster down --dir %s", err, *dir)
+		return fmt.Errorf("%w\nit stays usable (KUBECONFIG=%s); to replace it run: copse-cluster down --dir %s",
+			err, filepath.Join(*dir, "kubeconfig"), *dir)
 	}
 	if err != nil {
 		return err
@@ -120,6 +127,10 @@ func down(args []string) error {
 	dir := dirFlag(fs)
 	_ = fs.Parse(args)
 	c, err := cluster.Load(*dir)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		fmt.Printf("no cluster in %s\n", *dir)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -142,6 +153,28 @@ func status(args []string) error {
 	dead := printComponents(os.Stdout, c.Components())
 	if dead > 0 {
 		return fmt.Errorf("%d component(s) not running; see their logs, then run: copse-cluster down --dir %s", dead, c.Dir())
+	}
+	return nil
+}
+
+// kubectl runs the kubectl built with the cluster, with its kubeconfig, and
+// exits with kubectl's own exit code.
+func kubectl(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("kubectl", flag.ExitOnError)
+	dir := dirFlag(fs)
+	_ = fs.Parse(args)
+	c, err := cluster.Load(*dir)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, c.Binaries().Kubectl, append([]string{"--kubeconfig", c.Kubeconfig()}, fs.Args()...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			os.Exit(exitErr.ExitCode())
+		}
+		return fmt.Errorf("run kubectl: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,42 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+)
+
+// Ports are the loopback ports of one cluster's components.
+type Ports struct {
+	EtcdClient        int `json:"etcdClient"`
+	EtcdPeer          int `json:"etcdPeer"`
+	APIServer         int `json:"apiServer"`
+	ControllerManager int `json:"controllerManager"`
+	Scheduler         int `json:"scheduler"`
+	Kwok              int `json:"kwok"`
+}
+
+// freePorts asks the kernel for unused ports. All listeners stay open until
+// every port is chosen so that no port is handed out twice; another process
+// may still grab one before the component binds it, which then shows up as
+// a start failure naming the port.
+func freePorts() (Ports, error) {
+	var ports [6]int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return Ports{}, fmt.Errorf("pick free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return Ports{
+		EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2],
+		ControllerManager: ports[3], Scheduler: ports[4], Kwok: ports[5],
+	}, nil
+}

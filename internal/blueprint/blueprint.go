@@ -1,0 +1,146 @@
+// Package blueprint builds the objects a PodCliqueSet should have — replica
+// Services, PodCliqueScalingGroups and PodCliques — from its template. The
+// functions are pure: controllers compare their output with what exists.
+package blueprint
+
+import (
+	"strconv"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/naming"
+	"github.com/copse-dev/copse/internal/scheduler"
+)
+
+// ReplicaService is the headless Service of replica r. It selects every pod
+// of the replica, so each pod resolves as <hostname>.<service>.
+func ReplicaService(pcs *copsev1alpha1.PodCliqueSet, replica int) *corev1.Service {
+	publishNotReady := true
+	if cfg := pcs.Spec.Template.HeadlessServiceConfig; cfg != nil {
+		publishNotReady = cfg.PublishNotReadyAddresses
+	}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pcs.Namespace,
+			Name:      naming.ReplicaService(pcs.Name, replica),
+			Labels:    labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{labels.ComponentKey: labels.ComponentHeadlessService}),
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 labels.ForReplica(pcs.Name, replica),
+			PublishNotReadyAddresses: publishNotReady,
+		},
+	}
+}
+
+// ScalingGroup is the PodCliqueScalingGroup of one scaling group in replica r.
+func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, replica int, group grovecorev1alpha1.PodCliqueScalingGroupConfig, attempt int32) *copsev1alpha1.PodCliqueScalingGroup {
+	minAvailable := scheduler.GroupMinAvailable(group)
+	return &copsev1alpha1.PodCliqueScalingGroup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   pcs.Namespace,
+			Name:        naming.ScalingGroup(pcs.Name, replica, group.Name),
+			Labels:      labels.Merge(labels.ForReplica(pcs.Name, replica), attemptLabel(attempt), map[string]string{labels.ComponentKey: labels.ComponentScalingGroup}),
+			Annotations: copyMap(group.Annotations),
+		},
+		Spec: grovecorev1alpha1.PodCliqueScalingGroupSpec{
+			Replicas:     scheduler.GroupReplicas(group),
+			MinAvailable: &minAvailable,
+			CliqueNames:  append([]string(nil), group.CliqueNames...),
+		},
+	}
+}
+
+// StandalonePodClique is the PodClique of a clique that belongs to no
+// scaling group, in replica r. Its pods join the replica's base gang.
+func StandalonePodClique(pcs *copsev1alpha1.PodCliqueSet, replica int, clique *grovecorev1alpha1.PodCliqueTemplateSpec, attempt int32) *copsev1alpha1.PodClique {
+	name := naming.StandalonePodClique(pcs.Name, replica, clique.Name)
+	return podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
+		labels.ComponentKey: labels.ComponentPodCliqueOfSet,
+		labels.PodGangKey:   naming.BaseGang(pcs.Name, replica),
+	}), attempt)
+}
+
+// GroupedPodClique is the PodClique of a clique in replica groupReplica of
+// a PodCliqueScalingGroup. The group's first minAvailable replicas join the
+// PodCliqueSet replica's base gang; the others each form a gang of their own.
+func GroupedPodClique(pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup, groupReplica int32, clique *grovecorev1alpha1.PodCliqueTemplateSpec) *copsev1alpha1.PodClique {
+	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
+	minAvailable := int32(1)
+	if pcsg.Spec.MinAvailable != nil {
+		minAvailable = *pcsg.Spec.MinAvailable
+	}
+	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
+	name := naming.GroupedPodClique(pcsg.Name, int(groupReplica), clique.Name)
+	return podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
+		labels.ComponentKey:           labels.ComponentPodCliqueOfGroup,
+		labels.ScalingGroupKey:        pcsg.Name,
+		labels.ScalingGroupReplicaKey: strconv.Itoa(int(groupReplica)),
+		labels.PodGangKey:             scheduler.GangOfGroupReplica(pcs.Name, replica, pcsg.Name, groupReplica, minAvailable),
+	}), int32(attempt))
+}
+
+func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec, name string, copseLabels map[string]string, attempt int32) *copsev1alpha1.PodClique {
+	// The user's template labels go first so that copse's keys always win:
+	// a template label can never redirect a selector.
+	objLabels := labels.Merge(clique.Labels, copseLabels, attemptLabel(attempt), map[string]string{
+		labels.PodCliqueKey:      name,
+		labels.CliqueTemplateKey: clique.Name,
+	})
+	spec := *clique.Spec.DeepCopy()
+	if spec.MinAvailable == nil {
+		minAvailable := spec.Replicas
+		spec.MinAvailable = &minAvailable
+	}
+	return &copsev1alpha1.PodClique{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   pcs.Namespace,
+			Name:        name,
+			Labels:      objLabels,
+			Annotations: copyMap(clique.Annotations),
+		},
+		Spec: spec,
+	}
+}
+
+// CliqueTemplate finds a clique of the PodCliqueSet template by name.
+func CliqueTemplate(pcs *copsev1alpha1.PodCliqueSet, name string) *grovecorev1alpha1.PodCliqueTemplateSpec {
+	for _, c := range pcs.Spec.Template.Cliques {
+		if c != nil && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// GroupedCliques returns the names of the cliques that belong to a scaling group.
+func GroupedCliques(pcs *copsev1alpha1.PodCliqueSet) map[string]bool {
+	grouped := map[string]bool{}
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		for _, name := range g.CliqueNames {
+			grouped[name] = true
+		}
+	}
+	return grouped
+}
+
+// attemptLabel marks which run of its replica an object belongs to: 0 for
+// the first, n after the replica's n-th recreation.
+func attemptLabel(attempt int32) map[string]string {
+	return map[string]string{labels.AttemptKey: strconv.Itoa(int(max(attempt, 0)))}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package podclique
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// podsToCreate returns the indices at which to create pods so that desired
+// indices are occupied: the lowest free ones, so a replaced or scaled-in pod's
+// index is reused before the clique grows past it. occupied holds the indices
+// of the pods that exist or are being created; duplicates count once.
+func podsToCreate(desired int, occupied []int) []int {
+	taken := make(map[int]bool, len(occupied))
+	for _, i := range occupied {
+		taken[i] = true
+	}
+	missing := desired - len(taken)
+	if missing <= 0 {
+		return nil
+	}
+	out := make([]int, 0, missing)
+	for i := 0; len(out) < missing; i++ {
+		if !taken[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// podsToDelete picks the surplus pods to remove on scale-in, cheapest loss
+// first: pods not scheduled, then pods not ready, then the highest indices,
+// so a shrinking clique keeps its lowest, healthiest members.
+func podsToDelete(surplus int, candidates []podInfo) []podInfo {
+	if surplus <= 0 {
+		return nil
+	}
+	ordered := slices.Clone(candidates)
+	slices.SortFunc(ordered, deleteFirst)
+	return ordered[:min(surplus, len(ordered))]
+}
+
+// onePodPerIndex keeps the healthiest pod of every index and returns the
+// others as extra. Two pods share an index only after an expectation expired
+// while the cache still lagged; the extra ones are deleted so that every
+// hostname belongs to one pod.
+func onePodPerIndex(pods []podInfo) (kept, extra []podInfo) {
+	byIndex := map[int][]podInfo{}
+	for _, p := range pods {
+		byIndex[p.index] = append(byIndex[p.index], p)
+	}
+	for _, index := range slices.Sorted(maps.Keys(byIndex)) {
+		same := byIndex[index]
+		slices.SortFunc(same, deleteFirst)
+		kept = append(kept, same[len(same)-1])
+		extra = append(extra, same[:len(same)-1]...)
+	}
+	return kept, extra
+}
+
+// deleteFirst orders pods by how little deleting them costs.
+func deleteFirst(a, b podInfo) int {
+	if a.scheduled != b.scheduled {
+		return boolFirst(!a.scheduled, !b.scheduled)
+	}
+	if a.ready != b.ready {
+		return boolFirst(!a.ready, !b.ready)
+	}
+	if c := cmp.Compare(b.index, a.index); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.name, b.name)
+}
+
+// boolFirst sorts true before false.
+func boolFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	default:
+		return 1
+	}
+}

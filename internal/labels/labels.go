@@ -1,0 +1,96 @@
+// Package labels defines the labels copse puts on every object it creates,
+// and the selectors controllers use to find them. Objects are always found
+// by label, never by parsing or suffix-matching their names.
+//
+// The keys are Grove's (github.com/ai-dynamo/grove/operator/api/common), so
+// tooling written for Grove selects copse's objects too.
+package labels
+
+import (
+	"strconv"
+
+	grovecommon "github.com/ai-dynamo/grove/operator/api/common"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Label keys. All but AttemptKey are Grove's.
+const (
+	ManagedByKey           = grovecommon.LabelManagedByKey
+	PartOfKey              = grovecommon.LabelPartOfKey // the PodCliqueSet's name
+	ComponentKey           = grovecommon.LabelComponentKey
+	ReplicaKey             = grovecommon.LabelPodCliqueSetReplicaIndex
+	PodCliqueKey           = grovecommon.LabelPodClique
+	ScalingGroupKey        = grovecommon.LabelPodCliqueScalingGroup // the PodCliqueScalingGroup object's name
+	ScalingGroupReplicaKey = grovecommon.LabelPodCliqueScalingGroupReplicaIndex
+	PodIndexKey            = grovecommon.LabelPodCliquePodIndex
+	PodGangKey             = grovecommon.LabelPodGang // the gang (PodGroup) a PodClique's pods join
+	PodTemplateHashKey     = grovecommon.LabelPodTemplateHash
+	// CliqueTemplateKey is the clique's name in the PodCliqueSet template
+	// ("worker"), as opposed to PodCliqueKey, the PodClique object's name.
+	CliqueTemplateKey = "copse.dev/clique"
+	// AttemptKey is the restart attempt a Training pod belongs to: 0 for the
+	// first run of its replica, n after the replica's n-th restart.
+	AttemptKey = "copse.dev/attempt"
+)
+
+// ManagedByValue marks objects copse manages.
+const ManagedByValue = "copse-operator"
+
+// Component values, one per kind of generated object.
+const (
+	ComponentHeadlessService  = grovecommon.LabelComponentNamePodCliqueSetReplicaHeadlessService
+	ComponentPodCliqueOfSet   = grovecommon.LabelComponentNamePodCliqueSetPodClique
+	ComponentPodCliqueOfGroup = grovecommon.LabelComponentNamePodCliqueScalingGroupPodClique
+	ComponentScalingGroup     = grovecommon.LabelComponentNamePodCliqueScalingGroup
+	ComponentPodGroup         = "podgroup"
+	ComponentWorkload         = "workload"
+)
+
+// ForPodCliqueSet are the labels of every object generated for a PodCliqueSet.
+func ForPodCliqueSet(pcsName string) map[string]string {
+	return map[string]string{ManagedByKey: ManagedByValue, PartOfKey: pcsName}
+}
+
+// ForReplica adds the replica index to ForPodCliqueSet.
+func ForReplica(pcsName string, replica int) map[string]string {
+	l := ForPodCliqueSet(pcsName)
+	l[ReplicaKey] = strconv.Itoa(replica)
+	return l
+}
+
+// SelectPodCliqueSet selects every object generated for a PodCliqueSet.
+func SelectPodCliqueSet(pcsName string) labels.Selector {
+	return labels.SelectorFromSet(ForPodCliqueSet(pcsName))
+}
+
+// SelectReplica selects every object generated for one PodCliqueSet replica.
+func SelectReplica(pcsName string, replica int) labels.Selector {
+	return labels.SelectorFromSet(ForReplica(pcsName, replica))
+}
+
+// Merge returns a new map with the entries of every map, later maps winning.
+// Used to put copse's labels over the user's template labels, so that a
+// user label can never hijack a selector.
+func Merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Index reads an integer label such as ReplicaKey. ok is false when the
+// label is absent or not a non-negative integer.
+func Index(objLabels map[string]string, key string) (index int, ok bool) {
+	raw, present := objLabels[key]
+	if !present {
+		return 0, false
+	}
+	index, err := strconv.Atoi(raw)
+	if err != nil || index < 0 {
+		return 0, false
+	}
+	return index, true
+}
