@@ -1,23 +1,69 @@
 package main
 
 import (
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"fmt"
+
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/internal/controller/podclique"
+	"github.com/copse-dev/copse/internal/controller/podcliquescalinggroup"
+	"github.com/copse-dev/copse/internal/controller/podcliqueset"
+	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/scheduler"
 )
 
-// registerControllers is where copse's controllers and admission webhooks
-// join the manager. Each controller takes its concurrency from
-// cfg.Controllers; webhooks must be registered only when
-// cfg.WebhookServer.Enabled is true, since mgr.GetWebhookServer() starts a
-// server that needs a serving certificate. schedulerBackend is already
-// resolved: it is never "auto" here.
-//
-// No controller exists yet.
+// registerControllers joins copse's controllers and admission webhooks to the
+// manager. schedulerBackend is already resolved: it is never "auto" here.
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
 	schedulerBackend configv1alpha1.SchedulerBackend) error {
-	mgr.GetLogger().WithName("setup").Info("registering controllers",
-		"schedulerBackend", schedulerBackend,
-		"controllers", []string{},
+	backend := newSchedulerBackend(mgr, schedulerBackend)
+
+	pcsReconciler := &podcliqueset.Reconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder(podcliqueset.ControllerName),
+		Backend:  backend,
+		Clock:    clock.RealClock{},
+	}
+	if err := pcsReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)
+	}
+
+	pcsgReconciler := &podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+	if err := pcsgReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", podcliquescalinggroup.ControllerName, err)
+	}
+
+	pclqReconciler := &podclique.Reconciler{
+		Client:                  mgr.GetClient(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder(podclique.ControllerName),
+		Expectations:            expectations.New(expectations.Options{Logger: mgr.GetLogger().WithName("expectations")}),
+		GangScheduling:          backend.PodsJoinGangs(),
+		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
+	}
+	if err := pclqReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", podclique.ControllerName, err)
+	}
+
+	if *cfg.WebhookServer.Enabled {
+		if err := registerWebhooks(mgr); err != nil {
+			return err
+		}
+	}
+
+	mgr.GetLogger().WithName("setup").Info("registered controllers",
+		"schedulerBackend", backend.Name(),
+		"controllers", []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName},
 		"webhooksEnabled", *cfg.WebhookServer.Enabled)
 	return nil
+}
+
+func newSchedulerBackend(mgr manager.Manager, name configv1alpha1.SchedulerBackend) scheduler.Backend {
+	if name == configv1alpha1.SchedulerBackendWorkload {
+		return &scheduler.Workload{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+	}
+	return scheduler.None{}
 }

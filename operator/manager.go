@@ -4,10 +4,15 @@ import (
 	"fmt"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	copselabels "github.com/copse-dev/copse/internal/labels"
+	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -49,8 +54,13 @@ func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfigur
 		// lease over at once is safe and spares the next leader the wait
 		// for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
-		HealthProbeBindAddress:        cfg.Server.HealthProbes.BindAddress,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.Server.Metrics.BindAddress},
+		// Only copse's pods are cached: on a shared cluster the operator must
+		// not hold every inference and system pod in memory.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: k8slabels.SelectorFromSet(k8slabels.Set{copselabels.ManagedByKey: copselabels.ManagedByValue})},
+		}},
+		HealthProbeBindAddress: cfg.Server.HealthProbes.BindAddress,
+		Metrics:                metricsserver.Options{BindAddress: cfg.Server.Metrics.BindAddress},
 	}
 	if *cfg.WebhookServer.Enabled {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/copse-dev/copse/e2e/cluster"
 )
@@ -28,6 +31,11 @@ type Options struct {
 	Name string
 	// Topology of the simulated nodes; nil means cluster.DefaultTopology().
 	Topology *cluster.Topology
+	// WithOperator starts copse-operator once the CRDs are installed, with
+	// its webhooks registered (see StartOperator), and sets Env.Operator.
+	WithOperator bool
+	// Operator configures that operator; its Name defaults to Name.
+	Operator OperatorOptions
 }
 
 // Env is one suite's cluster with copse's CRDs installed.
@@ -36,10 +44,16 @@ type Env struct {
 	Client    client.Client
 	Clientset kubernetes.Interface
 	Topology  cluster.Topology
+	// Operator is the copse-operator started by Setup (Options.WithOperator)
+	// or StartOperator; nil if none was.
+	Operator *Operator
 }
 
 // Setup starts a local cluster for a suite and installs copse's CRDs.
 func Setup(ctx context.Context, opts Options) (*Env, error) {
+	// The suite's own controller-runtime client logs through GinkgoWriter,
+	// shown for failing specs only.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter)))
 	topology := cluster.DefaultTopology()
 	if opts.Topology != nil {
 		topology = *opts.Topology
@@ -63,19 +77,38 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 		_ = c.Stop()
 		return nil, fmt.Errorf("install CRDs for suite %s: %w", opts.Name, err)
 	}
+	if opts.WithOperator {
+		operatorOpts := opts.Operator
+		if operatorOpts.Name == "" {
+			operatorOpts.Name = opts.Name
+		}
+		if _, err := StartOperator(ctx, env, operatorOpts); err != nil {
+			_ = c.Stop()
+			return nil, fmt.Errorf("start operator for suite %s: %w", opts.Name, err)
+		}
+	}
 	return env, nil
 }
 
-// CheckHealthy reports a crashed control-plane component, so a suite fails
-// with the component's log instead of with a confusing timeout.
+// CheckHealthy reports a crashed control-plane component or operator, so a
+// suite fails with the component's log instead of with a confusing timeout.
 func (e *Env) CheckHealthy() error {
-	return e.Cluster.CheckHealthy()
+	err := e.Cluster.CheckHealthy()
+	if e.Operator != nil {
+		err = errors.Join(err, e.Operator.CheckHealthy())
+	}
+	return err
 }
 
-// Teardown stops every process of the suite's cluster.
+// Teardown stops the operator, if one runs, and every process of the
+// suite's cluster.
 func (e *Env) Teardown() error {
 	if os.Getenv(KeepEnvVar) != "" {
 		fmt.Fprintf(ginkgo.GinkgoWriter, "keeping cluster directory %s (%s is set)\n", e.Cluster.Dir(), KeepEnvVar)
 	}
-	return e.Cluster.Stop()
+	var operatorErr error
+	if e.Operator != nil {
+		operatorErr = e.Operator.Stop()
+	}
+	return errors.Join(operatorErr, e.Cluster.Stop())
 }

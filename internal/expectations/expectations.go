@@ -73,6 +73,10 @@ type Expected struct {
 	UID    types.UID
 	Name   string
 	Labels map[string]string
+	// Controller is the UID of the object's controller owner reference, if
+	// any. It tells expectations recorded for an earlier owner of the same
+	// name apart from the current owner's.
+	Controller types.UID
 	// Since is when the write was recorded; the expectation expires TTL later.
 	Since time.Time
 }
@@ -87,6 +91,22 @@ type Pending struct {
 // it, and the cache still shows it alive.
 func (p Pending) Deleting(uid types.UID) bool {
 	return slices.ContainsFunc(p.Deletions, func(e Expected) bool { return e.UID == uid })
+}
+
+// Empty reports whether nothing is pending.
+func (p Pending) Empty() bool {
+	return len(p.Creations) == 0 && len(p.Deletions) == 0
+}
+
+// RecordedForAnotherOwner reports whether an expectation concerns an object
+// controlled by something other than owner. That happens when the owner was
+// deleted and recreated under the same name before the controller saw it
+// gone: the old owner's expectations can never be confirmed through the new
+// owner's objects and must be forgotten, or they would hold the new owner
+// back until they expire.
+func (p Pending) RecordedForAnotherOwner(owner types.UID) bool {
+	foreign := func(e Expected) bool { return e.Controller != "" && e.Controller != owner }
+	return slices.ContainsFunc(p.Creations, foreign) || slices.ContainsFunc(p.Deletions, foreign)
 }
 
 // New returns an empty store.
@@ -142,7 +162,11 @@ func (s *Store) record(key string, objs []metav1.Object, add func(*ownerWrites, 
 			s.log.Info("ignoring expectation for an object without UID", "key", key, "object", obj.GetName())
 			continue
 		}
-		add(w, Expected{UID: obj.GetUID(), Name: obj.GetName(), Labels: maps.Clone(obj.GetLabels()), Since: now})
+		e := Expected{UID: obj.GetUID(), Name: obj.GetName(), Labels: maps.Clone(obj.GetLabels()), Since: now}
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			e.Controller = ref.UID
+		}
+		add(w, e)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 const key = "ns/clique"
@@ -138,6 +139,44 @@ func TestPendingKeepsWhatTheControllerNeedsToKnow(t *testing.T) {
 	got.Creations[0].Labels["index"] = "mutated in a snapshot"
 	if l := s.Pending(key).Creations[0].Labels["index"]; l != "a" {
 		t.Errorf("a snapshot shares its labels with the store: got %q", l)
+	}
+}
+
+func TestRecordedForAnotherOwner(t *testing.T) {
+	owned := func(name string, owner types.UID) *corev1.Pod {
+		p := pod(name)
+		p.OwnerReferences = []metav1.OwnerReference{{Name: "clique", UID: owner, Controller: ptr.To(true)}}
+		return p
+	}
+	cases := []struct {
+		name    string
+		created []*corev1.Pod
+		deleted []*corev1.Pod
+		want    bool
+	}{
+		{name: "nothing pending"},
+		{name: "the current owner's creations", created: []*corev1.Pod{owned("a", "now")}},
+		{name: "an earlier owner's creation", created: []*corev1.Pod{owned("a", "now"), owned("b", "before")}, want: true},
+		{name: "an earlier owner's deletion", deleted: []*corev1.Pod{owned("a", "before")}, want: true},
+		{name: "objects without a controller belong to no one", created: []*corev1.Pod{pod("a")}, deleted: []*corev1.Pod{pod("b")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Options{})
+			for _, p := range c.created {
+				s.ExpectCreations(key, p)
+			}
+			for _, p := range c.deleted {
+				s.ExpectDeletions(key, p)
+			}
+			pending := s.Pending(key)
+			if got := pending.RecordedForAnotherOwner("now"); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+			if pending.Empty() != (len(c.created)+len(c.deleted) == 0) {
+				t.Errorf("Empty() = %v with %d pending", pending.Empty(), len(c.created)+len(c.deleted))
+			}
+		})
 	}
 }
 

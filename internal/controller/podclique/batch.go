@@ -16,28 +16,38 @@ const maxBatchSize = 64
 // admission webhook refusing pods) costs a handful of calls rather than n.
 // It returns how many calls succeeded and the failures joined.
 func inSlowStartBatches(ctx context.Context, n, limit int, fn func(ctx context.Context, item int) error) (succeeded int, err error) {
-	limit = max(limit, 1)
 	next := 0
-	for size := 1; next < n; size = min(2*size, limit) {
-		batch := min(size, n-next)
-		errs := make([]error, batch)
+	for _, size := range batchSizes(n, limit) {
+		errs := make([]error, size)
 		var wg sync.WaitGroup
-		for i := range batch {
+		for i := range size {
 			item := next + i
 			wg.Go(func() { errs[i] = fn(ctx, item) })
 		}
 		wg.Wait()
-		next += batch
+		next += size
 		failed := 0
 		for _, e := range errs {
 			if e != nil {
 				failed++
 			}
 		}
-		succeeded += batch - failed
+		succeeded += size - failed
 		if failed > 0 {
 			return succeeded, errors.Join(errs...)
 		}
 	}
 	return succeeded, nil
+}
+
+// batchSizes splits n items into batches that double from 1 up to limit.
+func batchSizes(n, limit int) []int {
+	limit = max(limit, 1)
+	var sizes []int
+	for size := 1; n > 0; size = min(2*size, limit) {
+		batch := min(size, n)
+		sizes = append(sizes, batch)
+		n -= batch
+	}
+	return sizes
 }

@@ -7,16 +7,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ConditionReasonNotYetAvailable is the reason of MinAvailableBreached=Unknown:
+// ConditionReasonNeverAvailable is the reason of MinAvailableBreached=Unknown:
 // the clique has never had minAvailable pods scheduled and ready, so there is
 // nothing to breach yet. A clique that is still starting must not look like
 // one that lost its pods, or its gang would be terminated before it ever ran.
-const ConditionReasonNotYetAvailable = "NotYetAvailable"
+const ConditionReasonNeverAvailable = "NeverAvailable"
 
 // minAvailableBreachedCondition computes MinAvailableBreached from the counts
 // of ready and scheduled pods and the condition as it was.
 //
-//   - Unknown (NotYetAvailable) until the clique is available for the first
+//   - Unknown (NeverAvailable) until the clique is available for the first
 //     time: ready >= minAvailable and scheduled >= minAvailable.
 //   - False (SufficientReadyPods) while it is available.
 //   - True once it was available and no longer is; the reason says whether
@@ -41,7 +41,7 @@ func minAvailableBreachedCondition(previous *metav1.Condition, ready, scheduled,
 		cond.Message = "Enough pods are scheduled and ready: " + counts
 	case !wasAvailable:
 		cond.Status = metav1.ConditionUnknown
-		cond.Reason = ConditionReasonNotYetAvailable
+		cond.Reason = ConditionReasonNeverAvailable
 		cond.Message = "The clique has not yet had minAvailable pods scheduled and ready: " + counts
 	case scheduled < minAvailable:
 		cond.Status = metav1.ConditionTrue

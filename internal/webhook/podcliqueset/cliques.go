@@ -6,6 +6,7 @@ import (
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,8 +22,9 @@ import (
 // that decision between the two by exit code.
 var supportedRestartPolicies = []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyNever}
 
-// validateCliques checks the clique list and each clique's own fields.
-func validateCliques(pcs *copsev1alpha1.PodCliqueSet, op operation) field.ErrorList {
+// validateCliques checks the clique list and each clique's own fields. old
+// is the stored object on update, nil on create.
+func validateCliques(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	cliques := pcs.Spec.Template.Cliques
 	if len(cliques) == 0 {
 		return field.ErrorList{field.Required(cliquesPath, "at least one clique is required")}
@@ -41,7 +43,7 @@ func validateCliques(pcs *copsev1alpha1.PodCliqueSet, op operation) field.ErrorL
 		errs = append(errs, rules.DNSLabel(clique.Name, path.Child("name"))...)
 		errs = append(errs, metav1validation.ValidateLabels(clique.Labels, path.Child("labels"))...)
 		errs = append(errs, apivalidation.ValidateAnnotations(clique.Annotations, path.Child("annotations"))...)
-		errs = append(errs, validateCliqueSpec(&clique.Spec, path.Child("spec"), op)...)
+		errs = append(errs, validateCliqueSpec(&clique.Spec, storedPodSpec(old, clique.Name), path.Child("spec"))...)
 		if group, grouped := groupOf[clique.Name]; grouped && clique.Spec.ScaleConfig != nil {
 			errs = append(errs, field.Forbidden(path.Child("spec", "autoScalingConfig"), fmt.Sprintf(
 				"not allowed on a clique of scaling group %q, which scales its cliques together; set scaleConfig on the group instead", group)))
@@ -53,7 +55,7 @@ func validateCliques(pcs *copsev1alpha1.PodCliqueSet, op operation) field.ErrorL
 	return errs
 }
 
-func validateCliqueSpec(spec *grovecorev1alpha1.PodCliqueSpec, path *field.Path, op operation) field.ErrorList {
+func validateCliqueSpec(spec *grovecorev1alpha1.PodCliqueSpec, storedPodSpec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	replicasPath, minAvailablePath := path.Child("replicas"), path.Child("minAvailable")
 	errs := rules.ReplicasAtLeastOne(spec.Replicas, replicasPath)
 	if spec.Replicas >= 1 {
@@ -64,29 +66,43 @@ func validateCliqueSpec(spec *grovecorev1alpha1.PodCliqueSpec, path *field.Path,
 		errs = append(errs, rules.AutoScalingWithinBounds(spec.ScaleConfig.MinReplicas, spec.ScaleConfig.MaxReplicas,
 			spec.Replicas, minAvailable, path.Child("autoScalingConfig"), minAvailablePath, replicasPath)...)
 	}
-	return append(errs, validatePodSpec(&spec.PodSpec, path.Child("podSpec"), op)...)
+	return append(errs, validatePodSpec(&spec.PodSpec, storedPodSpec, path.Child("podSpec"))...)
 }
 
 // validatePodSpec checks only what copse needs of a pod template; the rest
-// is the API server's pod validation when the pods are created.
-func validatePodSpec(spec *corev1.PodSpec, path *field.Path, op operation) field.ErrorList {
+// is the API server's pod validation when the pods are created. stored is
+// the clique's pod template before an update, nil on create.
+func validatePodSpec(spec, stored *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.RestartPolicy != "" && !slices.Contains(supportedRestartPolicies, spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(path.Child("restartPolicy"), spec.RestartPolicy, supportedRestartPolicies))
 	}
-	// Placement belongs to the gang scheduler. Grove refuses these on new
-	// objects only, so that objects stored before the rule stay updatable.
-	if op == create {
-		if spec.NodeName != "" {
-			errs = append(errs, field.Forbidden(path.Child("nodeName"),
-				"must not be set: it bypasses the scheduler, which places each replica's pods as one gang"))
-		}
-		if len(spec.TopologySpreadConstraints) > 0 {
-			errs = append(errs, field.Forbidden(path.Child("topologySpreadConstraints"),
-				"must not be set: placement is given by topologyConstraint, which the gang scheduler honours"))
-		}
+	// Placement belongs to the gang scheduler. Grove checks these on create
+	// only; here an update may keep a value already stored but not set one.
+	if spec.NodeName != "" && (stored == nil || stored.NodeName != spec.NodeName) {
+		errs = append(errs, field.Forbidden(path.Child("nodeName"),
+			"must not be set: it bypasses the scheduler, which places each replica's pods as one gang"))
+	}
+	if len(spec.TopologySpreadConstraints) > 0 &&
+		(stored == nil || !equality.Semantic.DeepEqual(stored.TopologySpreadConstraints, spec.TopologySpreadConstraints)) {
+		errs = append(errs, field.Forbidden(path.Child("topologySpreadConstraints"),
+			"must not be set: placement is given by topologyConstraint, which the gang scheduler honours"))
 	}
 	return errs
+}
+
+// storedPodSpec returns the pod template of the clique named name in old,
+// or nil when old is nil or has no such clique.
+func storedPodSpec(old *copsev1alpha1.PodCliqueSet, name string) *corev1.PodSpec {
+	if old == nil {
+		return nil
+	}
+	for _, clique := range old.Spec.Template.Cliques {
+		if clique != nil && clique.Name == name {
+			return &clique.Spec.PodSpec
+		}
+	}
+	return nil
 }
 
 // validateSchedulerNames requires one scheduler for all pods, since a gang

@@ -21,18 +21,10 @@ var (
 	groupsPath       = templatePath.Child("podCliqueScalingGroups")
 )
 
-// operation tells rules that apply only to new objects from the others.
-type operation int
-
-const (
-	create operation = iota
-	update
-)
-
 // ValidateCreate returns every rule a new PodCliqueSet breaks. It expects
 // the object as the defaulting webhook left it.
 func ValidateCreate(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
-	return validateObject(pcs, create)
+	return validateObject(pcs, nil)
 }
 
 // ValidateUpdate returns every rule an update from old to pcs breaks: the
@@ -45,7 +37,7 @@ func ValidateUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	if equality.Semantic.DeepEqual(old.Spec, pcs.Spec) {
 		return nil
 	}
-	errs := validateObject(pcs, update)
+	errs := validateObject(pcs, old)
 	return append(errs, validateImmutableFields(old, pcs)...)
 }
 
@@ -65,14 +57,17 @@ func Warnings(pcs *copsev1alpha1.PodCliqueSet) []string {
 	return warnings
 }
 
-func validateObject(pcs *copsev1alpha1.PodCliqueSet, op operation) field.ErrorList {
+// validateObject applies the rules of a new object; old is nil on create,
+// and lets the few rules Grove introduced after objects existed accept
+// values that were already stored.
+func validateObject(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateName(pcs.Name)...)
 	if pcs.Spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(specPath.Child("replicas"), pcs.Spec.Replicas, "must not be negative"))
 	}
 	errs = append(errs, validateTerminationDelay(pcs)...)
-	errs = append(errs, validateCliques(pcs, op)...)
+	errs = append(errs, validateCliques(pcs, old)...)
 	errs = append(errs, validateStartOrder(pcs)...)
 	errs = append(errs, validateScalingGroups(pcs)...)
 	errs = append(errs, validateResourceSharing(pcs)...)

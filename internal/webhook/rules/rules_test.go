@@ -7,29 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/copse-dev/copse/internal/webhook/webhooktest"
 )
-
-// errorStrings renders errors the way the API server shows them to users.
-func errorStrings(errs field.ErrorList) []string {
-	out := make([]string, 0, len(errs))
-	for _, e := range errs {
-		out = append(out, e.Error())
-	}
-	return out
-}
-
-func expectErrors(t *testing.T, errs field.ErrorList, want []string) {
-	t.Helper()
-	got := errorStrings(errs)
-	if len(got) != len(want) {
-		t.Fatalf("got %d errors %q, want %d %q", len(got), got, len(want), want)
-	}
-	for i := range want {
-		if !strings.Contains(got[i], want[i]) {
-			t.Errorf("error %d = %q, want it to contain %q", i, got[i], want[i])
-		}
-	}
-}
 
 func TestReplicasAtLeastOne(t *testing.T) {
 	path := field.NewPath("spec", "replicas")
@@ -45,7 +25,7 @@ func TestReplicasAtLeastOne(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			expectErrors(t, ReplicasAtLeastOne(tc.replicas, path), tc.want)
+			webhooktest.ExpectErrors(t, ReplicasAtLeastOne(tc.replicas, path), tc.want)
 		})
 	}
 }
@@ -69,7 +49,7 @@ func TestMinAvailableWithinReplicas(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			expectErrors(t, MinAvailableWithinReplicas(tc.minAvailable, tc.replicas, minPath, replicasPath), tc.want)
+			webhooktest.ExpectErrors(t, MinAvailableWithinReplicas(tc.minAvailable, tc.replicas, minPath, replicasPath), tc.want)
 		})
 	}
 }
@@ -98,7 +78,7 @@ func TestAutoScalingWithinBounds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := AutoScalingWithinBounds(tc.minReplicas, tc.maxReplicas, tc.replicas, tc.minAvailable, config, minPath, replicasPath)
-			expectErrors(t, errs, tc.want)
+			webhooktest.ExpectErrors(t, errs, tc.want)
 		})
 	}
 }
@@ -118,7 +98,7 @@ func TestDNSLabel(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			expectErrors(t, DNSLabel(tc.value, path), tc.want)
+			webhooktest.ExpectErrors(t, DNSLabel(tc.value, path), tc.want)
 		})
 	}
 }
@@ -137,7 +117,7 @@ func TestNoDuplicates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			expectErrors(t, NoDuplicates(tc.values, pathOf), tc.want)
+			webhooktest.ExpectErrors(t, NoDuplicates(tc.values, pathOf), tc.want)
 		})
 	}
 }

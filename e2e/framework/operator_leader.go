@@ -1,0 +1,60 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WaitForLeadership waits until the running operator holds its leader
+// Lease, i.e. until its controllers act. Webhooks are served without
+// leadership, so StartOperator and Restart do not wait for this; after Kill
+// and Restart it takes up to leaseDuration, the time the old holder's Lease
+// needs to expire. The wait ends with ctx.
+//
+// The Lease names no process, so leadership is recognised by a holder that
+// acquired the Lease after the current process started; this assumes no
+// other operator runs against the cluster.
+func (o *Operator) WaitForLeadership(ctx context.Context) error {
+	o.mu.Lock()
+	proc := o.proc
+	o.mu.Unlock()
+	if proc == nil {
+		return fmt.Errorf("wait for leadership: the operator was never started")
+	}
+	le := o.config.LeaderElection
+	key := client.ObjectKey{Namespace: le.ResourceNamespace, Name: le.ResourceName}
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if ended, err := proc.exited(); ended {
+			return false, fmt.Errorf("copse-operator exited (%v)", exitDescription(err))
+		}
+		lease := &coordinationv1.Lease{}
+		if err := o.client.Get(ctx, key, lease); err != nil {
+			if apierrors.IsNotFound(err) {
+				last = "no Lease yet"
+				return false, nil
+			}
+			return false, err
+		}
+		holder, acquired := lease.Spec.HolderIdentity, lease.Spec.AcquireTime
+		switch {
+		case holder == nil || *holder == "":
+			last = "the Lease has no holder"
+		case acquired == nil || acquired.Time.Before(proc.started.Truncate(time.Microsecond)):
+			last = fmt.Sprintf("the Lease is held by %q since before the current operator started", *holder)
+		default:
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return o.errorWithLog(fmt.Errorf("wait for leadership of Lease %s: %w (%s)", key, err, last))
+	}
+	return nil
+}

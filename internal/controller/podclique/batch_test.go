@@ -1,0 +1,104 @@
+package podclique
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBatchSizes(t *testing.T) {
+	cases := []struct {
+		n, limit int
+		want     []int
+	}{
+		{0, 8, nil},
+		{1, 8, []int{1}},
+		{10, 8, []int{1, 2, 4, 3}},
+		{20, 4, []int{1, 2, 4, 4, 4, 4, 1}},
+		{2, 0, []int{1, 1}},
+	}
+	for _, c := range cases {
+		if diff := cmp.Diff(c.want, batchSizes(c.n, c.limit)); diff != "" {
+			t.Errorf("batchSizes(%d, %d) (-want +got):\n%s", c.n, c.limit, diff)
+		}
+	}
+}
+
+func TestInSlowStartBatches(t *testing.T) {
+	cases := []struct {
+		name          string
+		n             int
+		failing       map[int]bool
+		wantCalled    int // items 0..wantCalled-1 are called, no others
+		wantSucceeded int
+		wantErr       bool
+	}{
+		{name: "nothing to do", n: 0},
+		{name: "every item once", n: 10, wantCalled: 10, wantSucceeded: 10},
+		{name: "the first call fails: nothing more is tried", n: 10, failing: map[int]bool{0: true},
+			wantCalled: 1, wantErr: true},
+		{name: "a failure in the third batch ends the run after that batch", n: 10, failing: map[int]bool{4: true},
+			wantCalled: 7, wantSucceeded: 6, wantErr: true},
+		{name: "every failure of the batch is reported", n: 10, failing: map[int]bool{1: true, 2: true},
+			wantCalled: 3, wantSucceeded: 1, wantErr: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			called := map[int]int{}
+			succeeded, err := inSlowStartBatches(context.Background(), c.n, 8, func(_ context.Context, item int) error {
+				mu.Lock()
+				called[item]++
+				mu.Unlock()
+				if c.failing[item] {
+					return errors.New("boom")
+				}
+				return nil
+			})
+			want := map[int]int{}
+			for i := range c.wantCalled {
+				want[i] = 1
+			}
+			if diff := cmp.Diff(want, called); diff != "" {
+				t.Errorf("calls per item (-want +got):\n%s", diff)
+			}
+			if succeeded != c.wantSucceeded || (err != nil) != c.wantErr {
+				t.Errorf("succeeded %d, err %v; want %d, error %v", succeeded, err, c.wantSucceeded, c.wantErr)
+			}
+			if n := len(failures(err)); n != len(c.failing) && c.wantErr {
+				t.Errorf("%d failures reported, want %d", n, len(c.failing))
+			}
+		})
+	}
+}
+
+func failures(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+func TestInSlowStartBatchesRunsABatchConcurrently(t *testing.T) {
+	// Batches of 7 items with limit 4 are 1, 2, 4: the calls of the last
+	// batch (items 3..6) wait for one another, which only finishes if they
+	// run at the same time.
+	var barrier sync.WaitGroup
+	barrier.Add(4)
+	_, err := inSlowStartBatches(context.Background(), 7, 4, func(_ context.Context, item int) error {
+		if item >= 3 {
+			barrier.Done()
+			barrier.Wait()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,89 @@
+package podclique
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPodsToCreate(t *testing.T) {
+	cases := []struct {
+		name     string
+		desired  int
+		occupied []int
+		want     []int
+	}{
+		{"empty clique", 3, nil, []int{0, 1, 2}},
+		{"complete clique", 3, []int{0, 1, 2}, nil},
+		{"lowest free index first", 3, []int{0, 2}, []int{1}},
+		{"holes are filled before growing", 4, []int{1, 3}, []int{0, 2}},
+		{"indices above desired still count", 2, []int{5}, []int{0}},
+		{"duplicates count once", 3, []int{1, 1}, []int{0, 2}},
+		{"more than desired creates nothing", 1, []int{0, 1}, nil},
+		{"zero replicas", 0, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, podsToCreate(c.desired, c.occupied)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodsToDelete(t *testing.T) {
+	cases := []struct {
+		name       string
+		surplus    int
+		candidates []podInfo
+		want       []string
+	}{
+		{"nothing to delete", 0, []podInfo{p(0), p(1)}, []string{}},
+		{"highest index first", 2, []podInfo{p(0), p(1), p(2), p(3)}, []string{"pod-3", "pod-2"}},
+		{"unscheduled before scheduled", 1, []podInfo{p(0, unscheduled), p(1), p(2)}, []string{"pod-0"}},
+		{"not ready before ready", 1, []podInfo{p(0), p(1, notReady), p(2)}, []string{"pod-1"}},
+		{"unscheduled before not ready", 2, []podInfo{p(0, notReady), p(1), p(2, unscheduled), p(3)}, []string{"pod-2", "pod-0"}},
+		{"surplus larger than candidates", 5, []podInfo{p(0), p(1)}, []string{"pod-1", "pod-0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := podsToDelete(c.surplus, c.candidates)
+			if diff := cmp.Diff(c.want, podNames(got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodsToDeleteLeavesCandidatesAlone(t *testing.T) {
+	candidates := []podInfo{p(0), p(1), p(2)}
+	podsToDelete(1, candidates)
+	if diff := cmp.Diff([]string{"pod-0", "pod-1", "pod-2"}, podNames(candidates)); diff != "" {
+		t.Errorf("candidates reordered (-want +got):\n%s", diff)
+	}
+}
+
+func TestOnePodPerIndex(t *testing.T) {
+	cases := []struct {
+		name      string
+		pods      []podInfo
+		wantKept  []string
+		wantExtra []string
+	}{
+		{"unique indices", []podInfo{p(1), p(0)}, []string{"pod-0", "pod-1"}, []string{}},
+		{"the ready pod of an index stays", []podInfo{p(0, named("a"), notReady), p(0, named("b"))}, []string{"b"}, []string{"a"}},
+		{"the scheduled pod of an index stays", []podInfo{p(0, named("a")), p(0, named("b"), unscheduled)}, []string{"a"}, []string{"b"}},
+		{"equal pods: a stable choice", []podInfo{p(0, named("b")), p(0, named("a")), p(0, named("c"))}, []string{"c"}, []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kept, extra := onePodPerIndex(c.pods)
+			if diff := cmp.Diff(c.wantKept, podNames(kept)); diff != "" {
+				t.Errorf("kept (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.wantExtra, podNames(extra)); diff != "" {
+				t.Errorf("extra (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

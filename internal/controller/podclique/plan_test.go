@@ -1,0 +1,184 @@
+package podclique
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+func TestPlanPods(t *testing.T) {
+	cases := []struct {
+		name         string
+		desired      int
+		minAvailable int // defaults to desired
+		workload     copsev1alpha1.WorkloadType
+		pods         []podInfo
+		creating     []int
+		deleting     []types.UID
+		wantCreate   []int
+		wantDelete   []string // "pod:cause"
+	}{
+		{
+			name:       "an empty clique gets every index",
+			desired:    3,
+			wantCreate: []int{0, 1, 2},
+		},
+		{
+			name:    "a complete clique is left alone",
+			desired: 3,
+			pods:    []podInfo{p(0), p(1), p(2, unscheduled)},
+		},
+		{
+			name:     "pods created but not yet in the cache count as existing",
+			desired:  3,
+			pods:     []podInfo{p(0)},
+			creating: []int{1, 2},
+		},
+		{
+			name:       "scale-out while creations are pending skips their indices",
+			desired:    4,
+			pods:       []podInfo{p(0)},
+			creating:   []int{1},
+			wantCreate: []int{2, 3},
+		},
+		{
+			name:       "scale-in removes the highest indices",
+			desired:    1,
+			pods:       []podInfo{p(0), p(1), p(2)},
+			wantDelete: []string{"pod-2:scale-in", "pod-1:scale-in"},
+		},
+		{
+			name:       "scale-in removes unscheduled pods first",
+			desired:    2,
+			pods:       []podInfo{p(0, unscheduled), p(1), p(2)},
+			wantDelete: []string{"pod-0:scale-in"},
+		},
+		{
+			name:     "scale-in waits for pending creations",
+			desired:  1,
+			pods:     []podInfo{p(0), p(1)},
+			creating: []int{2},
+		},
+		{
+			name:     "pods deleted but still in the cache count as gone",
+			desired:  1,
+			pods:     []podInfo{p(0), p(1), p(2)},
+			deleting: []types.UID{"uid-1", "uid-2"},
+		},
+		{
+			name:       "a terminating pod's index gets a new pod",
+			desired:    2,
+			pods:       []podInfo{p(0), p(1, terminating)},
+			wantCreate: []int{1},
+		},
+		{
+			name:       "inference: a failed pod is deleted and recreated at its index",
+			desired:    3,
+			pods:       []podInfo{p(0), p(1, failed), p(2)},
+			wantCreate: []int{1},
+			wantDelete: []string{"pod-1:ended"},
+		},
+		{
+			name:       "inference: a succeeded pod is replaced too",
+			desired:    1,
+			pods:       []podInfo{p(0, succeeded)},
+			wantCreate: []int{0},
+			wantDelete: []string{"pod-0:ended"},
+		},
+		{
+			name:     "a replacement in flight is not repeated",
+			desired:  2,
+			pods:     []podInfo{p(0), p(1, failed)},
+			deleting: []types.UID{"uid-1"},
+			creating: []int{1},
+		},
+		{
+			name:       "a deleted pod's index gets a new pod",
+			desired:    3,
+			pods:       []podInfo{p(0), p(2)},
+			wantCreate: []int{1},
+		},
+		{
+			name:     "training: a pod that exited 0 keeps its index",
+			desired:  2,
+			workload: copsev1alpha1.WorkloadTypeTraining,
+			pods:     []podInfo{p(0, succeeded), p(1)},
+		},
+		{
+			name:         "training: a failed pod is replaced while minAvailable pods are ready",
+			desired:      3,
+			minAvailable: 2,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			pods:         []podInfo{p(0, failed), p(1), p(2)},
+			wantCreate:   []int{0},
+			wantDelete:   []string{"pod-0:ended"},
+		},
+		{
+			name:         "training: a failed pod stays once fewer than minAvailable are ready",
+			desired:      3,
+			minAvailable: 3,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			pods:         []podInfo{p(0, failed), p(1), p(2)},
+		},
+		{
+			name:       "a second pod on one index is removed and the clique completed",
+			desired:    3,
+			pods:       []podInfo{p(0), p(1, named("a")), p(1, named("b"), notReady)},
+			wantCreate: []int{2},
+			wantDelete: []string{"b:duplicate-index"},
+		},
+		{
+			name:       "a pod without index is removed",
+			desired:    1,
+			pods:       []podInfo{p(0), p(0, named("x"), noIndex)},
+			wantDelete: []string{"x:no-index"},
+		},
+		{
+			name:       "ended pods are replaced, not counted as surplus",
+			desired:    1,
+			pods:       []podInfo{p(0), p(1), p(2, failed)},
+			wantDelete: []string{"pod-2:ended", "pod-1:scale-in"},
+		},
+		{
+			name:       "scale to zero",
+			desired:    0,
+			pods:       []podInfo{p(0), p(1, gated)},
+			wantDelete: []string{"pod-1:scale-in", "pod-0:scale-in"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := planInput{
+				desired:      c.desired,
+				minAvailable: c.minAvailable,
+				workload:     c.workload,
+				pods:         c.pods,
+				creating:     c.creating,
+				deleting:     map[types.UID]bool{},
+			}
+			if in.minAvailable == 0 {
+				in.minAvailable = c.desired
+			}
+			if in.workload == "" {
+				in.workload = copsev1alpha1.WorkloadTypeInference
+			}
+			for _, uid := range c.deleting {
+				in.deleting[uid] = true
+			}
+			got := planPods(in)
+			if diff := cmp.Diff(c.wantCreate, got.create); diff != "" {
+				t.Errorf("create (-want +got):\n%s", diff)
+			}
+			var gotDelete []string
+			for _, d := range got.delete {
+				gotDelete = append(gotDelete, d.pod.name+":"+string(d.cause))
+			}
+			if diff := cmp.Diff(c.wantDelete, gotDelete); diff != "" {
+				t.Errorf("delete (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

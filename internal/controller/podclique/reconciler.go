@@ -1,0 +1,343 @@
+package podclique
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// Event reasons. Per-pod events would flood a large clique, so there is one
+// event per reconcile and kind of write, and one per failure.
+const (
+	EventReasonPodsCreated      = "PodsCreated"
+	EventReasonPodsDeleted      = "PodsDeleted"
+	EventReasonPodCreateFailed  = "PodCreateFailed"
+	EventReasonPodDeleteFailed  = "PodDeleteFailed"
+	EventReasonInvalidPodClique = "InvalidPodClique"
+)
+
+// retryMissingPodCliqueSet is how soon a PodClique whose PodCliqueSet is not
+// in the cache is looked at again. The PodCliqueSet is normally deleted and
+// the garbage collector about to remove the PodClique; the retry covers a
+// cache that has not caught up yet.
+const retryMissingPodCliqueSet = 10 * time.Second
+
+// retryStatusConflict is how soon a status write refused as stale is retried.
+// The controller does not watch its own status writes, so it must come back
+// on its own once the cache has the newer PodClique.
+const retryStatusConflict = time.Second
+
+// Reconciler keeps a PodClique's pods at spec.replicas and writes its status.
+//
+// +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch
+// +kubebuilder:rbac:groups=grove.io,resources=podcliques/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Scheme resolves the PodClique's group, version and kind for the pods'
+	// owner references.
+	Scheme *runtime.Scheme
+	// Recorder emits events about PodCliques (mgr.GetEventRecorder).
+	Recorder events.EventRecorder
+	// Expectations remembers pod creations and deletions the cache has not
+	// shown yet. Share one store per controller, never between controllers.
+	Expectations *expectations.Store
+	// GangScheduling puts every pod in the PodGroup named by the PodClique's
+	// labels.PodGangKey label (pod spec.schedulingGroup.podGroupName).
+	GangScheduling bool
+	// MaxConcurrentReconciles is how many PodCliques are reconciled at once;
+	// 0 means controller-runtime's default of 1.
+	MaxConcurrentReconciles int
+}
+
+// Reconcile gathers the PodClique, its pods and its PodCliqueSet from the
+// cache, decides with planPods and computeStatus, and applies the result.
+// Pod changes and the status write are both attempted; their errors are
+// returned together so the request is retried.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// controller-runtime's logger already names the PodClique (namespace, name).
+	log := ctrl.LoggerFrom(ctx)
+	key := expectations.Key(req.Namespace, req.Name)
+
+	pclq := &copsev1alpha1.PodClique{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The pods go with it by owner-reference garbage collection.
+			r.Expectations.Forget(key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading PodClique %s: %w", req.NamespacedName, err)
+	}
+
+	pods, err := r.ownedPods(ctx, pclq)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	infos := make([]podInfo, 0, len(pods))
+	present := make([]types.UID, 0, len(pods))
+	var terminating []types.UID
+	for _, pod := range pods {
+		infos = append(infos, podInfoOf(pod))
+		present = append(present, pod.UID)
+		if pod.DeletionTimestamp != nil {
+			terminating = append(terminating, pod.UID)
+		}
+	}
+	pending := r.Expectations.Sync(key, present, terminating)
+	if pending.RecordedForAnotherOwner(pclq.UID) {
+		log.Info("forgetting expectations of an earlier PodClique of the same name")
+		r.Expectations.Forget(key)
+		pending = expectations.Pending{}
+	}
+	if !pending.Empty() {
+		log.V(1).Info("cache lags behind this controller's writes",
+			"pendingCreations", len(pending.Creations), "pendingDeletions", len(pending.Deletions))
+	}
+
+	result, podsErr := r.reconcilePods(ctx, pclq, key, infos, pending)
+	statusResult, statusErr := r.writeStatus(ctx, pclq, infos)
+	return earliest(result, statusResult), errors.Join(podsErr, statusErr)
+}
+
+// reconcilePods creates and deletes pods as planPods decides.
+func (r *Reconciler) reconcilePods(ctx context.Context, pclq *copsev1alpha1.PodClique, key string,
+	pods []podInfo, pending expectations.Pending) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if pclq.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	id, err := identityOf(pclq, r.GangScheduling)
+	if err != nil {
+		log.Error(err, "PodClique cannot have pods until its labels are fixed")
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", err)
+		return ctrl.Result{}, nil
+	}
+	pcs, err := r.podCliqueSet(ctx, pclq.Namespace, id.podCliqueSet)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pcs == nil {
+		log.Info("PodCliqueSet not found; not changing pods", "podCliqueSet", id.podCliqueSet)
+		return ctrl.Result{RequeueAfter: retryMissingPodCliqueSet}, nil
+	}
+	if pcs.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+
+	plan := planPods(planInput{
+		desired:      int(pclq.Spec.Replicas),
+		minAvailable: minAvailable(pclq.Spec),
+		workload:     pcs.Spec.WorkloadType,
+		pods:         pods,
+		creating:     creatingIndices(pending),
+		deleting:     deletingUIDs(pending),
+	})
+	deleteErr := r.deletePods(ctx, pclq, key, plan.delete)
+	createErr := r.createPods(ctx, pclq, pcs, id, key, plan.create)
+	return ctrl.Result{}, errors.Join(deleteErr, createErr)
+}
+
+// ownedPods lists the pods labelled for the PodClique that it controls; a pod
+// left over from an earlier PodClique of the same name is not its pod.
+func (r *Reconciler) ownedPods(ctx context.Context, pclq *copsev1alpha1.PodClique) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(pclq.Namespace),
+		client.MatchingLabels{labels.PodCliqueKey: pclq.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	owned := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], pclq) {
+			owned = append(owned, &list.Items[i])
+		}
+	}
+	return owned, nil
+}
+
+// podCliqueSet returns the PodClique's PodCliqueSet, or nil when it is gone.
+func (r *Reconciler) podCliqueSet(ctx context.Context, namespace, name string) (*copsev1alpha1.PodCliqueSet, error) {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pcs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading PodCliqueSet %s/%s: %w", namespace, name, err)
+	}
+	return pcs, nil
+}
+
+func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
+	id cliqueIdentity, key string, indices []int) error {
+	if len(indices) == 0 {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	tmpl := podTemplate{pclq: pclq, id: id, gangScheduling: r.GangScheduling}
+	if id.grouped() {
+		groupPods, err := scalingGroupPods(pcs.Spec.Template, id.clique)
+		if err != nil {
+			// Retrying cannot help until the template changes, and a template
+			// change reaches this PodClique through its creator.
+			log.Error(err, "cannot compute the scaling group's pod count; not creating pods", "scalingGroup", id.scalingGroup)
+			r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", err)
+			return nil
+		}
+		tmpl.groupPods = groupPods
+	}
+	owner, err := r.ownerReference(pclq)
+	if err != nil {
+		return err
+	}
+	tmpl.owner = owner
+
+	created, err := inSlowStartBatches(ctx, len(indices), maxBatchSize, func(ctx context.Context, i int) error {
+		pod := buildPod(tmpl, indices[i])
+		if err := r.Client.Create(ctx, pod); err != nil {
+			return fmt.Errorf("creating pod with index %d: %w", indices[i], err)
+		}
+		r.Expectations.ExpectCreations(key, pod)
+		return nil
+	})
+	if created > 0 {
+		log.Info("created pods", "created", created, "planned", len(indices), "indices", indices)
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsCreated, "CreatePods", "Created %d pod(s)", created)
+	}
+	if err != nil {
+		log.Error(err, "creating pods failed", "created", created, "planned", len(indices))
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodCreateFailed, "CreatePods",
+			"Created %d of %d pod(s): %v", created, len(indices), err)
+		return fmt.Errorf("creating pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodClique, key string, deletions []podDeletion) error {
+	if len(deletions) == 0 {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	deleted, err := inSlowStartBatches(ctx, len(deletions), maxBatchSize, func(ctx context.Context, i int) error {
+		d := deletions[i]
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: d.pod.name, UID: d.pod.uid}}
+		// The UID precondition makes sure only the pod that was decided on goes.
+		err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &d.pod.uid})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pod %s (%s): %w", d.pod.name, d.cause, err)
+		}
+		r.Expectations.ExpectDeletions(key, pod)
+		log.V(1).Info("deleted pod", "pod", d.pod.name, "index", d.pod.index, "cause", d.cause)
+		return nil
+	})
+	if deleted > 0 {
+		causes := causeCounts(deletions)
+		log.Info("deleted pods", "deleted", deleted, "planned", len(deletions), "causes", causes)
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsDeleted, "DeletePods",
+			"Deleted %d pod(s) (planned: %s)", deleted, causes)
+	}
+	if err != nil {
+		log.Error(err, "deleting pods failed", "deleted", deleted, "planned", len(deletions))
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodDeleteFailed, "DeletePods",
+			"Deleted %d of %d pod(s): %v", deleted, len(deletions), err)
+		return fmt.Errorf("deleting pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	return nil
+}
+
+// writeStatus is the only place that writes a PodClique's status. The write
+// carries the resourceVersion it was computed from: MinAvailableBreached
+// depends on the previous condition, so a status computed from a stale
+// PodClique must be refused rather than overwrite a newer one.
+func (r *Reconciler) writeStatus(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podInfo) (ctrl.Result, error) {
+	status := computeStatus(pclq, pods, metav1.Now())
+	if equality.Semantic.DeepEqual(status, pclq.Status) {
+		return ctrl.Result{}, nil
+	}
+	base := client.MergeFromWithOptions(pclq.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pclq.Status = status
+	if err := r.Client.Status().Patch(ctx, pclq, base); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return ctrl.Result{}, nil
+		case apierrors.IsConflict(err):
+			ctrl.LoggerFrom(ctx).V(1).Info("status computed from a stale PodClique; retrying")
+			return ctrl.Result{RequeueAfter: retryStatusConflict}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing status of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) ownerReference(pclq *copsev1alpha1.PodClique) (metav1.OwnerReference, error) {
+	gvk, err := apiutil.GVKForObject(pclq, r.Scheme)
+	if err != nil {
+		return metav1.OwnerReference{}, fmt.Errorf("resolving the PodClique kind: %w", err)
+	}
+	return *metav1.NewControllerRef(pclq, gvk), nil
+}
+
+// creatingIndices are the indices of pods created but not yet in the cache.
+func creatingIndices(pending expectations.Pending) []int {
+	var out []int
+	for _, e := range pending.Creations {
+		if i, ok := labels.Index(e.Labels, labels.PodIndexKey); ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// deletingUIDs are the pods deleted that the cache still shows alive.
+func deletingUIDs(pending expectations.Pending) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(pending.Deletions))
+	for _, e := range pending.Deletions {
+		out[e.UID] = true
+	}
+	return out
+}
+
+// causeCounts summarises why pods are deleted, e.g. "ended=1 scale-in=2".
+func causeCounts(deletions []podDeletion) string {
+	counts := map[deletionCause]int{}
+	for _, d := range deletions {
+		counts[d.cause]++
+	}
+	parts := make([]string, 0, len(counts))
+	for _, cause := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", cause, counts[cause]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// earliest combines two results, keeping the sooner non-zero requeue.
+func earliest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0 || a.RequeueAfter < b.RequeueAfter:
+		return a
+	default:
+		return b
+	}
+}

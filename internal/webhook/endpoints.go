@@ -1,0 +1,46 @@
+package webhook
+
+import (
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+// Paths the webhook server serves. They are part of the operator's contract
+// with its MutatingWebhookConfiguration and ValidatingWebhookConfiguration,
+// and follow controller-runtime's /mutate-<group>-<version>-<kind> scheme.
+const (
+	MutatePodCliqueSetPath            = "/mutate-grove-io-v1alpha1-podcliqueset"
+	ValidatePodCliqueSetPath          = "/validate-grove-io-v1alpha1-podcliqueset"
+	ValidatePodCliquePath             = "/validate-grove-io-v1alpha1-podclique"
+	ValidatePodCliqueScalingGroupPath = "/validate-grove-io-v1alpha1-podcliquescalinggroup"
+)
+
+// Endpoint describes one webhook as a webhook configuration must declare it.
+type Endpoint struct {
+	// Name is the webhook's name in its configuration (a qualified name,
+	// unique within the configuration).
+	Name string
+	// Path is where the operator's webhook server serves it.
+	Path string
+	// Mutating webhooks go into a MutatingWebhookConfiguration, the others
+	// into a ValidatingWebhookConfiguration.
+	Mutating bool
+	// Group, Version and Resource select the requests sent to it; every
+	// endpoint handles CREATE and UPDATE.
+	Group, Version, Resource string
+}
+
+// Endpoints lists every webhook copse serves, for whoever writes the webhook
+// configurations (the Helm chart, the e2e framework).
+func Endpoints() []Endpoint {
+	group, version := copsev1alpha1.SchemeGroupVersion.Group, copsev1alpha1.SchemeGroupVersion.Version
+	return []Endpoint{
+		{Name: "default.podcliquesets.grove.io", Path: MutatePodCliqueSetPath, Mutating: true,
+			Group: group, Version: version, Resource: "podcliquesets"},
+		{Name: "validate.podcliquesets.grove.io", Path: ValidatePodCliqueSetPath,
+			Group: group, Version: version, Resource: "podcliquesets"},
+		{Name: "validate.podcliques.grove.io", Path: ValidatePodCliquePath,
+			Group: group, Version: version, Resource: "podcliques"},
+		{Name: "validate.podcliquescalinggroups.grove.io", Path: ValidatePodCliqueScalingGroupPath,
+			Group: group, Version: version, Resource: "podcliquescalinggroups"},
+	}
+}

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/copse-dev/copse/internal/webhook"
+)
+
+// registerWebhooks serves copse's admission webhooks (defaulting and
+// validation of the grove.io kinds) on the manager's webhook server. Call it
+// only when the webhook server is enabled: mgr.GetWebhookServer() makes the
+// manager start a server, which needs a serving certificate.
+func registerWebhooks(mgr manager.Manager) error {
+	if err := webhook.Register(mgr.GetWebhookServer()); err != nil {
+		return fmt.Errorf("registering admission webhooks: %w", err)
+	}
+	return nil
+}
