@@ -12,8 +12,12 @@ import (
 // validation of the grove.io kinds) on the manager's webhook server. Call it
 // only when the webhook server is enabled: mgr.GetWebhookServer() makes the
 // manager start a server, which needs a serving certificate.
+//
+// The webhooks read owners with the API reader, not the cached client: an
+// admission decision must not rest on a cache that may lag (see
+// webhook.Register).
 func registerWebhooks(mgr manager.Manager) error {
-	if err := webhook.Register(mgr.GetWebhookServer()); err != nil {
+	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader()); err != nil {
 		return fmt.Errorf("registering admission webhooks: %w", err)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,19 +17,6 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 )
 
-// makeExit makes a running simulated pod exit with the given code now: the
-// simulated runtime ends a container run-duration after it started.
-func makeExit(ctx context.Context, pod *corev1.Pod, exitCode string) {
-	GinkgoHelper()
-	patch := client.MergeFrom(pod.DeepCopy())
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[cluster.AnnotationRunDuration] = "1ms"
-	pod.Annotations[cluster.AnnotationExitCode] = exitCode
-	Expect(env.Client.Patch(ctx, pod, patch)).To(Succeed())
-}
-
 func setUnschedulable(ctx context.Context, nodeName string, unschedulable bool) {
 	GinkgoHelper()
 	node := &corev1.Node{}
@@ -38,18 +24,6 @@ func setUnschedulable(ctx context.Context, nodeName string, unschedulable bool) 
 	patch := client.MergeFrom(node.DeepCopy())
 	node.Spec.Unschedulable = unschedulable
 	Expect(env.Client.Patch(ctx, node, patch)).To(Succeed())
-}
-
-func gangTerminationEvents(ctx context.Context, g Gomega, namespace string) []eventsv1.Event {
-	var events eventsv1.EventList
-	g.Expect(env.Client.List(ctx, &events, client.InNamespace(namespace))).To(Succeed())
-	var out []eventsv1.Event
-	for _, e := range events.Items {
-		if e.Reason == "GangTermination" {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 var _ = Describe("Breach handling for Inference", Label("core"), func() {
@@ -73,7 +47,7 @@ var _ = Describe("Breach handling for Inference", Label("core"), func() {
 			}
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 
-		makeExit(ctx, &victim, "1")
+		env.MakePodExit(ctx, &victim, "1")
 		Eventually(func(g Gomega) {
 			old := &corev1.Pod{}
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(&victim), old)
@@ -124,7 +98,7 @@ var _ = Describe("Breach handling for Inference", Label("core"), func() {
 		By("cordoning the victim's node and making the victim exit 1: its replacement cannot schedule")
 		setUnschedulable(ctx, victim.Spec.NodeName, true)
 		DeferCleanup(setUnschedulable, victim.Spec.NodeName, false)
-		makeExit(ctx, &victim, "1")
+		env.MakePodExit(ctx, &victim, "1")
 
 		By("waiting for the replica to be recreated")
 		var recreatedAt time.Time
@@ -155,7 +129,7 @@ var _ = Describe("Breach handling for Inference", Label("core"), func() {
 				secondUID = current.UID
 			}
 			g.Expect(current.UID).To(Equal(secondUID), "the replica was recreated a second time")
-			g.Expect(gangTerminationEvents(ctx, g, namespace)).To(HaveLen(1))
+			g.Expect(env.EventsWithReason(ctx, g, namespace, "GangTermination")).To(HaveLen(1))
 		}).WithContext(ctx).WithTimeout(3 * delay).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 		By("uncordoning: the recreated replica becomes available, with attempt-1 pods")

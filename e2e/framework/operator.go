@@ -213,6 +213,18 @@ func (o *Operator) Restart(ctx context.Context) error {
 	return o.startLocked(ctx)
 }
 
+// Running reports whether the operator process is alive, with the reason it
+// ended when it is not.
+func (o *Operator) Running() (bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.proc == nil {
+		return false, nil
+	}
+	ended, err := o.proc.exited()
+	return !ended, err
+}
+
 // CheckHealthy returns an error with the end of the log if the operator has
 // exited without Stop or Kill being called.
 func (o *Operator) CheckHealthy() error {

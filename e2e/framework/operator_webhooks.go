@@ -56,7 +56,9 @@ func webhookRules(endpoint webhook.Endpoint) []admissionregistrationv1.RuleWithO
 
 // installWebhookConfigurations creates (or replaces) the mutating and the
 // validating configuration for every endpoint the operator serves, as the
-// Helm chart would in a real cluster: failurePolicy Fail, no side effects.
+// Helm chart would in a real cluster: failurePolicy Fail, no side effects,
+// and only spec changes sent (webhook.MatchConditions), so a stopped
+// operator never blocks metadata updates such as finalizer removal.
 func installWebhookConfigurations(ctx context.Context, c client.Client, name, baseURL string, caPEM []byte) error {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -66,6 +68,7 @@ func installWebhookConfigurations(ctx context.Context, c client.Client, name, ba
 				Name:                    endpoint.Name,
 				ClientConfig:            webhookClientConfig(baseURL, endpoint.Path, caPEM),
 				Rules:                   webhookRules(endpoint),
+				MatchConditions:         webhook.MatchConditions(),
 				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 				AdmissionReviewVersions: []string{"v1"},
@@ -77,6 +80,7 @@ func installWebhookConfigurations(ctx context.Context, c client.Client, name, ba
 			Name:                    endpoint.Name,
 			ClientConfig:            webhookClientConfig(baseURL, endpoint.Path, caPEM),
 			Rules:                   webhookRules(endpoint),
+			MatchConditions:         webhook.MatchConditions(),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},

@@ -12,6 +12,10 @@ const (
 	ValidatePodCliqueSetPath          = "/validate-grove-io-v1alpha1-podcliqueset"
 	ValidatePodCliquePath             = "/validate-grove-io-v1alpha1-podclique"
 	ValidatePodCliqueScalingGroupPath = "/validate-grove-io-v1alpha1-podcliquescalinggroup"
+	// The scale subresources: replica changes through `kubectl scale` or an
+	// autoscaler reach these, not the kinds' own webhooks.
+	ValidatePodCliqueScalePath             = "/validate-grove-io-v1alpha1-podclique-scale"
+	ValidatePodCliqueScalingGroupScalePath = "/validate-grove-io-v1alpha1-podcliquescalinggroup-scale"
 )
 
 // Endpoint describes one webhook as a webhook configuration must declare it.
@@ -25,7 +29,8 @@ type Endpoint struct {
 	// into a ValidatingWebhookConfiguration.
 	Mutating bool
 	// Group, Version and Resource select the requests sent to it; every
-	// endpoint handles CREATE and UPDATE.
+	// endpoint handles CREATE and UPDATE. Resource may name a subresource
+	// ("podcliques/scale"), as a webhook rule does.
 	Group, Version, Resource string
 }
 
@@ -42,5 +47,9 @@ func Endpoints() []Endpoint {
 			Group: group, Version: version, Resource: "podcliques"},
 		{Name: "validate.podcliquescalinggroups.grove.io", Path: ValidatePodCliqueScalingGroupPath,
 			Group: group, Version: version, Resource: "podcliquescalinggroups"},
+		{Name: "validate-scale.podcliques.grove.io", Path: ValidatePodCliqueScalePath,
+			Group: group, Version: version, Resource: "podcliques/scale"},
+		{Name: "validate-scale.podcliquescalinggroups.grove.io", Path: ValidatePodCliqueScalingGroupScalePath,
+			Group: group, Version: version, Resource: "podcliquescalinggroups/scale"},
 	}
 }

@@ -11,17 +11,21 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/copse-dev/copse/internal/webhook/webhooktest"
 )
 
 // These tests send AdmissionReviews through the registered handlers as the
 // API server would, to cover what the pure rule tests cannot: decoding with
 // the webhook's scheme, the JSON patch, and the status returned on denial.
 
-func newMux(t *testing.T) http.Handler {
+// newMux registers the webhooks with a fake API reader holding objs.
+func newMux(t *testing.T, objs ...client.Object) http.Handler {
 	t.Helper()
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{})
-	if err := Register(server); err != nil {
+	if err := Register(server, webhooktest.Reader(t, objs...)); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	return server.WebhookMux()
@@ -36,13 +40,18 @@ const minimalPodCliqueSet = `{
 
 func review(t *testing.T, mux http.Handler, path string, operation admissionv1.Operation, object, oldObject string) *admissionv1.AdmissionResponse {
 	t.Helper()
+	return reviewRequest(t, mux, path, &admissionv1.AdmissionRequest{
+		UID:       "3f1c1c1e-0000-4000-8000-000000000001",
+		Operation: operation,
+		Object:    runtime.RawExtension{Raw: []byte(object)},
+	}, oldObject)
+}
+
+func reviewRequest(t *testing.T, mux http.Handler, path string, admissionRequest *admissionv1.AdmissionRequest, oldObject string) *admissionv1.AdmissionResponse {
+	t.Helper()
 	request := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       "3f1c1c1e-0000-4000-8000-000000000001",
-			Operation: operation,
-			Object:    runtime.RawExtension{Raw: []byte(object)},
-		},
+		Request:  admissionRequest,
 	}
 	if oldObject != "" {
 		request.Request.OldObject = runtime.RawExtension{Raw: []byte(oldObject)}

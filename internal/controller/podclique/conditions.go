@@ -1,10 +1,15 @@
 package podclique
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
 // ConditionReasonNeverAvailable is the reason of MinAvailableBreached=Unknown:
@@ -13,56 +18,142 @@ import (
 // one that lost its pods, or its gang would be terminated before it ever ran.
 const ConditionReasonNeverAvailable = "NeverAvailable"
 
-// minAvailableBreachedCondition computes MinAvailableBreached from the counts
-// of ready and scheduled pods and the condition as it was.
+// ConditionReasonPodsFailed is the reason of MinAvailableBreached=True in a
+// Training workload when pods failed (exited non-zero, or were evicted) and
+// too few healthy pods are left. A failed training pod is a breach at once,
+// even in a clique that was never available: it will not come back by
+// itself, and recovering is the replica restart's job.
+const ConditionReasonPodsFailed = "PodsFailed"
+
+// maxFailuresNamed bounds how many failed pods a condition message lists.
+const maxFailuresNamed = 5
+
+// breachInput is what MinAvailableBreached is computed from, besides the
+// previous condition.
+type breachInput struct {
+	workload     copsev1alpha1.WorkloadType
+	counts       podCounts
+	minAvailable int
+	// succeeded is true when the clique has the Succeeded condition.
+	succeeded bool
+}
+
+// minAvailableBreachedCondition computes MinAvailableBreached from the
+// clique's pods and the condition as it was.
 //
+// Healthy pods are the ready ones; in a Training workload also those that
+// exited 0 (podCounts.healthy), which count as scheduled too
+// (podCounts.placed). A clique whose training pods finish is not breached.
+//
+//   - Training, the clique has succeeded: False (AllPodsSucceeded), for good,
+//     even once its pods are gone.
+//   - False (SufficientReadyPods) while healthy >= minAvailable and placed
+//     >= minAvailable.
+//   - Training, at least one pod Failed: True (PodsFailed), whatever the
+//     previous condition. The message names the failed pods.
 //   - Unknown (NeverAvailable) until the clique is available for the first
-//     time: ready >= minAvailable and scheduled >= minAvailable.
-//   - False (SufficientReadyPods) while it is available.
+//     time.
 //   - True once it was available and no longer is; the reason says whether
 //     too few pods are scheduled (InsufficientScheduledPods) or, with enough
 //     scheduled, too few are ready (InsufficientReadyPods).
 //
 // "Was available once" is read from previous: a status of False or True means
-// the clique got there before. It thus lives in the API server and survives
-// an operator restart. LastTransitionTime is left to the caller
-// (meta.SetStatusCondition) so it moves only when the status does; the
-// PodCliqueSet controller takes the True condition's lastTransitionTime as the
-// moment the breach began.
-func minAvailableBreachedCondition(previous *metav1.Condition, ready, scheduled, minAvailable int) metav1.Condition {
+// the clique got there before (or, for PodsFailed, was breached before). It
+// thus lives in the API server and survives an operator restart.
+// LastTransitionTime is left to the caller (meta.SetStatusCondition) so it
+// moves only when the status does; the PodCliqueSet controller takes the True
+// condition's lastTransitionTime as the moment the breach began.
+func minAvailableBreachedCondition(previous *metav1.Condition, in breachInput) metav1.Condition {
 	cond := metav1.Condition{Type: groveconstants.ConditionTypeMinAvailableBreached}
-	counts := fmt.Sprintf("%d ready and %d scheduled of minAvailable %d", ready, scheduled, minAvailable)
+	training := in.workload == copsev1alpha1.WorkloadTypeTraining
+	healthy, placed := in.counts.healthy(in.workload), in.counts.placed(in.workload)
+	counts := fmt.Sprintf("%d ready and %d scheduled of minAvailable %d", in.counts.ready, in.counts.scheduled, in.minAvailable)
+	healthyWord := "ready"
+	if training {
+		counts = fmt.Sprintf("%d ready and %d scheduled, %d exited 0, of minAvailable %d",
+			in.counts.ready, in.counts.scheduled, in.counts.succeeded, in.minAvailable)
+		healthyWord = "ready or exited 0"
+	}
 	wasAvailable := previous != nil &&
 		(previous.Status == metav1.ConditionFalse || previous.Status == metav1.ConditionTrue)
 	switch {
-	case ready >= minAvailable && scheduled >= minAvailable:
+	case training && in.succeeded:
+		cond.Status = metav1.ConditionFalse
+		cond.Reason = copsev1alpha1.ReasonAllPodsSucceeded
+		cond.Message = "The clique completed: every pod exited 0"
+	case healthy >= in.minAvailable && placed >= in.minAvailable:
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = groveconstants.ConditionReasonSufficientReadyPods
-		cond.Message = "Enough pods are scheduled and ready: " + counts
+		cond.Message = "Enough pods are scheduled and " + healthyWord + ": " + counts
+	case training && len(in.counts.failed) > 0:
+		cond.Status = metav1.ConditionTrue
+		cond.Reason = ConditionReasonPodsFailed
+		cond.Message = fmt.Sprintf("%s, and too few are %s: %s", describeFailures(in.counts.failed), healthyWord, counts)
 	case !wasAvailable:
 		cond.Status = metav1.ConditionUnknown
 		cond.Reason = ConditionReasonNeverAvailable
-		cond.Message = "The clique has not yet had minAvailable pods scheduled and ready: " + counts
-	case scheduled < minAvailable:
+		cond.Message = "The clique has not yet had minAvailable pods scheduled and " + healthyWord + ": " + counts
+	case placed < in.minAvailable:
 		cond.Status = metav1.ConditionTrue
 		cond.Reason = groveconstants.ConditionReasonInsufficientScheduledPods
 		cond.Message = "Too few pods are scheduled: " + counts
 	default:
 		cond.Status = metav1.ConditionTrue
 		cond.Reason = groveconstants.ConditionReasonInsufficientReadyPods
-		cond.Message = "Too few pods are ready: " + counts
+		cond.Message = "Too few pods are " + healthyWord + ": " + counts
 	}
 	return cond
 }
 
+// describeFailures names failed pods by index, lowest first, e.g.
+// "2 pods failed: index 1 (container train exited 1, Error), index 3 (Evicted)".
+func describeFailures(failed []podInfo) string {
+	ordered := slices.Clone(failed)
+	slices.SortFunc(ordered, func(a, b podInfo) int {
+		if a.hasIndex != b.hasIndex {
+			return boolFirst(a.hasIndex, b.hasIndex)
+		}
+		if c := cmp.Compare(a.index, b.index); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.name, b.name)
+	})
+	parts := make([]string, 0, min(len(ordered), maxFailuresNamed)+1)
+	for _, p := range ordered[:min(len(ordered), maxFailuresNamed)] {
+		who := "pod " + p.name
+		if p.hasIndex {
+			who = fmt.Sprintf("index %d", p.index)
+		}
+		why := p.failure
+		if why == "" {
+			why = "failed"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", who, why))
+	}
+	if more := len(ordered) - maxFailuresNamed; more > 0 {
+		parts = append(parts, fmt.Sprintf("%d more", more))
+	}
+	noun := "pods"
+	if len(ordered) == 1 {
+		noun = "pod"
+	}
+	return fmt.Sprintf("%d %s failed: %s", len(ordered), noun, strings.Join(parts, ", "))
+}
+
 // scheduledCondition computes PodCliqueScheduled: True while at least
-// minAvailable pods have a node.
-func scheduledCondition(scheduled, minAvailable int) metav1.Condition {
+// minAvailable pods have a node. In a Training workload pods that exited 0
+// count as scheduled (podCounts.placed), so a finished clique does not look
+// unscheduled.
+func scheduledCondition(workload copsev1alpha1.WorkloadType, counts podCounts, minAvailable int) metav1.Condition {
+	placed := counts.placed(workload)
 	cond := metav1.Condition{
 		Type:    groveconstants.ConditionTypePodCliqueScheduled,
-		Message: fmt.Sprintf("%d of minAvailable %d pods scheduled", scheduled, minAvailable),
+		Message: fmt.Sprintf("%d of minAvailable %d pods scheduled", placed, minAvailable),
 	}
-	if scheduled >= minAvailable {
+	if workload == copsev1alpha1.WorkloadTypeTraining && counts.succeeded > 0 {
+		cond.Message = fmt.Sprintf("%d of minAvailable %d pods scheduled, %d of them exited 0", placed, minAvailable, counts.succeeded)
+	}
+	if placed >= minAvailable {
 		cond.Status = metav1.ConditionTrue
 		cond.Reason = groveconstants.ConditionReasonSufficientScheduledPods
 	} else {
@@ -70,4 +161,33 @@ func scheduledCondition(scheduled, minAvailable int) metav1.Condition {
 		cond.Reason = groveconstants.ConditionReasonInsufficientScheduledPods
 	}
 	return cond
+}
+
+// succeededCondition returns the Succeeded condition when a Training clique
+// is observed complete: every index 0..replicas-1 has a pod that exited 0
+// (a pod being deleted still counts, it did exit 0). Otherwise it returns
+// nil and the condition is not set; it is never False. A clique of no
+// replicas never succeeds.
+//
+// The caller sets it only while the clique does not have it yet: once True
+// it is never changed or removed, so completion outlives the pods.
+func succeededCondition(workload copsev1alpha1.WorkloadType, replicas int, pods []podInfo) *metav1.Condition {
+	if workload != copsev1alpha1.WorkloadTypeTraining || replicas <= 0 {
+		return nil
+	}
+	done := make(map[int]bool, replicas)
+	for _, p := range pods {
+		if p.succeeded() && p.hasIndex && p.index < replicas {
+			done[p.index] = true
+		}
+	}
+	if len(done) < replicas {
+		return nil
+	}
+	return &metav1.Condition{
+		Type:    copsev1alpha1.ConditionTypeSucceeded,
+		Status:  metav1.ConditionTrue,
+		Reason:  copsev1alpha1.ReasonAllPodsSucceeded,
+		Message: fmt.Sprintf("all %d pods exited 0", replicas),
+	}
 }

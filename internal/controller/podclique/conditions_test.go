@@ -1,65 +1,193 @@
 package podclique
 
 import (
+	"strings"
 	"testing"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+const (
+	inference = copsev1alpha1.WorkloadTypeInference
+	training  = copsev1alpha1.WorkloadTypeTraining
 )
 
 func breach(status metav1.ConditionStatus) *metav1.Condition {
 	return &metav1.Condition{Type: groveconstants.ConditionTypeMinAvailableBreached, Status: status}
 }
 
+// pods builds a clique from the given pods, indexed 0.. in order.
+func pods(mods ...func(*podInfo)) []podInfo {
+	out := make([]podInfo, len(mods))
+	for i, m := range mods {
+		out[i] = p(i, m)
+	}
+	return out
+}
+
+func running(*podInfo) {}
+
 func TestMinAvailableBreachedCondition(t *testing.T) {
+	const (
+		unknown = metav1.ConditionUnknown
+		isFalse = metav1.ConditionFalse
+		isTrue  = metav1.ConditionTrue
+
+		neverAvailable = ConditionReasonNeverAvailable
+		sufficient     = groveconstants.ConditionReasonSufficientReadyPods
+		fewReady       = groveconstants.ConditionReasonInsufficientReadyPods
+		fewScheduled   = groveconstants.ConditionReasonInsufficientScheduledPods
+		podsFailed     = ConditionReasonPodsFailed
+		allSucceeded   = copsev1alpha1.ReasonAllPodsSucceeded
+	)
 	cases := []struct {
-		name                       string
-		previous                   *metav1.Condition
-		ready, scheduled, minAvail int
-		wantStatus                 metav1.ConditionStatus
-		wantReason                 string
+		name       string
+		workload   copsev1alpha1.WorkloadType
+		previous   *metav1.Condition
+		pods       []podInfo
+		minAvail   int
+		succeeded  bool
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantInMsg  string
 	}{
-		{"a new clique is not yet available", nil, 0, 0, 3, metav1.ConditionUnknown, ConditionReasonNeverAvailable},
-		{"a starting clique with some pods is not yet available", nil, 2, 3, 3, metav1.ConditionUnknown, ConditionReasonNeverAvailable},
-		{"still starting", breach(metav1.ConditionUnknown), 1, 1, 3, metav1.ConditionUnknown, ConditionReasonNeverAvailable},
-		{"available for the first time", breach(metav1.ConditionUnknown), 3, 3, 3, metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods},
-		{"available on the first look", nil, 3, 3, 3, metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods},
-		{"more than enough", breach(metav1.ConditionFalse), 5, 5, 3, metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods},
-		{"a pod stopped being ready", breach(metav1.ConditionFalse), 2, 3, 3, metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientReadyPods},
-		{"a pod lost its node", breach(metav1.ConditionFalse), 2, 2, 3, metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods},
-		{"still breached, now for lack of scheduling", breach(metav1.ConditionTrue), 0, 1, 3, metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods},
-		{"recovered", breach(metav1.ConditionTrue), 3, 3, 3, metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods},
-		{"minAvailable 0 is always met", nil, 0, 0, 0, metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods},
+		// Inference: Grove's semantics, unchanged.
+		{"inference: a new clique is not yet available", inference, nil, nil, 3, false, unknown, neverAvailable, ""},
+		{"inference: a starting clique with some pods is not yet available", inference, nil, pods(running, running, notReady), 3, false, unknown, neverAvailable, ""},
+		{"inference: still starting", inference, breach(unknown), pods(running, unscheduled, unscheduled), 3, false, unknown, neverAvailable, ""},
+		{"inference: available for the first time", inference, breach(unknown), pods(running, running, running), 3, false, isFalse, sufficient, ""},
+		{"inference: available on the first look", inference, nil, pods(running, running, running), 3, false, isFalse, sufficient, ""},
+		{"inference: more than enough", inference, breach(isFalse), pods(running, running, running, running, running), 3, false, isFalse, sufficient, ""},
+		{"inference: a pod stopped being ready", inference, breach(isFalse), pods(running, running, notReady), 3, false, isTrue, fewReady, ""},
+		{"inference: a pod lost its node", inference, breach(isFalse), pods(running, running, unscheduled), 3, false, isTrue, fewScheduled, ""},
+		{"inference: still breached, now for lack of scheduling", inference, breach(isTrue), pods(notReady, unscheduled, unscheduled), 3, false, isTrue, fewScheduled, ""},
+		{"inference: recovered", inference, breach(isTrue), pods(running, running, running), 3, false, isFalse, sufficient, ""},
+		{"inference: minAvailable 0 is always met", inference, nil, nil, 0, false, isFalse, sufficient, ""},
+		{"inference: pods that exited 0 are not healthy", inference, breach(isFalse), pods(running, succeeded, succeeded), 3, false, isTrue, fewScheduled, ""},
+		{"inference: a failed pod before availability is no breach", inference, nil, pods(running, running, failed), 3, false, unknown, neverAvailable, ""},
+		{"inference: a failed pod after availability is an ordinary breach", inference, breach(isFalse), pods(running, running, failed), 3, false, isTrue, fewScheduled, ""},
+		{"inference: terminating pods do not count", inference, breach(isFalse), pods(running, running, terminating), 3, false, isTrue, fewScheduled, ""},
+
+		// Training: pods that exited 0 are healthy, failures breach at once.
+		{"training: a new clique is not yet available", training, nil, nil, 3, false, unknown, neverAvailable, ""},
+		{"training: still starting", training, breach(unknown), pods(running, notReady, unscheduled), 3, false, unknown, neverAvailable, ""},
+		{"training: available", training, breach(unknown), pods(running, running, running), 3, false, isFalse, sufficient, ""},
+		{"training: pods finishing keep the clique available", training, breach(isFalse), pods(running, succeeded, succeeded), 3, false, isFalse, sufficient, "2 exited 0"},
+		{"training: every pod finished", training, breach(isFalse), pods(succeeded, succeeded, succeeded), 3, false, isFalse, sufficient, ""},
+		{"training: pods that finished before the first look count", training, nil, pods(succeeded, running, running), 3, false, isFalse, sufficient, ""},
+		{"training: a failure before availability is a breach", training, nil, pods(running, notReady, failed), 3, false, isTrue, podsFailed, "index 2 (failed)"},
+		{"training: a failure while still starting is a breach", training, breach(unknown), pods(unscheduled, unscheduled, failed), 3, false, isTrue, podsFailed, "1 pod failed"},
+		{"training: a failure after availability is a breach", training, breach(isFalse), pods(running, running, failed), 3, false, isTrue, podsFailed, ""},
+		{"training: the failure reason wins over scheduling", training, breach(isTrue), pods(unscheduled, failed, failed), 3, false, isTrue, podsFailed, "2 pods failed: index 1 (failed), index 2 (failed)"},
+		{"training: the message names exit codes", training, nil, pods(running, exitedWith(137, "OOMKilled")), 2, false, isTrue, podsFailed, "index 1 (container main exited 137, OOMKilled)"},
+		{"training: a failure above minAvailable is no breach (the pod is replaced)", training, breach(isFalse), pods(running, running, failed), 2, false, isFalse, sufficient, ""},
+		{"training: pods that exited 0 make up for a failure", training, breach(isFalse), pods(succeeded, running, failed), 2, false, isFalse, sufficient, ""},
+		{"training: a terminating failed pod is no failure", training, nil, pods(running, running, func(i *podInfo) { failed(i); terminating(i) }), 3, false, unknown, neverAvailable, ""},
+		{"training: a breach stays True once the failed pod is gone", training, breach(isTrue), pods(running, running), 3, false, isTrue, fewScheduled, ""},
+		{"training: a pod stopped being ready", training, breach(isFalse), pods(running, succeeded, notReady), 3, false, isTrue, fewReady, "ready or exited 0"},
+		{"training: a pod lost its node", training, breach(isFalse), pods(running, succeeded, unscheduled), 3, false, isTrue, fewScheduled, ""},
+		{"training: a succeeded clique is never breached, even without pods", training, breach(isFalse), nil, 3, true, isFalse, allSucceeded, ""},
+		{"training: a succeeded clique is never breached, even with a stray failure", training, breach(isTrue), pods(failed), 3, true, isFalse, allSucceeded, ""},
+		{"inference ignores the succeeded flag", inference, breach(isFalse), nil, 3, true, isTrue, fewScheduled, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := minAvailableBreachedCondition(c.previous, c.ready, c.scheduled, c.minAvail)
+			got := minAvailableBreachedCondition(c.previous, breachInput{
+				workload:     c.workload,
+				counts:       countPods(c.pods),
+				minAvailable: c.minAvail,
+				succeeded:    c.succeeded,
+			})
 			if got.Type != groveconstants.ConditionTypeMinAvailableBreached || got.Status != c.wantStatus || got.Reason != c.wantReason {
-				t.Errorf("got %s=%s (%s), want %s (%s)", got.Type, got.Status, got.Reason, c.wantStatus, c.wantReason)
+				t.Errorf("got %s=%s (%s), want %s (%s); message %q", got.Type, got.Status, got.Reason, c.wantStatus, c.wantReason, got.Message)
 			}
-			if got.Message == "" {
-				t.Error("empty message")
+			if got.Message == "" || !strings.Contains(got.Message, c.wantInMsg) {
+				t.Errorf("message %q, want it to contain %q", got.Message, c.wantInMsg)
 			}
 		})
 	}
 }
 
+func TestDescribeFailures(t *testing.T) {
+	var failedPods []podInfo
+	for i := 9; i >= 0; i-- {
+		failedPods = append(failedPods, p(i, exitedWith(int32(i+1), "Error")))
+	}
+	failedPods = append(failedPods, p(0, named("stray"), noIndex, failed))
+	got := describeFailures(failedPods)
+	want := "11 pods failed: index 0 (container main exited 1, Error), index 1 (container main exited 2, Error), " +
+		"index 2 (container main exited 3, Error), index 3 (container main exited 4, Error), " +
+		"index 4 (container main exited 5, Error), 6 more"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := describeFailures([]podInfo{p(0, named("stray"), noIndex, failed)}); got != "1 pod failed: pod stray (failed)" {
+		t.Errorf("got %q", got)
+	}
+}
+
 func TestScheduledCondition(t *testing.T) {
 	cases := []struct {
-		scheduled, minAvail int
-		wantStatus          metav1.ConditionStatus
-		wantReason          string
+		workload   copsev1alpha1.WorkloadType
+		pods       []podInfo
+		minAvail   int
+		wantStatus metav1.ConditionStatus
+		wantReason string
 	}{
-		{0, 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
-		{1, 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
-		{2, 2, metav1.ConditionTrue, groveconstants.ConditionReasonSufficientScheduledPods},
-		{3, 2, metav1.ConditionTrue, groveconstants.ConditionReasonSufficientScheduledPods},
+		{inference, pods(unscheduled, unscheduled), 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
+		{inference, pods(running, unscheduled), 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
+		{inference, pods(running, notReady), 2, metav1.ConditionTrue, groveconstants.ConditionReasonSufficientScheduledPods},
+		{inference, pods(running, running, running), 2, metav1.ConditionTrue, groveconstants.ConditionReasonSufficientScheduledPods},
+		{inference, pods(running, succeeded), 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
+		{training, pods(running, succeeded), 2, metav1.ConditionTrue, groveconstants.ConditionReasonSufficientScheduledPods},
+		{training, pods(succeeded, succeeded), 2, metav1.ConditionTrue, groveconstants.ConditionReasonSufficientScheduledPods},
+		{training, pods(running, failed), 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
+	}
+	for i, c := range cases {
+		got := scheduledCondition(c.workload, countPods(c.pods), c.minAvail)
+		if got.Type != groveconstants.ConditionTypePodCliqueScheduled || got.Status != c.wantStatus || got.Reason != c.wantReason {
+			t.Errorf("case %d (%s): got %s=%s (%s), want %s (%s)", i, c.workload, got.Type, got.Status, got.Reason, c.wantStatus, c.wantReason)
+		}
+	}
+}
+
+func TestSucceededCondition(t *testing.T) {
+	cases := []struct {
+		name     string
+		workload copsev1alpha1.WorkloadType
+		replicas int
+		pods     []podInfo
+		want     bool
+	}{
+		{"every index exited 0", training, 3, pods(succeeded, succeeded, succeeded), true},
+		{"one index still runs", training, 3, pods(succeeded, running, succeeded), false},
+		{"one index failed", training, 3, pods(succeeded, failed, succeeded), false},
+		{"one index has no pod", training, 3, pods(succeeded, succeeded), false},
+		{"a terminating pod that exited 0 still counts", training, 2, pods(succeeded, func(i *podInfo) { succeeded(i); terminating(i) }), true},
+		{"two pods on one index are one index", training, 2, []podInfo{p(0, succeeded), p(0, named("b"), succeeded)}, false},
+		{"an index beyond replicas does not count", training, 2, []podInfo{p(0, succeeded), p(2, succeeded)}, false},
+		{"a pod without index does not count", training, 1, []podInfo{p(0, noIndex, succeeded)}, false},
+		{"a failed pod on a done index does not matter", training, 1, []podInfo{p(0, succeeded), p(0, named("b"), failed)}, true},
+		{"no replicas is never success", training, 0, nil, false},
+		{"inference never succeeds", inference, 2, pods(succeeded, succeeded), false},
+		{"unknown workload never succeeds", "", 2, pods(succeeded, succeeded), false},
 	}
 	for _, c := range cases {
-		got := scheduledCondition(c.scheduled, c.minAvail)
-		if got.Type != groveconstants.ConditionTypePodCliqueScheduled || got.Status != c.wantStatus || got.Reason != c.wantReason {
-			t.Errorf("scheduled %d of %d: got %s=%s (%s), want %s (%s)",
-				c.scheduled, c.minAvail, got.Type, got.Status, got.Reason, c.wantStatus, c.wantReason)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			got := succeededCondition(c.workload, c.replicas, c.pods)
+			if (got != nil) != c.want {
+				t.Fatalf("got %+v, want set: %v", got, c.want)
+			}
+			if got == nil {
+				return
+			}
+			if got.Type != copsev1alpha1.ConditionTypeSucceeded || got.Status != metav1.ConditionTrue ||
+				got.Reason != copsev1alpha1.ReasonAllPodsSucceeded || !strings.Contains(got.Message, "exited 0") {
+				t.Errorf("got %+v", got)
+			}
+		})
 	}
 }

@@ -6,8 +6,15 @@
 // PodClique, its pods and its PodCliqueSet from the cache, syncs the
 // expectations store, and hands plain values to planPods and computeStatus;
 // it then applies their results. Everything that decides (which indices to
-// create, which pods to delete, whether to replace an ended pod, the status
-// and its conditions) is a function of values, tested with tables.
+// create, which pods to delete, whether to replace an ended pod, whether any
+// pod may be created at all, the status and its conditions) is a function of
+// values, tested with tables.
+//
+// For a Training workload (GREP-0285) pods that exit 0 count as healthy and
+// are never deleted, a failed pod is a breach as soon as too few healthy pods
+// remain, a clique whose every index exited 0 gets the sticky Succeeded
+// condition, and no pod is created once the clique succeeded or the
+// workload ended (creationsFrozen).
 //
 // docs/podclique.md describes the behaviour for users.
 package podclique

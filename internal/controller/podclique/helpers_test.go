@@ -37,6 +37,15 @@ func noIndex(i *podInfo)     { i.hasIndex = false; i.index = 0 }
 func failed(i *podInfo)      { i.phase = corev1.PodFailed; i.ready = false }
 func succeeded(i *podInfo)   { i.phase = corev1.PodSucceeded; i.ready = false }
 
+// exitedWith makes the pod Failed as podInfoOf describes a container of that
+// exit code and reason.
+func exitedWith(code int32, reason string) func(*podInfo) {
+	return func(i *podInfo) {
+		failed(i)
+		i.failure = fmt.Sprintf("container main exited %d, %s", code, reason)
+	}
+}
+
 func podNames(pods []podInfo) []string {
 	out := []string{}
 	for _, pod := range pods {

@@ -34,6 +34,11 @@ type planInput struct {
 	desired      int
 	minAvailable int
 	workload     copsev1alpha1.WorkloadType
+	// frozen forbids new pods (creationsFrozen): no index is filled and no
+	// ended pod is replaced. Deletions that keep the clique in shape (a
+	// second pod on an index, a pod without an index, scale-in) still
+	// happen.
+	frozen bool
 	// pods are the clique's pods as the cache shows them.
 	pods []podInfo
 	// creating are the indices of pods this controller created that the
@@ -47,11 +52,18 @@ type planInput struct {
 // planPods decides which pods to create and delete.
 //
 // Pods that are terminating or being deleted by this controller no longer
-// count. An ended pod is replaced or kept as replacementDecision says; a
-// replaced pod is deleted and its index is free again in the same plan, so
-// the replacement is created right away. The remaining pods hold one index
-// each (extra pods on one index, and pods without a valid index, are
-// deleted). Free indices are filled lowest first up to the desired count.
+// count. An ended pod is replaced or kept as replacementDecision says, the
+// clique being available when its healthy pods (podCounts.healthy) reach
+// minAvailable; a replaced pod is deleted and its index is free again in the
+// same plan, so the replacement is created right away. The remaining pods
+// hold one index each (extra pods on one index, and pods without a valid
+// index, are deleted). Free indices are filled lowest first up to the
+// desired count. A frozen plan creates nothing and replaces nothing.
+//
+// In a Training workload a pod that exited 0 is never deleted, for no
+// reason: it is the record that its index is done, from which the Succeeded
+// condition is derived. It holds its index; another pod on that index is
+// the one removed.
 //
 // Scale-in waits while creations are pending: until the cache shows the new
 // pods, the planner cannot choose among them, and choosing only among the
@@ -66,11 +78,17 @@ func planPods(in planInput) podPlan {
 		live = append(live, p)
 	}
 
-	available := countReady(live) >= in.minAvailable
+	training := in.workload == copsev1alpha1.WorkloadTypeTraining
+	available := countPods(live).healthy(in.workload) >= in.minAvailable
+	done := map[int]bool{}
 	var occupants []podInfo
 	for _, p := range live {
 		switch {
-		case replacementDecision(in.workload, p, available) == replacePod:
+		case training && p.succeeded():
+			if p.hasIndex {
+				done[p.index] = true
+			}
+		case !in.frozen && replacementDecision(in.workload, p, available) == replacePod:
 			plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeEnded})
 		case !p.hasIndex:
 			plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeNoIndex})
@@ -79,32 +97,35 @@ func planPods(in planInput) podPlan {
 		}
 	}
 
-	kept, extra := onePodPerIndex(occupants)
+	var contenders []podInfo
+	for _, p := range occupants {
+		if done[p.index] {
+			plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeDuplicateIndex})
+			continue
+		}
+		contenders = append(contenders, p)
+	}
+	kept, extra := onePodPerIndex(contenders)
 	for _, p := range extra {
 		plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeDuplicateIndex})
 	}
 
-	occupied := make([]int, 0, len(kept)+len(in.creating))
-	for _, p := range kept {
-		occupied = append(occupied, p.index)
+	if !in.frozen {
+		occupied := make([]int, 0, len(kept)+len(done)+len(in.creating))
+		for _, p := range kept {
+			occupied = append(occupied, p.index)
+		}
+		for index := range done {
+			occupied = append(occupied, index)
+		}
+		occupied = append(occupied, in.creating...)
+		plan.create = podsToCreate(in.desired, occupied)
 	}
-	occupied = append(occupied, in.creating...)
-	plan.create = podsToCreate(in.desired, occupied)
 
 	if len(in.creating) == 0 {
-		for _, p := range podsToDelete(len(kept)-in.desired, kept) {
+		for _, p := range podsToDelete(len(kept)+len(done)-in.desired, kept) {
 			plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeScaleIn})
 		}
 	}
 	return plan
-}
-
-func countReady(pods []podInfo) int {
-	n := 0
-	for _, p := range pods {
-		if p.active() && p.ready {
-			n++
-		}
-	}
-	return n
 }

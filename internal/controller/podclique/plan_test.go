@@ -15,6 +15,7 @@ func TestPlanPods(t *testing.T) {
 		desired      int
 		minAvailable int // defaults to desired
 		workload     copsev1alpha1.WorkloadType
+		frozen       bool
 		pods         []podInfo
 		creating     []int
 		deleting     []types.UID
@@ -124,6 +125,96 @@ func TestPlanPods(t *testing.T) {
 			pods:         []podInfo{p(0, failed), p(1), p(2)},
 		},
 		{
+			name:         "training: pods that exited 0 count toward minAvailable for a replacement",
+			desired:      3,
+			minAvailable: 3,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			pods:         []podInfo{p(0, failed), p(1, succeeded), p(2)},
+		},
+		{
+			name:         "training: pods that exited 0 let a failed pod be replaced",
+			desired:      4,
+			minAvailable: 2,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			pods:         []podInfo{p(0, failed), p(1, succeeded), p(2), p(3, notReady)},
+			wantCreate:   []int{0},
+			wantDelete:   []string{"pod-0:ended"},
+		},
+		{
+			name:     "training: a clique whose pods all exited 0 gets nothing",
+			desired:  2,
+			workload: copsev1alpha1.WorkloadTypeTraining,
+			pods:     []podInfo{p(0, succeeded), p(1, succeeded)},
+		},
+		{
+			name:       "training: a pod that exited 0 wins its index over a running one",
+			desired:    2,
+			workload:   copsev1alpha1.WorkloadTypeTraining,
+			pods:       []podInfo{p(0, named("done"), succeeded), p(0, named("rerun")), p(1)},
+			wantDelete: []string{"rerun:duplicate-index"},
+		},
+		{
+			name:     "training: two pods that exited 0 on one index both stay",
+			desired:  1,
+			workload: copsev1alpha1.WorkloadTypeTraining,
+			pods:     []podInfo{p(0, named("a"), succeeded), p(0, named("b"), succeeded)},
+		},
+		{
+			name:     "training: a pod that exited 0 without index stays",
+			desired:  1,
+			workload: copsev1alpha1.WorkloadTypeTraining,
+			pods:     []podInfo{p(0), p(0, named("x"), noIndex, succeeded)},
+		},
+		{
+			name:       "training: scale-in never picks a pod that exited 0",
+			desired:    1,
+			workload:   copsev1alpha1.WorkloadTypeTraining,
+			pods:       []podInfo{p(0, succeeded), p(1), p(2, unscheduled)},
+			wantDelete: []string{"pod-2:scale-in", "pod-1:scale-in"},
+		},
+		{
+			name:       "training: a deleted pod that exited 0 frees its index",
+			desired:    2,
+			workload:   copsev1alpha1.WorkloadTypeTraining,
+			pods:       []podInfo{p(0, succeeded, terminating), p(1)},
+			wantCreate: []int{0},
+		},
+		{
+			name:     "frozen: deleted and terminating pods are not recreated",
+			desired:  3,
+			workload: copsev1alpha1.WorkloadTypeTraining,
+			frozen:   true,
+			pods:     []podInfo{p(0, failed), p(1, terminating)},
+		},
+		{
+			name:         "frozen: a failed pod is not replaced even with minAvailable ready",
+			desired:      3,
+			minAvailable: 1,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			frozen:       true,
+			pods:         []podInfo{p(0, failed), p(1), p(2)},
+		},
+		{
+			name:     "frozen: an empty clique stays empty",
+			desired:  3,
+			workload: copsev1alpha1.WorkloadTypeTraining,
+			frozen:   true,
+		},
+		{
+			name:       "frozen: surplus pods are still removed",
+			desired:    1,
+			workload:   copsev1alpha1.WorkloadTypeTraining,
+			frozen:     true,
+			pods:       []podInfo{p(0), p(1), p(1, named("dup"), notReady), p(0, named("x"), noIndex)},
+			wantDelete: []string{"x:no-index", "dup:duplicate-index", "pod-1:scale-in"},
+		},
+		{
+			name:    "frozen applies to inference too (a succeeded clique)",
+			desired: 2,
+			frozen:  true,
+			pods:    []podInfo{p(0, succeeded)},
+		},
+		{
 			name:       "a second pod on one index is removed and the clique completed",
 			desired:    3,
 			pods:       []podInfo{p(0), p(1, named("a")), p(1, named("b"), notReady)},
@@ -155,6 +246,7 @@ func TestPlanPods(t *testing.T) {
 				desired:      c.desired,
 				minAvailable: c.minAvailable,
 				workload:     c.workload,
+				frozen:       c.frozen,
 				pods:         c.pods,
 				creating:     c.creating,
 				deleting:     map[types.UID]bool{},

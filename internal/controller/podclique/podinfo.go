@@ -1,6 +1,8 @@
 package podclique
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -22,6 +24,9 @@ type podInfo struct {
 	ready         bool
 	scheduled     bool
 	scheduleGated bool
+	// failure says why a Failed pod failed, for condition messages; "" for
+	// other pods.
+	failure string
 }
 
 // terminal reports whether the pod's containers have all stopped for good.
@@ -35,9 +40,15 @@ func (p podInfo) active() bool {
 	return !p.terminal() && !p.terminating
 }
 
+// succeeded reports whether every container of the pod exited 0: the pod's
+// phase is Succeeded. That stays true while the pod is being deleted.
+func (p podInfo) succeeded() bool {
+	return p.phase == corev1.PodSucceeded
+}
+
 func podInfoOf(pod *corev1.Pod) podInfo {
 	index, hasIndex := labels.Index(pod.Labels, labels.PodIndexKey)
-	return podInfo{
+	info := podInfo{
 		name:          pod.Name,
 		uid:           pod.UID,
 		index:         index,
@@ -48,6 +59,10 @@ func podInfoOf(pod *corev1.Pod) podInfo {
 		scheduled:     pod.Spec.NodeName != "",
 		scheduleGated: len(pod.Spec.SchedulingGates) > 0,
 	}
+	if pod.Status.Phase == corev1.PodFailed {
+		info.failure = podFailure(pod)
+	}
+	return info
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -57,4 +72,28 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// podFailure describes why a Failed pod failed: the first container (app
+// containers before init containers) that terminated with a non-zero exit
+// code, e.g. "container train exited 137, OOMKilled"; without one, the
+// pod's reason (e.g. "Evicted"), or "failed".
+func podFailure(pod *corev1.Pod) string {
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, s := range statuses {
+			t := s.State.Terminated
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			out := fmt.Sprintf("container %s exited %d", s.Name, t.ExitCode)
+			if t.Reason != "" {
+				out += ", " + t.Reason
+			}
+			return out
+		}
+	}
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason
+	}
+	return "failed"
 }

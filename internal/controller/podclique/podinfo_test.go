@@ -40,6 +40,45 @@ func TestPodInfoOf(t *testing.T) {
 			},
 			want: podInfo{name: "b", phase: corev1.PodPending, terminating: true, scheduleGated: true},
 		},
+		{
+			name: "failed: the first non-zero exit code is named",
+			pod: corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{labels.PodIndexKey: "1"}},
+				Spec:       corev1.PodSpec{NodeName: "n"},
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
+					{Name: "sidecar", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+					{Name: "train", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}},
+				}},
+			},
+			want: podInfo{name: "c", index: 1, hasIndex: true, phase: corev1.PodFailed, scheduled: true,
+				failure: "container train exited 137, OOMKilled"},
+		},
+		{
+			name: "failed in an init container",
+			pod: corev1.Pod{
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{
+					{Name: "fetch", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}},
+				}},
+			},
+			want: podInfo{phase: corev1.PodFailed, failure: "container fetch exited 2"},
+		},
+		{
+			name: "failed without a container exit: the pod's reason",
+			pod:  corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}},
+			want: podInfo{phase: corev1.PodFailed, failure: "Evicted"},
+		},
+		{
+			name: "failed without any detail",
+			pod:  corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}},
+			want: podInfo{phase: corev1.PodFailed, failure: "failed"},
+		},
+		{
+			name: "succeeded pods have no failure",
+			pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "train", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}},
+			}}},
+			want: podInfo{phase: corev1.PodSucceeded},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

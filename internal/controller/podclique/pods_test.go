@@ -128,3 +128,16 @@ func TestBuildPodWithoutGangScheduling(t *testing.T) {
 		t.Errorf("podGroupName %q: without gang scheduling the user's pod spec must be left alone", got)
 	}
 }
+
+// TestBuildPodCarriesAttempt: a restarted Training replica's PodCliques are
+// labelled with the attempt, and their pods inherit it like every other
+// PodClique label.
+func TestBuildPodCarriesAttempt(t *testing.T) {
+	for _, pclq := range []*copsev1alpha1.PodClique{testStandaloneClique(2), testGroupedClique(2)} {
+		pclq.Labels[labels.AttemptKey] = "2"
+		pod := buildPod(testTemplate(t, pclq, true, 5), 1)
+		if got := pod.Labels[labels.AttemptKey]; got != "2" {
+			t.Errorf("%s: pod label %s=%q, want 2", pclq.Name, labels.AttemptKey, got)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,10 +71,18 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many PodCliques are reconciled at once;
 	// 0 means controller-runtime's default of 1.
 	MaxConcurrentReconciles int
+	// APIReader reads from the API server, bypassing the cache
+	// (mgr.GetAPIReader). Before creating pods for a Training workload the
+	// controller re-reads the PodCliqueSet and the PodClique with it, so that
+	// a cache that has not yet seen the workload end, or the clique succeed,
+	// cannot bring back pods that are done. Nil skips that check.
+	APIReader client.Reader
 }
 
 // Reconcile gathers the PodClique, its pods and its PodCliqueSet from the
 // cache, decides with planPods and computeStatus, and applies the result.
+// The status is written even when no pod may be created (a Training
+// workload that ended, a clique that succeeded).
 // Pod changes and the status write are both attempted; their errors are
 // returned together so the request is retried.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -116,14 +125,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"pendingCreations", len(pending.Creations), "pendingDeletions", len(pending.Deletions))
 	}
 
-	result, podsErr := r.reconcilePods(ctx, pclq, key, infos, pending)
-	statusResult, statusErr := r.writeStatus(ctx, pclq, infos)
+	pcs, err := r.podCliqueSet(ctx, pclq.Namespace, pclq.Labels[labels.PartOfKey])
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ws := workloadStateOf(pcs)
+
+	result, podsErr := r.reconcilePods(ctx, pclq, pcs, ws, key, infos, pending)
+	statusResult, statusErr := r.writeStatus(ctx, pclq, infos, ws)
 	return earliest(result, statusResult), errors.Join(podsErr, statusErr)
 }
 
-// reconcilePods creates and deletes pods as planPods decides.
-func (r *Reconciler) reconcilePods(ctx context.Context, pclq *copsev1alpha1.PodClique, key string,
-	pods []podInfo, pending expectations.Pending) (ctrl.Result, error) {
+// reconcilePods creates and deletes pods as planPods decides. pcs is nil when
+// the PodCliqueSet is not in the cache.
+func (r *Reconciler) reconcilePods(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
+	ws workloadState, key string, pods []podInfo, pending expectations.Pending) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if pclq.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
@@ -134,10 +150,6 @@ func (r *Reconciler) reconcilePods(ctx context.Context, pclq *copsev1alpha1.PodC
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", err)
 		return ctrl.Result{}, nil
 	}
-	pcs, err := r.podCliqueSet(ctx, pclq.Namespace, id.podCliqueSet)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	if pcs == nil {
 		log.Info("PodCliqueSet not found; not changing pods", "podCliqueSet", id.podCliqueSet)
 		return ctrl.Result{RequeueAfter: retryMissingPodCliqueSet}, nil
@@ -146,14 +158,27 @@ func (r *Reconciler) reconcilePods(ctx context.Context, pclq *copsev1alpha1.PodC
 		return ctrl.Result{}, nil
 	}
 
-	plan := planPods(planInput{
+	in := planInput{
 		desired:      int(pclq.Spec.Replicas),
 		minAvailable: minAvailable(pclq.Spec),
-		workload:     pcs.Spec.WorkloadType,
+		workload:     ws.workload,
+		frozen:       creationsFrozen(ws, cliqueSucceeded(pclq, ws, pods)),
 		pods:         pods,
 		creating:     creatingIndices(pending),
 		deleting:     deletingUIDs(pending),
-	})
+	}
+	plan := planPods(in)
+	if len(plan.create) > 0 && ws.training() && r.APIReader != nil {
+		why, err := r.frozenOnServer(ctx, pclq, pcs.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if why != "" {
+			log.Info("creating no pods: the API server shows what the cache does not yet", "reason", why, "planned", len(plan.create))
+			in.frozen = true
+			plan = planPods(in)
+		}
+	}
 	deleteErr := r.deletePods(ctx, pclq, key, plan.delete)
 	createErr := r.createPods(ctx, pclq, pcs, id, key, plan.create)
 	return ctrl.Result{}, errors.Join(deleteErr, createErr)
@@ -176,8 +201,12 @@ func (r *Reconciler) ownedPods(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 	return owned, nil
 }
 
-// podCliqueSet returns the PodClique's PodCliqueSet, or nil when it is gone.
+// podCliqueSet returns the PodClique's PodCliqueSet from the cache, or nil
+// when it is gone or name is empty (the PodClique lacks the label).
 func (r *Reconciler) podCliqueSet(ctx context.Context, namespace, name string) (*copsev1alpha1.PodCliqueSet, error) {
+	if name == "" {
+		return nil, nil
+	}
 	pcs := &copsev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pcs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -186,6 +215,40 @@ func (r *Reconciler) podCliqueSet(ctx context.Context, namespace, name string) (
 		return nil, fmt.Errorf("reading PodCliqueSet %s/%s: %w", namespace, name, err)
 	}
 	return pcs, nil
+}
+
+// frozenOnServer reads the PodCliqueSet and the PodClique from the API
+// server rather than the cache and says why no pod may be created, or ""
+// when pods may be created. The PodCliqueSet controller records that a
+// Training workload ended before it terminates the pods, and this
+// controller records Succeeded before anyone removes the pods, but the pod,
+// PodCliqueSet and PodClique informers are independent: the cache may show
+// the pods gone before it shows why. The API server does show why.
+func (r *Reconciler) frozenOnServer(ctx context.Context, pclq *copsev1alpha1.PodClique, pcsName string) (string, error) {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: pcsName}, pcs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "the PodCliqueSet is gone", nil
+		}
+		return "", fmt.Errorf("reading PodCliqueSet %s/%s from the API server: %w", pclq.Namespace, pcsName, err)
+	}
+	if creationsFrozen(workloadStateOf(pcs), false) {
+		return "the Training workload has ended", nil
+	}
+	live := &copsev1alpha1.PodClique{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pclq), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "the PodClique is gone", nil
+		}
+		return "", fmt.Errorf("reading PodClique %s/%s from the API server: %w", pclq.Namespace, pclq.Name, err)
+	}
+	if live.UID != pclq.UID {
+		return "the PodClique was replaced", nil
+	}
+	if meta.IsStatusConditionTrue(live.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded) {
+		return "the PodClique has succeeded", nil
+	}
+	return "", nil
 }
 
 func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
@@ -267,10 +330,14 @@ func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 
 // writeStatus is the only place that writes a PodClique's status. The write
 // carries the resourceVersion it was computed from: MinAvailableBreached
-// depends on the previous condition, so a status computed from a stale
-// PodClique must be refused rather than overwrite a newer one.
-func (r *Reconciler) writeStatus(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podInfo) (ctrl.Result, error) {
-	status := computeStatus(pclq, pods, metav1.Now())
+// and Succeeded depend on the previous conditions, so a status computed from
+// a stale PodClique must be refused rather than overwrite a newer one.
+//
+// It runs after reconcilePods, from the same pods: a Training pod that
+// exited 0 is never deleted by this controller, so the pods from which a
+// new Succeeded condition is derived are still there when it is written.
+func (r *Reconciler) writeStatus(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podInfo, ws workloadState) (ctrl.Result, error) {
+	status := computeStatus(pclq, pods, ws, metav1.Now())
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
 		return ctrl.Result{}, nil
 	}

@@ -33,9 +33,11 @@ func (r replacement) String() string {
 //
 // Training is finite. A pod that exited 0 has done its work and stays, as the
 // record that its index succeeded. A failed pod is replaced only while the
-// clique still has minAvailable ready pods without it (cliqueAvailable);
-// otherwise it stays, and recovering the gang is the replica restart's job,
-// not this controller's.
+// clique still has minAvailable healthy pods (ready or exited 0,
+// podCounts.healthy) without it (cliqueAvailable); otherwise it stays, the
+// clique reports MinAvailableBreached=True (PodsFailed), and recovering the
+// gang is the replica restart's job, not this controller's. The two rules
+// use the same count, so a failed pod is either replaced or a breach.
 func replacementDecision(workload copsev1alpha1.WorkloadType, pod podInfo, cliqueAvailable bool) replacement {
 	if !pod.terminal() {
 		return keepPod

@@ -15,7 +15,7 @@ import (
 const ControllerName = "podclique"
 
 // SetupWithManager registers the controller. Fields left nil are taken from
-// the manager (Client, Scheme, Recorder) or created (Expectations).
+// the manager (Client, Scheme, Recorder, APIReader) or created (Expectations).
 //
 // PodCliques are watched for spec and label changes only: the controller's
 // own status writes need no reconcile. Pod events reach the PodClique that
@@ -26,6 +26,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)

@@ -26,7 +26,7 @@ func TestSetupWithManager(t *testing.T) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if r.Client == nil || r.Scheme == nil || r.Recorder == nil || r.Expectations == nil {
+	if r.Client == nil || r.Scheme == nil || r.Recorder == nil || r.Expectations == nil || r.APIReader == nil {
 		t.Errorf("fields not filled from the manager: %+v", r)
 	}
 }

@@ -1,6 +1,7 @@
 package podclique
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+var (
+	inferenceWorkload = workloadState{known: true, workload: copsev1alpha1.WorkloadTypeInference}
+	trainingWorkload  = workloadState{known: true, workload: copsev1alpha1.WorkloadTypeTraining}
 )
 
 func statusTestClique(replicas int32, minAvailable *int32) *copsev1alpha1.PodClique {
@@ -35,7 +41,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		p(6, terminating),           // terminating: not counted
 		p(7, terminating, notReady), // terminating: not counted
 	}
-	got := computeStatus(pclq, pods, metav1.Now())
+	got := computeStatus(pclq, pods, inferenceWorkload, metav1.Now())
 
 	want := grovecorev1alpha1.PodCliqueStatus{
 		ObservedGeneration:    ptr.To[int64](4),
@@ -64,7 +70,7 @@ func TestComputeStatusCounts(t *testing.T) {
 
 func TestComputeStatusMinAvailableDefaultsToReplicas(t *testing.T) {
 	pclq := statusTestClique(3, nil)
-	got := computeStatus(pclq, []podInfo{p(0), p(1)}, metav1.Now())
+	got := computeStatus(pclq, []podInfo{p(0), p(1)}, inferenceWorkload, metav1.Now())
 	if c := meta.FindStatusCondition(got.Conditions, groveconstants.ConditionTypePodCliqueScheduled); c.Status != metav1.ConditionFalse {
 		t.Errorf("2 of 3 scheduled with minAvailable unset: PodCliqueScheduled = %s, want False", c.Status)
 	}
@@ -92,11 +98,119 @@ func TestBreachLifecycle(t *testing.T) {
 	}
 	pclq := statusTestClique(2, nil)
 	for i, s := range steps {
-		pclq.Status = computeStatus(pclq, s.pods, s.now)
+		pclq.Status = computeStatus(pclq, s.pods, inferenceWorkload, s.now)
 		c := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
 		if c.Status != s.wantStatus || c.Reason != s.wantReason || !c.LastTransitionTime.Equal(&s.wantSince) {
 			t.Fatalf("step %d: got %s (%s) since %s, want %s (%s) since %s",
 				i, c.Status, c.Reason, c.LastTransitionTime.UTC(), s.wantStatus, s.wantReason, s.wantSince.UTC())
+		}
+	}
+}
+
+func TestComputeStatusWithoutPodCliqueSetKeepsConditions(t *testing.T) {
+	pclq := statusTestClique(2, nil)
+	pclq.Status.Conditions = []metav1.Condition{
+		{Type: groveconstants.ConditionTypeMinAvailableBreached, Status: metav1.ConditionFalse, Reason: "Before"},
+	}
+	before := pclq.Status.DeepCopy()
+	got := computeStatus(pclq, []podInfo{p(0, succeeded), p(1, failed)}, workloadState{}, metav1.Now())
+	if diff := cmp.Diff(before.Conditions, got.Conditions); diff != "" {
+		t.Errorf("conditions changed without knowing the workload type (-before +after):\n%s", diff)
+	}
+	if got.Replicas != 0 || ptr.Deref(got.ObservedGeneration, 0) != 4 {
+		t.Errorf("counts not updated: %+v", got)
+	}
+}
+
+// TestTrainingStatusLifecycle walks a Training clique through start, work,
+// completion and the removal of its pods: pods that exit 0 keep it
+// available, Succeeded appears in the status computed from the pods that
+// show it, and neither it nor the breach condition changes afterwards.
+func TestTrainingStatusLifecycle(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(minutes int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)) }
+	steps := []struct {
+		name          string
+		pods          []podInfo
+		now           metav1.Time
+		wantBreach    metav1.ConditionStatus
+		wantReason    string
+		wantScheduled metav1.ConditionStatus
+		wantSucceeded bool
+		wantSince     metav1.Time // of Succeeded, when set
+	}{
+		{"starting", []podInfo{p(0, unscheduled), p(1, unscheduled)}, at(0),
+			metav1.ConditionUnknown, ConditionReasonNeverAvailable, metav1.ConditionFalse, false, metav1.Time{}},
+		{"running", []podInfo{p(0), p(1)}, at(1),
+			metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, metav1.ConditionTrue, false, metav1.Time{}},
+		{"one finished", []podInfo{p(0, succeeded), p(1)}, at(2),
+			metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, metav1.ConditionTrue, false, metav1.Time{}},
+		{"all finished", []podInfo{p(0, succeeded), p(1, succeeded)}, at(3),
+			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionTrue, true, at(3)},
+		{"pods garbage collected", nil, at(4),
+			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionFalse, true, at(3)},
+		{"a stray pod failed", []podInfo{p(0, failed)}, at(5),
+			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionFalse, true, at(3)},
+	}
+	pclq := statusTestClique(2, nil)
+	var firstSucceeded *metav1.Condition
+	for _, s := range steps {
+		pclq.Status = computeStatus(pclq, s.pods, trainingWorkload, s.now)
+		breached := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
+		if breached.Status != s.wantBreach || breached.Reason != s.wantReason {
+			t.Errorf("%s: MinAvailableBreached %s (%s), want %s (%s)", s.name, breached.Status, breached.Reason, s.wantBreach, s.wantReason)
+		}
+		if c := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypePodCliqueScheduled); c.Status != s.wantScheduled {
+			t.Errorf("%s: PodCliqueScheduled %s, want %s", s.name, c.Status, s.wantScheduled)
+		}
+		succeeded := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)
+		if (succeeded != nil) != s.wantSucceeded {
+			t.Fatalf("%s: Succeeded %+v, want set: %v", s.name, succeeded, s.wantSucceeded)
+		}
+		if succeeded == nil {
+			continue
+		}
+		if succeeded.Status != metav1.ConditionTrue || succeeded.Reason != copsev1alpha1.ReasonAllPodsSucceeded ||
+			succeeded.Message != "all 2 pods exited 0" || !succeeded.LastTransitionTime.Equal(&s.wantSince) {
+			t.Errorf("%s: Succeeded %+v", s.name, succeeded)
+		}
+		if firstSucceeded == nil {
+			firstSucceeded = succeeded.DeepCopy()
+			pclq.Generation++ // a later generation must not touch the condition either
+		} else if diff := cmp.Diff(firstSucceeded, succeeded); diff != "" {
+			t.Errorf("%s: Succeeded changed (-first +now):\n%s", s.name, diff)
+		}
+	}
+}
+
+// TestTrainingFailureBreachesAtOnce: a Training pod that fails while the
+// clique is still starting is a breach from that moment, and stays one
+// after the failed pod is gone.
+func TestTrainingFailureBreachesAtOnce(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(minutes int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)) }
+	steps := []struct {
+		pods       []podInfo
+		now        metav1.Time
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantSince  metav1.Time
+	}{
+		{[]podInfo{p(0, unscheduled), p(1, unscheduled)}, at(0), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
+		{[]podInfo{p(0), p(1, notReady)}, at(1), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
+		{[]podInfo{p(0), p(1, exitedWith(1, "Error"))}, at(2), metav1.ConditionTrue, ConditionReasonPodsFailed, at(2)},
+		{[]podInfo{p(0), p(1, failed, terminating)}, at(3), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods, at(2)},
+	}
+	pclq := statusTestClique(2, nil)
+	for i, s := range steps {
+		pclq.Status = computeStatus(pclq, s.pods, trainingWorkload, s.now)
+		c := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
+		if c.Status != s.wantStatus || c.Reason != s.wantReason || !c.LastTransitionTime.Equal(&s.wantSince) {
+			t.Fatalf("step %d: got %s (%s) since %s, want %s (%s) since %s",
+				i, c.Status, c.Reason, c.LastTransitionTime.UTC(), s.wantStatus, s.wantReason, s.wantSince.UTC())
+		}
+		if s.wantReason == ConditionReasonPodsFailed && !strings.Contains(c.Message, "index 1 (container main exited 1, Error)") {
+			t.Errorf("step %d: message %q does not name the failed pod", i, c.Message)
 		}
 	}
 }

@@ -14,6 +14,7 @@ const (
 	errCodeRecreateReplica grovecorev1alpha1.ErrorCode = "ERR_RECREATE_REPLICA"
 	errCodeSyncChildren    grovecorev1alpha1.ErrorCode = "ERR_SYNC_CHILDREN"
 	errCodeSyncGangs       grovecorev1alpha1.ErrorCode = "ERR_SYNC_GANGS"
+	errCodeTerminatePods   grovecorev1alpha1.ErrorCode = "ERR_TERMINATE_PODS"
 )
 
 // stepFailures collects the errors of one reconcile pass by step, so that

@@ -21,6 +21,20 @@ type children struct {
 	scalingGroups []copsev1alpha1.PodCliqueScalingGroup
 	// podCliques holds standalone and grouped PodCliques alike.
 	podCliques []copsev1alpha1.PodClique
+	// pods are every pod labelled as part of the PodCliqueSet.
+	pods []corev1.Pod
+}
+
+// activePods are the pods that have not ended, terminating ones included:
+// until they are gone they still hold their GPUs.
+func (c *children) activePods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range c.pods {
+		if p := &c.pods[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (*children, error) {
@@ -60,6 +74,12 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 			out.podCliques = append(out.podCliques, c)
 		}
 	}
+
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, ns, selector); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	out.pods = pods.Items
 	return out, nil
 }
 

@@ -30,8 +30,13 @@ type statusInputs struct {
 	health         []replicaHealth
 	newRecreations []copsev1alpha1.ReplicaRecreation
 	finished       map[int]bool
-	failures       stepFailures
-	now            time.Time
+	// restartCount is status.restartCount after this pass's decisions.
+	restartCount int32
+	// failReason is set when this pass decided that the workload fails.
+	failReason  string
+	failMessage string
+	failures    stepFailures
+	now         time.Time
 }
 
 // computeStatus derives the PodCliqueSet's whole status from one pass's
@@ -72,19 +77,32 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	status.Conditions = slices.Clone(status.Conditions)
 	meta.SetStatusCondition(&status.Conditions, breachCondition(pcs, available, breachedReplicas))
 
-	status.Phase = phase(available)
-	if status.Phase == copsev1alpha1.PodCliqueSetPhaseRunning && status.StartTime == nil {
+	status.RestartCount = in.restartCount
+	if in.failReason != "" {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: in.failReason,
+			Message: in.failMessage, ObservedGeneration: pcs.Generation,
+		})
+	}
+
+	allSucceeded, anyRunning := len(in.health) > 0, false
+	for _, h := range in.health {
+		allSucceeded = allSucceeded && h.succeeded
+		anyRunning = anyRunning || h.available || h.succeeded
+	}
+	status.Phase = computePhase(phaseInputs{
+		workloadType: pcs.Spec.WorkloadType,
+		previous:     pcs.Status.Phase,
+		failing:      meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeFailed),
+		activePods:   len(in.observed.activePods()),
+		allSucceeded: allSucceeded,
+		anyRunning:   anyRunning,
+	})
+	if status.StartTime == nil && (status.Phase == copsev1alpha1.PodCliqueSetPhaseRunning || status.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded) {
+		// Set once, when the workload first runs; restarts never reset it.
 		status.StartTime = ptr.To(metav1.NewTime(in.now))
 	}
 	return status
-}
-
-// phase is Running once any replica is available, Pending before.
-func phase(availableReplicas int32) copsev1alpha1.PodCliqueSetPhase {
-	if availableReplicas > 0 {
-		return copsev1alpha1.PodCliqueSetPhaseRunning
-	}
-	return copsev1alpha1.PodCliqueSetPhasePending
 }
 
 func breachCondition(pcs *copsev1alpha1.PodCliqueSet, available int32, breachedReplicas []int) metav1.Condition {

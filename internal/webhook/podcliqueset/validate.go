@@ -28,7 +28,8 @@ func ValidateCreate(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 }
 
 // ValidateUpdate returns every rule an update from old to pcs breaks: the
-// rules of a new object, and the fields that must not change.
+// rules of a new object, the fields that must not change, and, for Training
+// workloads, no change of replica counts or of the generation hash.
 //
 // An update that leaves the spec alone (metadata, finalizers, labels) is
 // always allowed, so that an object stored before a rule existed can still
@@ -38,7 +39,8 @@ func ValidateUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 		return nil
 	}
 	errs := validateObject(pcs, old)
-	return append(errs, validateImmutableFields(old, pcs)...)
+	errs = append(errs, validateImmutableFields(old, pcs)...)
+	return append(errs, validateTrainingUpdate(old, pcs)...)
 }
 
 // Warnings returns advice about fields that are accepted but have no effect.

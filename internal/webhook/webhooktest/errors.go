@@ -1,5 +1,7 @@
 // Package webhooktest helps the webhook packages' tests compare field
-// errors with the messages users see.
+// errors with the messages users see, and builds the owner chains (a
+// PodCliqueSet, its PodCliqueScalingGroup and PodCliques) and the fake API
+// reader the Training rules look owners up with.
 package webhooktest
 
 import (

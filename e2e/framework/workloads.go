@@ -1,0 +1,116 @@
+package framework
+
+import (
+	"context"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// PodSpec is a one-container pod that asks for gpus GPUs (none when 0). A
+// 1s grace period keeps deletions quick on simulated nodes.
+func PodSpec(gpus int64) corev1.PodSpec {
+	spec := corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+		Containers:                    []corev1.Container{{Name: "main", Image: "example.com/app:1"}},
+	}
+	if gpus > 0 {
+		spec.Containers[0].Resources.Limits = corev1.ResourceList{cluster.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}
+	}
+	return spec
+}
+
+// CliqueTemplate is a clique named name with replicas pods of spec.
+func CliqueTemplate(name string, replicas int32, spec corev1.PodSpec) *grovecorev1alpha1.PodCliqueTemplateSpec {
+	return &grovecorev1alpha1.PodCliqueTemplateSpec{
+		Name: name,
+		Spec: grovecorev1alpha1.PodCliqueSpec{RoleName: name, Replicas: replicas, PodSpec: spec},
+	}
+}
+
+// NewPodCliqueSet is an Inference PodCliqueSet of the given cliques.
+func NewPodCliqueSet(namespace, name string, replicas int32, cliques ...*grovecorev1alpha1.PodCliqueTemplateSpec) *copsev1alpha1.PodCliqueSet {
+	pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	pcs.Spec.Replicas = replicas
+	pcs.Spec.Template.Cliques = cliques
+	return pcs
+}
+
+// GetPodCliqueSet reads a PodCliqueSet, failing g when it cannot.
+func (e *Env) GetPodCliqueSet(ctx context.Context, g gomega.Gomega, namespace, name string) *copsev1alpha1.PodCliqueSet {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	g.Expect(e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pcs)).To(gomega.Succeed())
+	return pcs
+}
+
+// Pods lists every pod of a PodCliqueSet by label, terminating ones included.
+func (e *Env) Pods(ctx context.Context, g gomega.Gomega, namespace, pcsName string, opts ...client.ListOption) []corev1.Pod {
+	var pods corev1.PodList
+	all := append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabels{labels.PartOfKey: pcsName}}, opts...)
+	g.Expect(e.Client.List(ctx, &pods, all...)).To(gomega.Succeed())
+	return pods.Items
+}
+
+// LivePods lists the pods of a PodCliqueSet that are not being deleted.
+func (e *Env) LivePods(ctx context.Context, g gomega.Gomega, namespace, pcsName string, opts ...client.ListOption) []corev1.Pod {
+	var live []corev1.Pod
+	for _, p := range e.Pods(ctx, g, namespace, pcsName, opts...) {
+		if p.DeletionTimestamp.IsZero() {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// IsReady reports the pod's Ready condition.
+func IsReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// IsTerminal reports whether the pod ended (Succeeded or Failed).
+func IsTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// MakePodExit makes a running simulated pod exit with exitCode now: the
+// simulated runtime ends a container run-duration after it started, so a
+// 1ms run-duration on a running pod ends it at once.
+func (e *Env) MakePodExit(ctx context.Context, pod *corev1.Pod, exitCode string) {
+	ginkgo.GinkgoHelper()
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[cluster.AnnotationRunDuration] = "1ms"
+	pod.Annotations[cluster.AnnotationExitCode] = exitCode
+	gomega.Expect(e.Client.Patch(ctx, pod, patch)).To(gomega.Succeed())
+}
+
+// EventsWithReason lists the events.k8s.io events of a namespace with reason.
+func (e *Env) EventsWithReason(ctx context.Context, g gomega.Gomega, namespace, reason string) []eventsv1.Event {
+	var events eventsv1.EventList
+	g.Expect(e.Client.List(ctx, &events, client.InNamespace(namespace))).To(gomega.Succeed())
+	var out []eventsv1.Event
+	for _, ev := range events.Items {
+		if ev.Reason == reason {
+			out = append(out, ev)
+		}
+	}
+	return out
+}

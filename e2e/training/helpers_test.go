@@ -1,0 +1,86 @@
+package training_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+const longWait = 2 * time.Minute
+
+// trainingPCS is a Training PodCliqueSet of replicas x workers pods that
+// run for runFor and exit 0 (runFor "" runs until deleted).
+func trainingPCS(namespace, name string, replicas, workers int32, runFor string, maxRestarts int32) *copsev1alpha1.PodCliqueSet {
+	worker := framework.CliqueTemplate("worker", workers, framework.PodSpec(0))
+	if runFor != "" {
+		worker.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
+	}
+	pcs := framework.NewPodCliqueSet(namespace, name, replicas, worker)
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To(maxRestarts)}
+	return pcs
+}
+
+func newNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}
+
+// runningPods waits until the replica's current attempt has n ready pods
+// and returns them.
+func runningPods(ctx context.Context, namespace, pcsName string, replica, attempt string, n int) []corev1.Pod {
+	GinkgoHelper()
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		pods = env.LivePods(ctx, g, namespace, pcsName, client.MatchingLabels{labels.ReplicaKey: replica, labels.AttemptKey: attempt})
+		g.Expect(pods).To(HaveLen(n))
+		for i := range pods {
+			g.Expect(framework.IsReady(&pods[i])).To(BeTrue(), "pod %s not ready", pods[i].Name)
+		}
+	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+	return pods
+}
+
+// activePods are the pods of a PodCliqueSet that have not ended.
+func activePods(ctx context.Context, g Gomega, namespace, pcsName string) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range env.Pods(ctx, g, namespace, pcsName) {
+		if !framework.IsTerminal(&p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func failedCondition(pcs *copsev1alpha1.PodCliqueSet) *metav1.Condition {
+	return meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
+}
+
+// expectNoOrphans checks that every pod of the PodCliqueSet is controlled by
+// a PodClique that exists.
+func expectNoOrphans(ctx context.Context, namespace, pcsName string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for _, pod := range env.Pods(ctx, g, namespace, pcsName) {
+			owner := metav1.GetControllerOf(&pod)
+			g.Expect(owner).NotTo(BeNil(), "pod %s has no controller", pod.Name)
+			pclq := &copsev1alpha1.PodClique{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: owner.Name}, pclq)).To(Succeed(), "pod %s: owner %s", pod.Name, owner.Name)
+			g.Expect(pclq.UID).To(Equal(owner.UID), "pod %s belongs to a PodClique that no longer exists", pod.Name)
+		}
+	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+}

@@ -1,0 +1,45 @@
+// Package training_test checks GREP-0285's Training mode end to end: phases,
+// the restart budget, the runtime limit, exit-code-aware pods, the webhook's
+// Training rules, and crash safety of the operator, with the real operator
+// binary against a real control plane.
+package training_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+
+	"github.com/copse-dev/copse/e2e/framework"
+)
+
+var env *framework.Env
+
+func TestTraining(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Training Suite")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	env, err = framework.Setup(ctx, framework.Options{Name: "training", WithOperator: true, Operator: framework.OperatorOptions{
+		// Crash specs kill the operator; a short lease lets its successor
+		// take over in seconds rather than Kubernetes' default 15.
+		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+			cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
+			cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 3 * time.Second}
+			cfg.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
+		},
+	}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Teardown)
+}, NodeTimeout(framework.SetupTimeout))
+
+var _ = AfterEach(func() {
+	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
+})

@@ -1,0 +1,138 @@
+package podcliqueset
+
+import (
+	"bytes"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/generationhash"
+	"github.com/copse-dev/copse/internal/webhook/training"
+)
+
+// podTemplateChangeForbidden says why a Training PodCliqueSet's pod
+// templates are fixed.
+var podTemplateChangeForbidden = fmt.Sprintf(
+	"pod template changes are not allowed when %s is %s (they would need a rolling update, which Training workloads do not do)",
+	specPath.Child("workloadType"), copsev1alpha1.WorkloadTypeTraining)
+
+// validateTrainingUpdate applies GREP-0285's update rules for Training
+// workloads, which are neither scaled nor rolled out while they run:
+//
+//   - The replica counts of the template's cliques and scaling groups cannot
+//     change: they are the replica counts of the PodCliques and
+//     PodCliqueScalingGroups, which are immutable for Training, and a
+//     restarted replica would be created with the new counts.
+//     (spec.replicas itself is checked by the CRD.)
+//   - The generation hash (package generationhash) cannot change: that
+//     would be a rolling update.
+//
+// The rules apply when either object is Training; the CRD keeps
+// workloadType from changing.
+func validateTrainingUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if !training.IsTraining(old) && !training.IsTraining(pcs) {
+		return nil
+	}
+	errs := validateTemplateReplicasUnchanged(old, pcs)
+	return append(errs, validateGenerationHashUnchanged(old, pcs)...)
+}
+
+func validateTemplateReplicasUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	detail := fmt.Sprintf("is immutable when %s is %s", specPath.Child("workloadType"), copsev1alpha1.WorkloadTypeTraining)
+	oldCliqueReplicas := map[string]int32{}
+	for _, clique := range old.Spec.Template.Cliques {
+		if clique != nil {
+			oldCliqueReplicas[clique.Name] = clique.Spec.Replicas
+		}
+	}
+	var errs field.ErrorList
+	for i, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil {
+			continue
+		}
+		// Added cliques are reported by validateImmutableFields.
+		if replicas, existed := oldCliqueReplicas[clique.Name]; existed && replicas != clique.Spec.Replicas {
+			errs = append(errs, field.Forbidden(cliquesPath.Index(i).Child("spec", "replicas"), detail))
+		}
+	}
+	oldGroupReplicas := map[string]int32{}
+	for _, group := range old.Spec.Template.PodCliqueScalingGroupConfigs {
+		oldGroupReplicas[group.Name] = ptr.Deref(group.Replicas, defaultScalingGroupReplicas)
+	}
+	for g, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		replicas, existed := oldGroupReplicas[group.Name]
+		if existed && replicas != ptr.Deref(group.Replicas, defaultScalingGroupReplicas) {
+			errs = append(errs, field.Forbidden(groupsPath.Index(g).Child("replicas"), detail))
+		}
+	}
+	return errs
+}
+
+// validateGenerationHashUnchanged rejects an update that changes the
+// generation hash, naming each clique and field that changed it: a clique's
+// labels, annotations or podSpec, or spec.template.priorityClassName when
+// the pods of a clique take it (their podSpec has none of its own).
+//
+// Cliques that were added or removed also change the hash; they are not
+// reported here, since validateImmutableFields rejects them already.
+func validateGenerationHashUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if generationhash.GenerationHash(old) == generationhash.GenerationHash(pcs) {
+		return nil
+	}
+	oldByName := map[string]int{}
+	for i, clique := range old.Spec.Template.Cliques {
+		if clique != nil {
+			oldByName[clique.Name] = i
+		}
+	}
+	var errs field.ErrorList
+	var takePriorityClass []string
+	cliqueSetChanged := false
+	for i, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil {
+			continue
+		}
+		j, existed := oldByName[clique.Name]
+		if !existed {
+			cliqueSetChanged = true
+			continue
+		}
+		oldClique := old.Spec.Template.Cliques[j]
+		before, after := generationhash.Clique(old, oldClique), generationhash.Clique(pcs, clique)
+		if sameInput(before, after) {
+			continue
+		}
+		path := cliquesPath.Index(i)
+		if !sameInput(before.Labels, after.Labels) {
+			errs = append(errs, field.Forbidden(path.Child("labels"), podTemplateChangeForbidden))
+		}
+		if !sameInput(before.Annotations, after.Annotations) {
+			errs = append(errs, field.Forbidden(path.Child("annotations"), podTemplateChangeForbidden))
+		}
+		switch {
+		case !sameInput(oldClique.Spec.PodSpec, clique.Spec.PodSpec):
+			errs = append(errs, field.Forbidden(path.Child("spec", "podSpec"), podTemplateChangeForbidden))
+		case !sameInput(before.PodSpec, after.PodSpec):
+			// The podSpec is as it was, so the priority class it
+			// inherits from the template changed.
+			takePriorityClass = append(takePriorityClass, clique.Name)
+		}
+	}
+	if len(takePriorityClass) > 0 {
+		errs = append(errs, field.Forbidden(templatePath.Child("priorityClassName"), fmt.Sprintf(
+			"%s; it is the priority class of the pods of clique(s) %q", podTemplateChangeForbidden, takePriorityClass)))
+	}
+	if len(errs) == 0 && len(old.Spec.Template.Cliques) == len(pcs.Spec.Template.Cliques) && !cliqueSetChanged {
+		// Every change of the hash's inputs is attributed above; this is a
+		// safety net so that a new input cannot slip through unreported.
+		errs = append(errs, field.Forbidden(cliquesPath, podTemplateChangeForbidden))
+	}
+	return errs
+}
+
+// sameInput compares two hash inputs the way the generation hash does.
+func sameInput(a, b any) bool {
+	return bytes.Equal(generationhash.Canonical(a), generationhash.Canonical(b))
+}

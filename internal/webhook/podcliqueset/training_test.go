@@ -1,0 +1,168 @@
+package podcliqueset
+
+import (
+	"strings"
+	"testing"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/generationhash"
+	"github.com/copse-dev/copse/internal/webhook/webhooktest"
+)
+
+const podTemplateForbidden = "Forbidden: pod template changes are not allowed when spec.workloadType is Training " +
+	"(they would need a rolling update, which Training workloads do not do)"
+
+// validOf is valid() with the given workload type.
+func validOf(workloadType copsev1alpha1.WorkloadType, edits ...func(*copsev1alpha1.PodCliqueSet)) *copsev1alpha1.PodCliqueSet {
+	return valid(append([]func(*copsev1alpha1.PodCliqueSet){func(p *copsev1alpha1.PodCliqueSet) {
+		p.Spec.WorkloadType = workloadType
+		if workloadType == copsev1alpha1.WorkloadTypeTraining {
+			for _, c := range p.Spec.Template.Cliques {
+				c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyNever
+			}
+		}
+	}}, edits...)...)
+}
+
+func TestValidateUpdateOfTrainingWorkloads(t *testing.T) {
+	tests := []struct {
+		name   string
+		base   func(*copsev1alpha1.PodCliqueSet) // optional, applied to old and new
+		change func(*copsev1alpha1.PodCliqueSet)
+		// want are the errors for Training; Inference must accept every change.
+		want []string
+	}{
+		// Changes that would be rolled out.
+		{name: "a container image", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Image = "example.com/llm:2"
+		}, want: []string{"spec.template.cliques[0].spec.podSpec: " + podTemplateForbidden}},
+		{name: "resources of two cliques", change: func(p *copsev1alpha1.PodCliqueSet) {
+			for _, i := range []int{1, 2} {
+				p.Spec.Template.Cliques[i].Spec.PodSpec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+			}
+		}, want: []string{"spec.template.cliques[1].spec.podSpec: " + podTemplateForbidden, "spec.template.cliques[2].spec.podSpec: " + podTemplateForbidden}},
+		{name: "a clique's labels and annotations", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Labels = map[string]string{"team": "research"}
+			p.Spec.Template.Cliques[2].Annotations = map[string]string{"note": "x"}
+		}, want: []string{"spec.template.cliques[2].labels: " + podTemplateForbidden, "spec.template.cliques[2].annotations: " + podTemplateForbidden}},
+		{name: "the priority class the pods inherit", base: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].Spec.PodSpec.PriorityClassName = "own"
+		}, change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.PriorityClassName = "high"
+		}, want: []string{`spec.template.priorityClassName: ` + podTemplateForbidden + `; it is the priority class of the pods of clique(s) ["leader" "router"]`}},
+		{name: "a pod's own priority class", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.PriorityClassName = "high"
+		}, want: []string{"spec.template.cliques[0].spec.podSpec: " + podTemplateForbidden}},
+
+		// Scaling.
+		{name: "the replicas of a clique and of a scaling group", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Spec.Replicas = 3
+			p.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](2)
+		}, want: []string{
+			"spec.template.cliques[2].spec.replicas: Forbidden: is immutable when spec.workloadType is Training",
+			"spec.template.podCliqueScalingGroups[0].replicas: Forbidden: is immutable when spec.workloadType is Training",
+		}},
+
+		// Changes that are not rolled out.
+		{name: "a priority class no pod inherits", base: func(p *copsev1alpha1.PodCliqueSet) {
+			for _, c := range p.Spec.Template.Cliques {
+				c.Spec.PodSpec.PriorityClassName = "own"
+			}
+		}, change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Template.PriorityClassName = "high" }},
+		{name: "the pods' priority class moved to the template", base: func(p *copsev1alpha1.PodCliqueSet) {
+			for _, c := range p.Spec.Template.Cliques {
+				c.Spec.PodSpec.PriorityClassName = "high"
+			}
+		}, change: func(p *copsev1alpha1.PodCliqueSet) {
+			for _, c := range p.Spec.Template.Cliques {
+				c.Spec.PodSpec.PriorityClassName = ""
+			}
+			p.Spec.Template.PriorityClassName = "high"
+		}},
+		{name: "reordering cliques that start in any order", change: swapCliques(0, 2)},
+		{name: "an equal quantity written differently", base: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}, change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1024Mi")}
+		}},
+		{name: "the runtime limit", change: func(p *copsev1alpha1.PodCliqueSet) {
+			if p.Spec.WorkloadType == copsev1alpha1.WorkloadTypeTraining {
+				p.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](2)}
+			}
+		}},
+		{name: "metadata only", change: func(p *copsev1alpha1.PodCliqueSet) { p.Labels = map[string]string{"a": "b"} }},
+
+		// A change the immutability rules report is not reported twice.
+		{name: "an added clique", change: func(p *copsev1alpha1.PodCliqueSet) {
+			extra := p.Spec.Template.Cliques[0].DeepCopy()
+			extra.Name, extra.Spec.RoleName = "extra", "extra"
+			p.Spec.Template.Cliques = append(p.Spec.Template.Cliques, extra)
+		}, want: []string{"spec.template.cliques[3].name: Forbidden: cliques cannot be added or renamed after creation"}},
+	}
+	for _, workloadType := range []copsev1alpha1.WorkloadType{copsev1alpha1.WorkloadTypeTraining, copsev1alpha1.WorkloadTypeInference} {
+		for _, tc := range tests {
+			t.Run(string(workloadType)+": "+tc.name, func(t *testing.T) {
+				base := func(*copsev1alpha1.PodCliqueSet) {}
+				if tc.base != nil {
+					base = tc.base
+				}
+				old, pcs := validOf(workloadType, base), validOf(workloadType, base, tc.change)
+				want := tc.want
+				if workloadType == copsev1alpha1.WorkloadTypeInference {
+					// Only the errors of the rules of every workload type.
+					want = nil
+					for _, w := range tc.want {
+						if !strings.Contains(w, "Training") {
+							want = append(want, w)
+						}
+					}
+				}
+				webhooktest.ExpectErrors(t, ValidateUpdate(old, pcs), want)
+			})
+		}
+	}
+}
+
+// TestTrainingRejectsExactlyTheChangesOfTheGenerationHash ties the rule to
+// the hash: an update of a Training PodCliqueSet with the same cliques is
+// refused by the pod-template rule exactly when GenerationHash changes.
+func TestTrainingRejectsExactlyTheChangesOfTheGenerationHash(t *testing.T) {
+	changes := map[string]func(*copsev1alpha1.PodCliqueSet){
+		"image": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].Spec.PodSpec.Containers[0].Image = "x:2"
+		},
+		"env": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Env = []corev1.EnvVar{{Name: "A"}}
+		},
+		"node selector": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Spec.PodSpec.NodeSelector = map[string]string{"a": "b"}
+		},
+		"grace period": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Spec.PodSpec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		},
+		"label":          func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Labels = map[string]string{"a": "b"} },
+		"priority class": func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Template.PriorityClassName = "high" },
+		"order":          swapCliques(0, 1),
+		"delay": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.TerminationDelay.Duration++
+		},
+		"startup type": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeInOrder)
+		},
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			old, pcs := validOf(copsev1alpha1.WorkloadTypeTraining), validOf(copsev1alpha1.WorkloadTypeTraining, change)
+			hashChanged := generationhash.GenerationHash(old) != generationhash.GenerationHash(pcs)
+			rejected := len(validateGenerationHashUnchanged(old, pcs)) > 0
+			if hashChanged != rejected {
+				t.Errorf("hash changed = %v, but the pod-template rule rejected = %v", hashChanged, rejected)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package training
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/webhook/webhooktest"
+)
+
+func TestOwningPodCliqueSet(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup returns the object to resolve and the objects the reader holds.
+		setup     func(f *webhooktest.Family) (client.Object, []client.Object)
+		wantOwner bool
+	}{
+		{name: "a standalone PodClique", wantOwner: true, setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			return f.Standalone, f.Objects()
+		}},
+		{name: "a PodCliqueScalingGroup", wantOwner: true, setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			return f.ScalingGroup, f.Objects()
+		}},
+		{name: "a PodClique of a scaling group, through the group", wantOwner: true, setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			return f.Grouped, f.Objects()
+		}},
+		{name: "the PodCliqueSet is gone", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			return f.Grouped, []client.Object{f.ScalingGroup, f.Grouped}
+		}},
+		{name: "the scaling group is gone", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			return f.Grouped, []client.Object{f.Set, f.Grouped}
+		}},
+		{name: "the PodCliqueSet was replaced by a namesake", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			namesake := f.Set.DeepCopy()
+			namesake.UID = "another-uid"
+			return f.Standalone, []client.Object{namesake, f.Standalone}
+		}},
+		{name: "no controller", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			f.Standalone.OwnerReferences[0].Controller = nil
+			return f.Standalone, f.Objects()
+		}},
+		{name: "a controller of another group", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			f.Standalone.OwnerReferences[0].APIVersion = "example.com/v1"
+			return f.Standalone, f.Objects()
+		}},
+		{name: "a controller of another grove.io kind", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			f.Standalone.OwnerReferences[0].Kind = "PodGang"
+			return f.Standalone, f.Objects()
+		}},
+		{name: "names are not parsed: a PodClique named like a child but not owned", setup: func(f *webhooktest.Family) (client.Object, []client.Object) {
+			f.Standalone.OwnerReferences = nil
+			return f.Standalone, f.Objects()
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := webhooktest.NewFamily("train", copsev1alpha1.WorkloadTypeTraining)
+			obj, stored := tc.setup(f)
+			owner, err := OwningPodCliqueSet(context.Background(), webhooktest.Reader(t, stored...), obj)
+			if err != nil {
+				t.Fatalf("OwningPodCliqueSet: %v", err)
+			}
+			switch {
+			case tc.wantOwner && (owner == nil || owner.UID != f.Set.UID):
+				t.Errorf("owner = %v, want the PodCliqueSet %s", owner, f.Set.Name)
+			case !tc.wantOwner && owner != nil:
+				t.Errorf("owner = %s/%s, want none", owner.Namespace, owner.Name)
+			}
+		})
+	}
+}
+
+func TestOwningPodCliqueSetReportsReadErrors(t *testing.T) {
+	f := webhooktest.NewFamily("train", copsev1alpha1.WorkloadTypeTraining)
+	reader := fake.NewClientBuilder().WithScheme(webhooktest.Scheme(t)).WithObjects(f.Objects()...).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("connection refused")
+		}}).Build()
+	if _, err := OwningPodCliqueSet(context.Background(), reader, f.Grouped); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v, want the read error", err)
+	}
+	if _, err := OwningPodCliqueSet(context.Background(), nil, f.Grouped); err == nil {
+		t.Error("no reader gave no error")
+	}
+}
+
+func TestMessages(t *testing.T) {
+	owner := webhooktest.NewFamily("train", copsev1alpha1.WorkloadTypeTraining).Set
+	webhooktest.ExpectErrors(t, field.ErrorList{
+		ReplicasImmutable(scaleReplicasPath, owner),
+		AutoScalingNotAllowed(scaleReplicasPath.Child("x"), owner),
+	}, []string{
+		"spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/train has workloadType Training",
+		"spec.replicas.x: Forbidden: is not allowed because the owning PodCliqueSet ml/train has workloadType Training",
+	})
+}
+
+func scale(name string, replicas int32) *autoscalingv1.Scale {
+	return &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}, Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
+}
+
+func TestScaleValidator(t *testing.T) {
+	training := webhooktest.NewFamily("train", copsev1alpha1.WorkloadTypeTraining)
+	inference := webhooktest.NewFamily("serve", copsev1alpha1.WorkloadTypeInference)
+	reader := webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...)
+	pclqs := ScaleValidator{Kind: "PodClique", NewObject: NewPodClique, Reader: reader}
+	pcsgs := ScaleValidator{Kind: "PodCliqueScalingGroup", NewObject: NewPodCliqueScalingGroup, Reader: reader}
+	tests := []struct {
+		name      string
+		validator ScaleValidator
+		target    string
+		from, to  int32
+		want      string
+	}{
+		{name: "scaling a standalone Training PodClique", validator: pclqs, target: training.Standalone.Name, from: 2, to: 3,
+			want: `PodClique.grove.io "train-0-leader" is invalid: spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/train has workloadType Training`},
+		{name: "scaling a Training PodClique of a scaling group", validator: pclqs, target: training.Grouped.Name, from: 2, to: 1,
+			want: `spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/train has workloadType Training`},
+		{name: "scaling a Training PodCliqueScalingGroup", validator: pcsgs, target: training.ScalingGroup.Name, from: 2, to: 4,
+			want: `PodCliqueScalingGroup.grove.io "train-0-decode" is invalid: spec.replicas: Forbidden: is immutable`},
+		{name: "the same replica count", validator: pclqs, target: training.Standalone.Name, from: 2, to: 2},
+		{name: "scaling an Inference PodClique", validator: pclqs, target: inference.Grouped.Name, from: 2, to: 5},
+		{name: "scaling an Inference PodCliqueScalingGroup", validator: pcsgs, target: inference.ScalingGroup.Name, from: 2, to: 5},
+		{name: "scaling a PodClique that is gone", validator: pclqs, target: "gone", from: 2, to: 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Update, Namespace: "ml", Name: tc.target, UID: types.UID("req")}})
+			_, err := tc.validator.ValidateUpdate(ctx, scale(tc.target, tc.from), scale(tc.target, tc.to))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("denied: %v", err)
+			case tc.want != "" && (err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("err = %v, want an Invalid error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestScaleValidatorRefusesWhenTheOwnerCannotBeRead(t *testing.T) {
+	v := ScaleValidator{Kind: "PodClique", NewObject: NewPodClique}
+	_, err := v.ValidateUpdate(context.Background(), scale("x", 1), scale("x", 2))
+	if err == nil || !apierrors.IsInternalError(err) {
+		t.Errorf("err = %v, want an internal error", err)
+	}
+}
