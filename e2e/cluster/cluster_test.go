@@ -107,6 +107,27 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 		Expect(term.Reason).To(Equal("Error"))
 	})
 
+	DescribeTable("picks the exit code of the pod's attempt from exit-codes-by-attempt",
+		func(ctx context.Context, attempt string, wantPhase corev1.PodPhase, wantCode int) {
+			pod := simPod("attempt-"+attempt, corev1.RestartPolicyNever, map[string]string{
+				cluster.AnnotationRunDuration:        "1s",
+				cluster.AnnotationExitCode:           "9", // overridden
+				cluster.AnnotationExitCodesByAttempt: "1, 2,0",
+			})
+			pod.Labels = map[string]string{"copse.dev/attempt": attempt}
+			createPod(ctx, ns, pod)
+			done := waitForPod(ctx, ns, pod.Name, 30*time.Second, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+			})
+			Expect(done.Status.Phase).To(Equal(wantPhase))
+			Expect(done.Status.ContainerStatuses[0].State.Terminated.ExitCode).To(BeEquivalentTo(wantCode))
+		},
+		Entry("first run", "0", corev1.PodFailed, 1),
+		Entry("second run", "1", corev1.PodFailed, 2),
+		Entry("third run", "2", corev1.PodSucceeded, 0),
+		Entry("later runs repeat the last entry", "5", corev1.PodSucceeded, 0),
+	)
+
 	It("keeps a pod without run-duration running", func(ctx context.Context) {
 		createPod(ctx, ns, simPod("server", corev1.RestartPolicyAlways, nil))
 		waitForPod(ctx, ns, "server", 30*time.Second, func(p *corev1.Pod) bool {

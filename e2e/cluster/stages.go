@@ -19,6 +19,11 @@ const (
 	// AnnotationExitCode is the exit code the containers end with once
 	// run-duration has passed. Default 0.
 	AnnotationExitCode = "sim.copse.dev/exit-code"
+	// AnnotationExitCodesByAttempt overrides AnnotationExitCode per run of a
+	// copse replica: a comma-separated list indexed by the pod's
+	// copse.dev/attempt label ("1,0": the first run exits 1, every later run
+	// exits 0). The last entry repeats.
+	AnnotationExitCodesByAttempt = "sim.copse.dev/exit-codes-by-attempt"
 	// AnnotationRestartDelay is how long a container that is to be restarted
 	// (restartPolicy Always, or OnFailure after a failure) stays terminated
 	// before it runs again, as a Go duration. Default 1s.
