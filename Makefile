@@ -18,6 +18,11 @@ CONTROLLER_GEN         := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 # crdgen is controller-gen's CRD generator with Grove's embedded package
 # registered as types-only (see hack/tools/controller-gen/crdgen).
 CRDGEN                 := $(TOOLS_BIN)/crdgen-$(CONTROLLER_GEN_VERSION)
+# helm lints (verify), renders (the chart's RBAC golden test) and installs
+# (e2e/helm) charts/copse. The version must match hack/tools/helm/go.mod;
+# e2e/framework/helm.go builds the same binary at the same path.
+HELM_VERSION := v3.22.0
+HELM         := $(TOOLS_BIN)/helm-$(HELM_VERSION)
 
 # LABELS selects Ginkgo suites by label, e.g. `make test-e2e LABELS=foundation`.
 LABELS ?=
@@ -38,7 +43,7 @@ build: ## Build the operator binary into bin/.
 	go build -o bin/copse-operator ./operator
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(CRDGEN) ## Build and cache every pinned tool (controller-gen, etcd, kube binaries, kwok).
+tools: $(CONTROLLER_GEN) $(CRDGEN) $(HELM) ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok).
 	$(CLUSTER_CLI) build
 
 $(CONTROLLER_GEN):
@@ -52,6 +57,16 @@ $(CRDGEN):
 	cd hack/tools/controller-gen && go build -o $(abspath $@).tmp ./crdgen
 	mv $@.tmp $@
 
+.PHONY: helm
+helm: $(HELM) ## Build and cache the pinned helm (prints its path).
+	@echo $(HELM)
+
+$(HELM):
+	@mkdir -p $(TOOLS_BIN)
+	@echo "building helm $(HELM_VERSION) into $(TOOLS_BIN)"
+	cd hack/tools/helm && GOWORK=off go build -ldflags "$$(./ldflags.sh)" -o $(abspath $@).tmp helm.sh/helm/v3/cmd/helm
+	mv $@.tmp $@
+
 ##@ Generate and verify
 
 .PHONY: generate
@@ -63,7 +78,7 @@ generate: $(CONTROLLER_GEN) $(CRDGEN) ## Regenerate deepcopy functions and CRDs 
 GENERATED := charts/copse/crds $(shell find api -name 'zz_generated.*.go')
 
 .PHONY: verify
-verify: verify-generated verify-tidy verify-fmt vet ## Fail when generated files, go.mod, formatting or go vet are not clean.
+verify: verify-generated verify-tidy verify-fmt vet verify-chart ## Fail when generated files, go.mod, formatting, go vet or helm lint are not clean.
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) $(CRDGEN)
@@ -93,10 +108,22 @@ verify-fmt:
 vet:
 	go vet ./...
 
+.PHONY: verify-chart
+verify-chart: $(HELM)
+	$(HELM) lint --strict charts/copse
+	$(HELM) lint --strict charts/copse --set localMode.enabled=true --set localMode.webhookURL=https://127.0.0.1:9443
+	$(HELM) lint --strict charts/copse --set webhook.certificate.mode=certManager
+	$(HELM) lint --strict charts/copse --set webhook.certificate.mode=secret \
+		--set webhook.certificate.secretName=copse-webhook-tls --set-string webhook.certificate.secret.caBundle=lint
+
+.PHONY: chart-rbac
+chart-rbac: $(HELM) ## Rewrite charts/copse/rbac-reviewed.yaml from the chart (review the diff: it is every permission copse gets).
+	COPSE_UPDATE_RBAC_GOLDEN=1 go test -count=1 -run 'TestRBAC' ./charts/copse
+
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-e2e ## Run every test tier: verify, unit tests, Ginkgo e2e suites.
+test: verify test-unit test-e2e bench-smoke ## Run every test tier: verify, unit tests, Ginkgo e2e suites, the benchmark's smoke run.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (everything outside e2e/ suites that needs no cluster).
@@ -106,22 +133,30 @@ test-unit: ## Unit tests (everything outside e2e/ suites that needs no cluster).
 test-e2e: tools ## Ginkgo e2e suites on the local cluster; LABELS=<label> selects one area.
 	go test -v -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./e2e/... -args -ginkgo.label-filter='$(LABELS)'
 
+##@ Benchmark
+
+# BENCH_OUT receives bench-results.json; BENCH_ARGS adds copse-bench flags
+# (e.g. BENCH_ARGS='--sizes 64,512 --repetitions 5'; see docs/performance.md).
+BENCH_OUT  ?= bin/bench
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: ## Benchmark copse against a plain client and JobSet (N=64,512,1024, 3 repetitions, ~10 min); table + $(BENCH_OUT)/bench-results.json.
+	go run ./e2e/bench/cmd/copse-bench --out-dir $(BENCH_OUT) $(BENCH_ARGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## The benchmark's reduced form (N=64, one repetition, ~2 min): fails only if a scenario cannot run, never on a figure.
+	go run ./e2e/bench/cmd/copse-bench --sizes 64 --repetitions 1 --out-dir bin/bench-smoke
+
 ##@ Demo
 
 .PHONY: demo
-demo: tools ## Bring up the local cluster with simulated GPU nodes and install copse's CRDs.
-	$(CLUSTER_CLI) down --dir $(CLUSTER_DIR) >/dev/null 2>&1 || true
-	$(CLUSTER_CLI) up --dir $(CLUSTER_DIR)
-	$(CLUSTER_CLI) kubectl --dir $(CLUSTER_DIR) -- apply --server-side -f charts/copse/crds/
-	@echo
-	@echo "copse's CRDs are installed. Try:"
-	@echo "  export KUBECONFIG=$(CLUSTER_DIR)/kubeconfig"
-	@echo "  $(CLUSTER_CLI) kubectl --dir $(CLUSTER_DIR) -- get nodes -L nvidia.com/gpu.clique"
-	@echo "Tear it down with: make demo-down"
+demo: tools ## Local cluster with simulated GPU nodes, copse installed with Helm, sample workloads shown live.
+	go run ./e2e/demo --dir $(CLUSTER_DIR) --samples samples
 
 .PHONY: demo-down
-demo-down: ## Stop the demo cluster and remove its directory.
-	$(CLUSTER_CLI) down --dir $(CLUSTER_DIR)
+demo-down: ## Stop the demo's operator and cluster and remove its directory.
+	go run ./e2e/demo down --dir $(CLUSTER_DIR)
 
 .PHONY: clean
 clean: ## Remove build outputs in the repository (the tool cache stays).

@@ -63,7 +63,7 @@ func parseCommandLine(fs *flag.FlagSet, args []string) (*commandLine, error) {
 	fs.IntVar(&cl.webhookPort, flagWebhookPort, int(defaults.WebhookServer.Port),
 		"Overrides webhookServer.port: port of the admission webhook server.")
 	fs.StringVar(&cl.webhookCertDir, flagWebhookCertDir, defaults.WebhookServer.CertDir,
-		"Overrides webhookServer.certDir: directory holding the webhook serving certificate (tls.crt, tls.key).")
+		"Overrides webhookServer.certDir: directory holding the webhook serving certificate (tls.crt, tls.key); the operator writes it in certificates mode SelfManaged.")
 	fs.StringVar(&cl.schedulerBackend, flagSchedulerBackend, string(defaults.Scheduler.Backend),
 		`Overrides scheduler.backend: "auto" (detect at start-up), "workload" or "none".`)
 	fs.StringVar(&cl.logLevel, flagLogLevel, string(defaults.Logging.Level),

@@ -76,12 +76,24 @@ func run(ctx context.Context, restConfig *rest.Config, cfg *configv1alpha1.Opera
 	if err != nil {
 		return err
 	}
+	// Before the manager starts, so that the webhook server starts with its
+	// certificate in place.
+	certificates, err := prepareWebhookCertificates(ctx, restConfig, scheme, cfg)
+	if err != nil {
+		return err
+	}
 	mgr, err := newManager(restConfig, scheme, cfg)
 	if err != nil {
 		return err
 	}
 	if err := registerControllers(mgr, cfg, decision.Backend); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
+	}
+	if certificates != nil {
+		// Not leader-gated: every replica serves webhooks.
+		if err := mgr.Add(certificates); err != nil {
+			return fmt.Errorf("adding the webhook certificate manager: %w", err)
+		}
 	}
 
 	log.Info("starting manager")

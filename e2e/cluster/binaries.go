@@ -49,6 +49,30 @@ type toolModule struct {
 	module   string            // the required module whose version names the build
 	packages map[string]string // binary name -> package path
 	eta      string            // rough cold-build time, for the progress message
+	// versionFlags returns the -X linker flags that stamp the version into
+	// the binaries; nil when they stamp nothing.
+	versionFlags func(version string) []string
+}
+
+// kubernetesVersionFlags stamps the version Kubernetes' own build stamps.
+// Built from the module source without them, every component reports
+// v0.0.0-master, and clients that check the server version (Helm's chart
+// kubeVersion, kubectl version skew warnings) misjudge the cluster.
+func kubernetesVersionFlags(version string) []string {
+	major, minor := "", ""
+	if parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3); len(parts) >= 2 {
+		major, minor = parts[0], parts[1]
+	}
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags,
+			"-X", pkg+".gitVersion="+version,
+			"-X", pkg+".gitMajor="+major,
+			"-X", pkg+".gitMinor="+minor,
+			"-X", pkg+".gitTreeState=clean",
+		)
+	}
+	return flags
 }
 
 var toolModules = []toolModule{
@@ -69,7 +93,8 @@ var toolModules = []toolModule{
 			"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
 			"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
 		},
-		eta: "~8 min",
+		eta:          "~8 min",
+		versionFlags: kubernetesVersionFlags,
 	},
 	{
 		name:     "kwok",
@@ -156,7 +181,7 @@ func (tm toolModule) ensure(ctx context.Context, srcDir, binRoot string, progres
 	}
 	defer os.RemoveAll(tmp) // no-op after the rename succeeded
 
-	if err := tm.build(ctx, srcDir, tmp); err != nil {
+	if err := tm.build(ctx, srcDir, tmp, version); err != nil {
 		return "", fmt.Errorf("build %s %s: %w", strings.Join(names, ", "), version, err)
 	}
 	if !tm.complete(tmp) {
@@ -200,6 +225,11 @@ func (tm toolModule) cacheKey(srcDir string) (key, version string, err error) {
 	h.Write(gomod)
 	h.Write([]byte{0})
 	h.Write(gosum)
+	if tm.versionFlags != nil {
+		// Changing how binaries are stamped must rebuild them too.
+		h.Write([]byte{0})
+		h.Write([]byte(strings.Join(tm.versionFlags(version), " ")))
+	}
 	return fmt.Sprintf("%s-%s-%s", tm.name, version, hex.EncodeToString(h.Sum(nil))[:12]), version, nil
 }
 
@@ -239,12 +269,15 @@ func requiredVersion(gomod []byte, module string) (string, error) {
 // compile and link in parallel. A single package gets an explicit output
 // file because its binary name need not match its import path (etcd's main
 // package is the module root, ".../server/v3").
-func (tm toolModule) build(ctx context.Context, srcDir, outDir string) error {
+func (tm toolModule) build(ctx context.Context, srcDir, outDir, version string) error {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("the go command is needed to build control-plane binaries: %w", err)
 	}
 	args := []string{"build"}
+	if tm.versionFlags != nil {
+		args = append(args, "-ldflags", strings.Join(tm.versionFlags(version), " "))
+	}
 	if len(tm.packages) == 1 {
 		for bin, pkg := range tm.packages {
 			args = append(args, "-o", filepath.Join(outDir, bin), pkg)

@@ -47,6 +47,13 @@ type OperatorOptions struct {
 	// ReadyTimeout bounds the wait for /readyz after each start; zero means
 	// DefaultOperatorReadyTimeout.
 	ReadyTimeout time.Duration
+	// SelfManagedCertificates runs the operator in certificates mode
+	// SelfManaged, as the Helm chart does by default: the webhook
+	// configurations are installed without caBundle before the operator
+	// starts, and the operator provisions its serving certificate in the
+	// Secret SelfManagedCertificateSecret(Name) and injects the CA. Without
+	// it the framework writes the certificate itself (mode Provided).
+	SelfManagedCertificates bool
 }
 
 // Operator is a copse-operator process run against a suite's cluster, with
@@ -70,9 +77,10 @@ type Operator struct {
 }
 
 // StartOperator builds copse-operator (once per test process), writes its
-// serving certificate and configuration under the cluster's directory,
-// starts it, waits until it is ready, and installs the webhook
-// configurations that send grove.io admission requests to it. The log is
+// serving certificate (unless opts.SelfManagedCertificates) and
+// configuration under the cluster's directory, starts it, waits until it is
+// ready, and installs the webhook configurations that send grove.io
+// admission requests to it. The log is
 // written to LogPath. env.Operator is set to the result, so that
 // env.CheckHealthy reports an operator crash and env.Teardown stops it.
 func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operator, error) {
@@ -83,8 +91,10 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 		opts.Name = "e2e"
 	}
 	dir := filepath.Join(env.Cluster.Dir(), "operator")
-	if err := os.MkdirAll(filepath.Join(env.Cluster.Dir(), "logs"), 0o755); err != nil {
-		return nil, fmt.Errorf("start operator: %w", err)
+	for _, d := range []string{dir, filepath.Join(env.Cluster.Dir(), "logs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("start operator: %w", err)
+		}
 	}
 	binary, err := ensureOperatorBinary(ctx, filepath.Join(env.Cluster.Dir(), "bin"))
 	if err != nil {
@@ -95,11 +105,19 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 		return nil, fmt.Errorf("start operator: %w", err)
 	}
 	certDir := filepath.Join(dir, "certs")
-	caPEM, err := writeWebhookServingCertificate(certDir)
-	if err != nil {
+	var caPEM []byte
+	configure := opts.Configure
+	if opts.SelfManagedCertificates {
+		configure = func(cfg *configv1alpha1.OperatorConfiguration) {
+			useSelfManagedCertificates(cfg, opts.Name)
+			if opts.Configure != nil {
+				opts.Configure(cfg)
+			}
+		}
+	} else if caPEM, err = writeWebhookServingCertificate(certDir); err != nil {
 		return nil, fmt.Errorf("start operator: %w", err)
 	}
-	cfg := operatorConfiguration(ports, certDir, opts.Configure)
+	cfg := operatorConfiguration(ports, certDir, configure)
 	if cfg.Server.HealthProbes.BindAddress == "0" {
 		return nil, errors.New("start operator: the health probes must stay enabled, StartOperator waits on /readyz")
 	}
@@ -109,6 +127,15 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 	}
 	if err := ensureNamespace(ctx, env.Client, cfg.LeaderElection.ResourceNamespace); err != nil {
 		return nil, fmt.Errorf("start operator: %w", err)
+	}
+	webhookURL := "https://" + loopback(int(cfg.WebhookServer.Port))
+	webhookConfigurationName := WebhookConfigurationName(opts.Name)
+	if opts.SelfManagedCertificates {
+		// As the Helm chart installs them: without caBundle, which the
+		// operator injects when it starts.
+		if err := installWebhookConfigurations(ctx, env.Client, webhookConfigurationName, webhookURL, nil); err != nil {
+			return nil, fmt.Errorf("start operator: %w", err)
+		}
 	}
 
 	o := &Operator{
@@ -131,10 +158,14 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 		_ = o.Kill()
 		return nil, err
 	}
-	webhookURL := "https://" + loopback(int(cfg.WebhookServer.Port))
-	err = checkWebhookEndpointsServed(ctx, webhookURL, caPEM)
+	if opts.SelfManagedCertificates {
+		caPEM, err = waitCABundleInjected(ctx, env.Client, webhookConfigurationName)
+	}
 	if err == nil {
-		err = installWebhookConfigurations(ctx, env.Client, WebhookConfigurationName(opts.Name), webhookURL, caPEM)
+		err = checkWebhookEndpointsServed(ctx, webhookURL, caPEM)
+	}
+	if err == nil && !opts.SelfManagedCertificates {
+		err = installWebhookConfigurations(ctx, env.Client, webhookConfigurationName, webhookURL, caPEM)
 	}
 	if err == nil {
 		err = waitWebhooksActive(ctx, env.Client, cfg.LeaderElection.ResourceNamespace)

@@ -76,3 +76,10 @@ func buildOperator(ctx context.Context, path string) error {
 	}
 	return nil
 }
+
+// EnsureOperatorBinary is ensureOperatorBinary for programs outside the
+// suites (make demo): the copse-operator binary built from the working tree
+// into dir.
+func EnsureOperatorBinary(ctx context.Context, dir string) (string, error) {
+	return ensureOperatorBinary(ctx, dir)
+}

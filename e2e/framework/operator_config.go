@@ -57,6 +57,10 @@ func operatorConfiguration(ports operatorPorts, certDir string,
 	cfg.WebhookServer.Host = "127.0.0.1"
 	cfg.WebhookServer.Port = int32(ports.webhook)
 	cfg.WebhookServer.CertDir = certDir
+	// The framework writes the serving certificate itself (see
+	// writeWebhookServingCertificate) unless useSelfManagedCertificates
+	// applies.
+	cfg.WebhookServer.Certificates.Mode = configv1alpha1.WebhookCertificateModeProvided
 	cfg.Server.Metrics.BindAddress = loopback(ports.metrics)
 	cfg.Server.HealthProbes.BindAddress = loopback(ports.healthProbes)
 	cfg.Scheduler.Backend = configv1alpha1.SchedulerBackendAuto
@@ -82,4 +86,31 @@ func writeOperatorConfiguration(path string, cfg *configv1alpha1.OperatorConfigu
 		return fmt.Errorf("write operator configuration: %w", err)
 	}
 	return nil
+}
+
+// WriteOperatorConfiguration is writeOperatorConfiguration for programs
+// outside the suites (make demo).
+func WriteOperatorConfiguration(path string, cfg *configv1alpha1.OperatorConfiguration) error {
+	return writeOperatorConfiguration(path, cfg)
+}
+
+// SelfManagedCertificateSecret is the Secret, in OperatorNamespace, that an
+// operator started with OperatorOptions.SelfManagedCertificates keeps its
+// CA and serving certificate in.
+func SelfManagedCertificateSecret(suite string) string {
+	return WebhookConfigurationName(suite) + "-serving-cert"
+}
+
+// useSelfManagedCertificates makes the operator provision, rotate and inject
+// its own certificate for the loopback address it serves on.
+func useSelfManagedCertificates(cfg *configv1alpha1.OperatorConfiguration, suite string) {
+	cfg.WebhookServer.Certificates = configv1alpha1.WebhookCertificatesConfiguration{
+		Mode:                     configv1alpha1.WebhookCertificateModeSelfManaged,
+		SecretName:               SelfManagedCertificateSecret(suite),
+		SecretNamespace:          OperatorNamespace,
+		WebhookConfigurationName: WebhookConfigurationName(suite),
+		DNSNames:                 []string{"localhost"},
+		IPAddresses:              []string{"127.0.0.1"},
+	}
+	configv1alpha1.SetDefaults(cfg)
 }

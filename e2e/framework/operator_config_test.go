@@ -65,3 +65,26 @@ func TestOperatorPortsDiffer(t *testing.T) {
 		t.Errorf("ports %+v are not distinct", ports)
 	}
 }
+
+func TestOperatorCertificateModes(t *testing.T) {
+	ports := operatorPorts{webhook: 10001, metrics: 10002, healthProbes: 10003}
+	if mode := operatorConfiguration(ports, "/certs", nil).WebhookServer.Certificates.Mode; mode != configv1alpha1.WebhookCertificateModeProvided {
+		t.Errorf("the framework writes the certificate itself, but the mode is %s", mode)
+	}
+
+	cfg := operatorConfiguration(ports, "/certs", func(c *configv1alpha1.OperatorConfiguration) { useSelfManagedCertificates(c, "certs") })
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := writeOperatorConfiguration(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configv1alpha1.Load(path)
+	if err != nil {
+		t.Fatalf("the operator would not load its configuration: %v", err)
+	}
+	got := loaded.WebhookServer.Certificates
+	if got.Mode != configv1alpha1.WebhookCertificateModeSelfManaged || got.SecretNamespace != OperatorNamespace ||
+		got.SecretName != "copse-e2e-certs-serving-cert" || got.WebhookConfigurationName != WebhookConfigurationName("certs") ||
+		len(got.IPAddresses) != 1 || got.IPAddresses[0] != "127.0.0.1" || got.Validity.Duration != configv1alpha1.DefaultWebhookCertificateValidity {
+		t.Errorf("self-managed certificates: %+v", got)
+	}
+}

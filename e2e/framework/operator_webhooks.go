@@ -119,6 +119,24 @@ func createOrReplace[T client.Object](ctx context.Context, c client.Client, obj 
 	return nil
 }
 
+// waitCABundleInjected waits until every webhook of the mutating and the
+// validating configuration called name carries the same non-empty caBundle,
+// as an operator in certificates mode SelfManaged injects it, and returns it.
+func waitCABundleInjected(ctx context.Context, c client.Client, name string) ([]byte, error) {
+	bundles, err := WaitForCABundles(ctx, c, name, webhookActivationTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("caBundle not injected by the operator: %w", err)
+	}
+	var caPEM []byte
+	for webhook, ca := range bundles {
+		if caPEM != nil && !bytes.Equal(ca, caPEM) {
+			return nil, fmt.Errorf("webhook %s of %s has a caBundle that differs from the others'", webhook, name)
+		}
+		caPEM = ca
+	}
+	return caPEM, nil
+}
+
 // checkWebhookEndpointsServed posts an empty AdmissionReview to every path
 // of webhook.Endpoints, trusting only caPEM, so that an operator that does
 // not register a webhook fails here by name instead of making every write of

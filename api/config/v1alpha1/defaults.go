@@ -20,6 +20,11 @@ const (
 	DefaultPodCliqueScalingGroupConcurrentSyncs int32   = 3
 	DefaultWebhookPort                          int32   = 9443
 	DefaultWebhookCertDir                               = "/tmp/k8s-webhook-server/serving-certs"
+	DefaultWebhookCertificateMode                       = WebhookCertificateModeSelfManaged
+	DefaultWebhookCertificateSecretName                 = "copse-webhook-serving-cert"
+	DefaultWebhookConfigurationName                     = "copse"
+	DefaultWebhookCertificateValidity                   = 365 * 24 * time.Hour
+	DefaultWebhookCertificateRotateBefore               = 30 * 24 * time.Hour
 	DefaultHealthProbeBindAddress                       = ":8081"
 	DefaultMetricsBindAddress                           = ":8080"
 	DefaultSchedulerBackend                             = SchedulerBackendAuto
@@ -64,6 +69,12 @@ func SetDefaults(cfg *OperatorConfiguration) {
 	}
 	setDefault(&wh.Port, DefaultWebhookPort)
 	setDefault(&wh.CertDir, DefaultWebhookCertDir)
+	certs := &wh.Certificates
+	setDefault(&certs.Mode, DefaultWebhookCertificateMode)
+	setDefault(&certs.SecretName, DefaultWebhookCertificateSecretName)
+	setDefault(&certs.WebhookConfigurationName, DefaultWebhookConfigurationName)
+	setDefault(&certs.Validity, metav1.Duration{Duration: DefaultWebhookCertificateValidity})
+	setDefault(&certs.RotateBefore, metav1.Duration{Duration: DefaultWebhookCertificateRotateBefore})
 
 	setDefault(&cfg.Server.HealthProbes.BindAddress, DefaultHealthProbeBindAddress)
 	setDefault(&cfg.Server.Metrics.BindAddress, DefaultMetricsBindAddress)

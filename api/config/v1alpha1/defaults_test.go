@@ -33,6 +33,13 @@ func fullyDefaulted() *OperatorConfiguration {
 			Enabled: ptr.To(true),
 			Port:    9443,
 			CertDir: "/tmp/k8s-webhook-server/serving-certs",
+			Certificates: WebhookCertificatesConfiguration{
+				Mode:                     WebhookCertificateModeSelfManaged,
+				SecretName:               "copse-webhook-serving-cert",
+				WebhookConfigurationName: "copse",
+				Validity:                 metav1.Duration{Duration: 8760 * time.Hour},
+				RotateBefore:             metav1.Duration{Duration: 720 * time.Hour},
+			},
 		},
 		Server: ServerConfiguration{
 			HealthProbes: BindConfiguration{BindAddress: ":8081"},
@@ -68,6 +75,17 @@ func TestSetDefaults(t *testing.T) {
 			}(),
 		},
 		{
+			name: "mode Provided still gets the other certificate defaults",
+			input: &OperatorConfiguration{
+				WebhookServer: WebhookServerConfiguration{Certificates: WebhookCertificatesConfiguration{Mode: WebhookCertificateModeProvided}},
+			},
+			expect: func() *OperatorConfiguration {
+				cfg := fullyDefaulted()
+				cfg.WebhookServer.Certificates.Mode = WebhookCertificateModeProvided
+				return cfg
+			}(),
+		},
+		{
 			name: "set values are kept",
 			input: &OperatorConfiguration{
 				ClientConnection: ClientConnectionConfiguration{QPS: 20, Burst: 40},
@@ -81,6 +99,12 @@ func TestSetDefaults(t *testing.T) {
 					Host:    "127.0.0.1",
 					Port:    10250,
 					CertDir: "/certs",
+					Certificates: WebhookCertificatesConfiguration{
+						SecretNamespace: "copse-system",
+						DNSNames:        []string{"copse-webhook.copse-system.svc"},
+						IPAddresses:     []string{"127.0.0.1"},
+						RotateBefore:    metav1.Duration{Duration: 48 * time.Hour},
+					},
 				},
 				Server:    ServerConfiguration{Metrics: BindConfiguration{BindAddress: "0"}},
 				Scheduler: SchedulerConfiguration{Backend: SchedulerBackendNone},
@@ -96,6 +120,10 @@ func TestSetDefaults(t *testing.T) {
 				cfg.WebhookServer.Host = "127.0.0.1"
 				cfg.WebhookServer.Port = 10250
 				cfg.WebhookServer.CertDir = "/certs"
+				cfg.WebhookServer.Certificates.SecretNamespace = "copse-system"
+				cfg.WebhookServer.Certificates.DNSNames = []string{"copse-webhook.copse-system.svc"}
+				cfg.WebhookServer.Certificates.IPAddresses = []string{"127.0.0.1"}
+				cfg.WebhookServer.Certificates.RotateBefore = metav1.Duration{Duration: 48 * time.Hour}
 				cfg.Server.Metrics.BindAddress = "0"
 				cfg.Scheduler.Backend = SchedulerBackendNone
 				cfg.Logging = LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText}

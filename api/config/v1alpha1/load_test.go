@@ -67,7 +67,8 @@ logging: {level: debug, format: text}
 					PodClique:             ControllerConfiguration{ConcurrentSyncs: 2},
 					PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 4},
 				},
-				WebhookServer: WebhookServerConfiguration{Enabled: ptr.To(false), Host: "0.0.0.0", Port: 8443, CertDir: "/certs"},
+				WebhookServer: WebhookServerConfiguration{Enabled: ptr.To(false), Host: "0.0.0.0", Port: 8443, CertDir: "/certs",
+					Certificates: fullyDefaulted().WebhookServer.Certificates},
 				Server: ServerConfiguration{
 					HealthProbes: BindConfiguration{BindAddress: "127.0.0.1:9081"},
 					Metrics:      BindConfiguration{BindAddress: "0"},
@@ -75,6 +76,54 @@ logging: {level: debug, format: text}
 				Scheduler: SchedulerConfiguration{Backend: SchedulerBackendWorkload},
 				Logging:   LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
 			},
+		},
+		{
+			// The shape the Helm chart renders.
+			name: "webhook certificates",
+			content: header + `
+webhookServer:
+  enabled: true
+  host: ""
+  port: 9443
+  certDir: /tmp/k8s-webhook-server/serving-certs
+  certificates:
+    mode: SelfManaged
+    secretName: copse-webhook-serving-cert
+    secretNamespace: ""
+    webhookConfigurationName: copse
+    dnsNames: [copse-webhook.copse-system.svc, copse-webhook.copse-system.svc.cluster.local]
+    ipAddresses: []
+    validity: 8760h
+    rotateBefore: 720h
+`,
+			want: func() *OperatorConfiguration {
+				cfg := fullyDefaulted()
+				cfg.WebhookServer.Certificates.DNSNames = []string{"copse-webhook.copse-system.svc", "copse-webhook.copse-system.svc.cluster.local"}
+				cfg.WebhookServer.Certificates.IPAddresses = []string{}
+				return cfg
+			}(),
+		},
+		{
+			name: "webhook certificates provided",
+			content: header + `
+webhookServer:
+  certificates: {mode: Provided}
+`,
+			want: func() *OperatorConfiguration {
+				cfg := fullyDefaulted()
+				cfg.WebhookServer.Certificates.Mode = WebhookCertificateModeProvided
+				return cfg
+			}(),
+		},
+		{
+			name:    "unknown certificates field",
+			content: header + "webhookServer:\n  certificates:\n    secretname: x\n",
+			wantErr: []string{`unknown field "webhookServer.certificates.secretname"`},
+		},
+		{
+			name:    "invalid certificate durations are reported by field",
+			content: header + "webhookServer:\n  certificates:\n    validity: 24h\n    rotateBefore: 48h\n",
+			wantErr: []string{`webhookServer.certificates.rotateBefore: Invalid value: "48h0m0s": must be less than validity (24h0m0s)`},
 		},
 		{
 			name:    "unknown nested field",

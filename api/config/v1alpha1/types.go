@@ -121,8 +121,8 @@ type ControllerConfiguration struct {
 
 // WebhookServerConfiguration configures the admission webhook HTTPS server.
 type WebhookServerConfiguration struct {
-	// Enabled starts the webhook server. The serving certificate must exist
-	// in CertDir before the operator starts.
+	// Enabled starts the webhook server. Where its serving certificate comes
+	// from is set by Certificates.
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
@@ -138,10 +138,86 @@ type WebhookServerConfiguration struct {
 	// +optional
 	Port int32 `json:"port,omitempty"`
 
-	// CertDir holds the serving certificate as tls.crt and tls.key.
+	// CertDir holds the serving certificate as tls.crt and tls.key. The
+	// webhook server reloads them when they change. In mode SelfManaged the
+	// operator writes them, so the directory must be writable.
 	// +kubebuilder:default="/tmp/k8s-webhook-server/serving-certs"
 	// +optional
 	CertDir string `json:"certDir,omitempty"`
+
+	// Certificates selects where the serving certificate comes from.
+	// +optional
+	Certificates WebhookCertificatesConfiguration `json:"certificates"`
+}
+
+// WebhookCertificateMode names where the webhook serving certificate comes
+// from.
+// +kubebuilder:validation:Enum=SelfManaged;Provided
+type WebhookCertificateMode string
+
+const (
+	// WebhookCertificateModeSelfManaged makes the operator provision its
+	// serving certificate in a Secret (with a CA of its own), write it into
+	// CertDir, rotate it before it expires, and inject the CA into its
+	// webhook configurations.
+	WebhookCertificateModeSelfManaged WebhookCertificateMode = "SelfManaged"
+	// WebhookCertificateModeProvided serves what is mounted in CertDir (a
+	// user-provided Secret, or one cert-manager issues) and touches nothing:
+	// whoever provides the certificate also sets the webhooks' caBundle.
+	WebhookCertificateModeProvided WebhookCertificateMode = "Provided"
+)
+
+// WebhookCertificatesConfiguration configures the webhook serving
+// certificate. Every field but Mode applies to mode SelfManaged only, and is
+// ignored in mode Provided.
+type WebhookCertificatesConfiguration struct {
+	// Mode is "SelfManaged" or "Provided".
+	// +kubebuilder:default=SelfManaged
+	// +optional
+	Mode WebhookCertificateMode `json:"mode,omitempty"`
+
+	// SecretName is the Secret (type kubernetes.io/tls) that holds the CA
+	// and the serving certificate, shared by every replica.
+	// +kubebuilder:default="copse-webhook-serving-cert"
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// SecretNamespace is the Secret's namespace. Empty means the operator's
+	// namespace: $POD_NAMESPACE, else leaderElection.resourceNamespace, else
+	// the namespace of the pod's service account. Out of cluster, set it
+	// (or leaderElection.resourceNamespace).
+	// +optional
+	SecretNamespace string `json:"secretNamespace,omitempty"`
+
+	// WebhookConfigurationName names the MutatingWebhookConfiguration and
+	// the ValidatingWebhookConfiguration whose every webhook gets the CA
+	// injected as its clientConfig.caBundle.
+	// +kubebuilder:default="copse"
+	// +optional
+	WebhookConfigurationName string `json:"webhookConfigurationName,omitempty"`
+
+	// DNSNames are DNS subject alternative names of the serving certificate,
+	// e.g. copse-webhook.copse-system.svc. The host the API server calls
+	// must be among DNSNames or IPAddresses.
+	// +optional
+	DNSNames []string `json:"dnsNames,omitempty"`
+
+	// IPAddresses are IP subject alternative names of the serving
+	// certificate, e.g. 127.0.0.1 for an operator run outside the cluster.
+	// +optional
+	IPAddresses []string `json:"ipAddresses,omitempty"`
+
+	// Validity is the lifetime of each serving certificate; the CA lives ten
+	// times as long.
+	// +kubebuilder:default="8760h"
+	// +optional
+	Validity metav1.Duration `json:"validity,omitempty"`
+
+	// RotateBefore renews the serving certificate when less than this
+	// remains of it. Must be shorter than Validity.
+	// +kubebuilder:default="720h"
+	// +optional
+	RotateBefore metav1.Duration `json:"rotateBefore,omitempty"`
 }
 
 // ServerConfiguration configures the operator's plain HTTP endpoints.

@@ -2,7 +2,9 @@ package v1alpha1
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -115,6 +117,91 @@ func validateWebhookServer(wh *WebhookServerConfiguration, path *field.Path) fie
 	}
 	if wh.CertDir == "" {
 		errs = append(errs, field.Required(path.Child("certDir"), "must hold the serving certificate (tls.crt, tls.key)"))
+	}
+	errs = append(errs, validateWebhookCertificates(&wh.Certificates, path.Child("certificates"))...)
+	return errs
+}
+
+// maxWebhookCertificateValidity bounds validity so that the CA's lifetime,
+// ten times as long, fits in a time.Duration (about 292 years) with room.
+const maxWebhookCertificateValidity = 10 * 365 * 24 * time.Hour
+
+// validateWebhookCertificates checks the fields of mode SelfManaged only when
+// that mode is chosen: in mode Provided they are ignored, so that a Helm
+// chart may render them whatever the mode.
+func validateWebhookCertificates(c *WebhookCertificatesConfiguration, path *field.Path) field.ErrorList {
+	switch c.Mode {
+	case WebhookCertificateModeSelfManaged:
+	case WebhookCertificateModeProvided:
+		return nil
+	default:
+		return field.ErrorList{field.NotSupported(path.Child("mode"), string(c.Mode),
+			[]WebhookCertificateMode{WebhookCertificateModeSelfManaged, WebhookCertificateModeProvided})}
+	}
+
+	var errs field.ErrorList
+	if c.SecretName == "" {
+		errs = append(errs, field.Required(path.Child("secretName"), "names the Secret that holds the CA and the serving certificate"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(c.SecretName) {
+			errs = append(errs, field.Invalid(path.Child("secretName"), c.SecretName, msg))
+		}
+	}
+	if c.SecretNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(c.SecretNamespace) {
+			errs = append(errs, field.Invalid(path.Child("secretNamespace"), c.SecretNamespace, msg))
+		}
+	}
+	if c.WebhookConfigurationName == "" {
+		errs = append(errs, field.Required(path.Child("webhookConfigurationName"),
+			"names the webhook configurations that get the CA injected"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(c.WebhookConfigurationName) {
+			errs = append(errs, field.Invalid(path.Child("webhookConfigurationName"), c.WebhookConfigurationName, msg))
+		}
+	}
+
+	seenDNS := map[string]bool{}
+	for i, name := range c.DNSNames {
+		p := path.Child("dnsNames").Index(i)
+		msgs := validation.IsDNS1123Subdomain(name)
+		if strings.HasPrefix(name, "*.") {
+			msgs = validation.IsWildcardDNS1123Subdomain(name)
+		}
+		for _, msg := range msgs {
+			errs = append(errs, field.Invalid(p, name, msg))
+		}
+		if seenDNS[name] {
+			errs = append(errs, field.Duplicate(p, name))
+		}
+		seenDNS[name] = true
+	}
+	seenIP := map[netip.Addr]bool{}
+	for i, address := range c.IPAddresses {
+		p := path.Child("ipAddresses").Index(i)
+		ip, err := netip.ParseAddr(address)
+		if err != nil || ip.Zone() != "" {
+			errs = append(errs, field.Invalid(p, address, "must be an IPv4 or IPv6 address"))
+			continue
+		}
+		if seenIP[ip.Unmap()] {
+			errs = append(errs, field.Duplicate(p, address))
+		}
+		seenIP[ip.Unmap()] = true
+	}
+
+	validity, rotateBefore := c.Validity.Duration, c.RotateBefore.Duration
+	if validity <= 0 {
+		errs = append(errs, field.Invalid(path.Child("validity"), validity.String(), "must be greater than 0"))
+	} else if validity > maxWebhookCertificateValidity {
+		errs = append(errs, field.Invalid(path.Child("validity"), validity.String(),
+			"must be at most "+maxWebhookCertificateValidity.String()+" (10 years; the CA lives 10 times as long)"))
+	}
+	if rotateBefore <= 0 {
+		errs = append(errs, field.Invalid(path.Child("rotateBefore"), rotateBefore.String(), "must be greater than 0"))
+	} else if validity > 0 && rotateBefore >= validity {
+		errs = append(errs, field.Invalid(path.Child("rotateBefore"), rotateBefore.String(),
+			"must be less than validity ("+validity.String()+")"))
 	}
 	return errs
 }

@@ -83,6 +83,99 @@ func TestValidate(t *testing.T) {
 			wantErrors: []string{"webhookServer.certDir: Required value: must hold the serving certificate (tls.crt, tls.key)"},
 		},
 		{
+			name: "self-managed certificates with every field set",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates = WebhookCertificatesConfiguration{
+					Mode:                     WebhookCertificateModeSelfManaged,
+					SecretName:               "copse-webhook-serving-cert",
+					SecretNamespace:          "copse-system",
+					WebhookConfigurationName: "copse",
+					DNSNames:                 []string{"copse-webhook.copse-system.svc", "copse-webhook.copse-system.svc.cluster.local", "*.copse.example.com"},
+					IPAddresses:              []string{"127.0.0.1", "::1"},
+					Validity:                 metav1.Duration{Duration: 24 * time.Hour},
+					RotateBefore:             metav1.Duration{Duration: 8 * time.Hour},
+				}
+			},
+		},
+		{
+			name:       "unknown certificate mode",
+			mutate:     func(c *OperatorConfiguration) { c.WebhookServer.Certificates.Mode = "CertManager" },
+			wantErrors: []string{`webhookServer.certificates.mode: Unsupported value: "CertManager": supported values: "SelfManaged", "Provided"`},
+		},
+		{
+			name: "self-managed without secret and webhook configuration names",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates.SecretName = ""
+				c.WebhookServer.Certificates.WebhookConfigurationName = ""
+			},
+			wantErrors: []string{
+				"webhookServer.certificates.secretName: Required value: names the Secret that holds the CA and the serving certificate",
+				"webhookServer.certificates.webhookConfigurationName: Required value: names the webhook configurations that get the CA injected",
+			},
+		},
+		{
+			name: "self-managed with invalid object names",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates.SecretName = "Serving_Cert"
+				c.WebhookServer.Certificates.SecretNamespace = "copse.system"
+				c.WebhookServer.Certificates.WebhookConfigurationName = "-copse"
+			},
+			wantErrors: []string{
+				`webhookServer.certificates.secretName: Invalid value: "Serving_Cert": a lowercase RFC 1123 subdomain`,
+				`webhookServer.certificates.secretNamespace: Invalid value: "copse.system": `,
+				`webhookServer.certificates.webhookConfigurationName: Invalid value: "-copse": a lowercase RFC 1123 subdomain`,
+			},
+		},
+		{
+			name: "invalid and duplicate subject alternative names",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates.DNSNames = []string{"copse-webhook.copse-system.svc", "Copse_Webhook", "copse-webhook.copse-system.svc"}
+				c.WebhookServer.Certificates.IPAddresses = []string{"127.0.0.1", "localhost", "fe80::1%eth0", "127.0.0.1"}
+			},
+			wantErrors: []string{
+				`webhookServer.certificates.dnsNames[1]: Invalid value: "Copse_Webhook": a lowercase RFC 1123 subdomain`,
+				`webhookServer.certificates.dnsNames[2]: Duplicate value: "copse-webhook.copse-system.svc"`,
+				`webhookServer.certificates.ipAddresses[1]: Invalid value: "localhost": must be an IPv4 or IPv6 address`,
+				`webhookServer.certificates.ipAddresses[2]: Invalid value: "fe80::1%eth0": must be an IPv4 or IPv6 address`,
+				`webhookServer.certificates.ipAddresses[3]: Duplicate value: "127.0.0.1"`,
+			},
+		},
+		{
+			name: "rotateBefore not less than validity",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates.Validity = metav1.Duration{Duration: 720 * time.Hour}
+			},
+			wantErrors: []string{`webhookServer.certificates.rotateBefore: Invalid value: "720h0m0s": must be less than validity (720h0m0s)`},
+		},
+		{
+			name: "non-positive and excessive certificate durations",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates.Validity = metav1.Duration{Duration: 11 * 365 * 24 * time.Hour}
+				c.WebhookServer.Certificates.RotateBefore = metav1.Duration{Duration: -time.Hour}
+			},
+			wantErrors: []string{
+				`webhookServer.certificates.validity: Invalid value: "96360h0m0s": must be at most 87600h0m0s (10 years; the CA lives 10 times as long)`,
+				`webhookServer.certificates.rotateBefore: Invalid value: "-1h0m0s": must be greater than 0`,
+			},
+		},
+		{
+			name: "zero validity",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates.Validity = metav1.Duration{}
+			},
+			wantErrors: []string{`webhookServer.certificates.validity: Invalid value: "0s": must be greater than 0`},
+		},
+		{
+			name: "mode Provided ignores the self-managed fields",
+			mutate: func(c *OperatorConfiguration) {
+				c.WebhookServer.Certificates = WebhookCertificatesConfiguration{
+					Mode:        WebhookCertificateModeProvided,
+					DNSNames:    []string{"Not_A_Name"},
+					IPAddresses: []string{"nope"},
+				}
+			},
+		},
+		{
 			name: "disabled endpoints and kernel-chosen ports are valid",
 			mutate: func(c *OperatorConfiguration) {
 				c.Server.Metrics.BindAddress = "0"
