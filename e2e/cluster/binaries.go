@@ -115,7 +115,7 @@ func ensureBinaries(ctx context.Context, progress io.Writer) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	cache, err := cacheDir()
+	cache, err := CacheDir()
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -156,7 +156,7 @@ func (tm toolModule) ensure(ctx context.Context, srcDir, binRoot string, progres
 
 	// Two test suites started together on a cold cache would otherwise both
 	// spend minutes building the same thing.
-	unlock, err := lockFile(ctx, filepath.Join(binRoot, key+".lock"))
+	unlock, err := LockFile(ctx, filepath.Join(binRoot, key+".lock"))
 	if err != nil {
 		return "", err
 	}
@@ -302,8 +302,10 @@ func (tm toolModule) build(ctx context.Context, srcDir, outDir, version string) 
 	return nil
 }
 
-// lockFile takes an exclusive flock, polling so that ctx can cancel the wait.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+// LockFile takes an exclusive flock on path, polling so that ctx can cancel
+// the wait. Every build into the shared cache holds one, so that parallel
+// test processes never build the same tool twice or see half a binary.
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
@@ -372,9 +374,9 @@ func isCopseRoot(dir string) bool {
 	return false
 }
 
-// cacheDir is where copse keeps per-user state: $COPSE_CACHE_DIR or
+// CacheDir is where copse keeps per-user state: $COPSE_CACHE_DIR or
 // <user cache dir>/copse.
-func cacheDir() (string, error) {
+func CacheDir() (string, error) {
 	if dir := os.Getenv(EnvCacheDir); dir != "" {
 		return filepath.Abs(dir)
 	}
@@ -388,7 +390,7 @@ func cacheDir() (string, error) {
 // DefaultDir is the cluster directory the CLI uses without --dir:
 // <cache dir>/clusters/default.
 func DefaultDir() (string, error) {
-	base, err := cacheDir()
+	base, err := CacheDir()
 	if err != nil {
 		return "", err
 	}

@@ -20,7 +20,20 @@ type Ports struct {
 // may still grab one before the component binds it, which then shows up as
 // a start failure naming the port.
 func freePorts() (Ports, error) {
-	var ports [6]int
+	ports, err := FreePorts(6)
+	if err != nil {
+		return Ports{}, err
+	}
+	return Ports{
+		EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2],
+		ControllerManager: ports[3], Scheduler: ports[4], Kwok: ports[5],
+	}, nil
+}
+
+// FreePorts returns n distinct loopback ports that were free a moment ago.
+// All n are held open together while they are picked, so none repeats.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, n)
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -30,13 +43,10 @@ func freePorts() (Ports, error) {
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return Ports{}, fmt.Errorf("pick free port: %w", err)
+			return nil, fmt.Errorf("pick free port: %w", err)
 		}
 		listeners = append(listeners, l)
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	return Ports{
-		EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2],
-		ControllerManager: ports[3], Scheduler: ports[4], Kwok: ports[5],
-	}, nil
+	return ports, nil
 }

@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/copse-dev/copse/e2e/cluster"
@@ -65,7 +63,7 @@ func HelmBinary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := copseCacheDir()
+	cache, err := cluster.CacheDir()
 	if err != nil {
 		return "", err
 	}
@@ -76,7 +74,7 @@ func HelmBinary(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("build helm: %w", err)
 	}
-	unlock, err := lockPath(ctx, path+".lock")
+	unlock, err := cluster.LockFile(ctx, path+".lock")
 	if err != nil {
 		return "", fmt.Errorf("build helm: %w", err)
 	}
@@ -116,50 +114,9 @@ func buildHelm(ctx context.Context, path string) error {
 	return os.Rename(tmp, path)
 }
 
-// copseCacheDir is $COPSE_CACHE_DIR or <user cache dir>/copse, as in the
-// Makefile and e2e/cluster.
-func copseCacheDir() (string, error) {
-	if dir := os.Getenv(cluster.EnvCacheDir); dir != "" {
-		return filepath.Abs(dir)
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("locate the user cache directory (set %s): %w", cluster.EnvCacheDir, err)
-	}
-	return filepath.Join(base, "copse"), nil
-}
-
 func isExecutable(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0
-}
-
-// lockPath takes an exclusive flock on path, polling so that ctx can cancel
-// the wait.
-func lockPath(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				_ = f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, fmt.Errorf("wait for lock %s: %w", path, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // Helm runs the pinned helm binary with its own configuration, cache and

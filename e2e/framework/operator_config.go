@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
 )
 
 // OperatorNamespace holds the operator's leader-election Lease in e2e
@@ -23,21 +24,9 @@ type operatorPorts struct {
 }
 
 func allocateOperatorPorts() (operatorPorts, error) {
-	ports := make([]int, 3)
-	// Held open together so that the three ports differ.
-	listeners := make([]net.Listener, 0, len(ports))
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return operatorPorts{}, fmt.Errorf("find a free port for the operator: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+	ports, err := cluster.FreePorts(3)
+	if err != nil {
+		return operatorPorts{}, fmt.Errorf("find free ports for the operator: %w", err)
 	}
 	return operatorPorts{webhook: ports[0], metrics: ports[1], healthProbes: ports[2]}, nil
 }

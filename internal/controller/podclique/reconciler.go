@@ -42,11 +42,6 @@ const (
 // cache that has not caught up yet.
 const retryMissingPodCliqueSet = 10 * time.Second
 
-// retryStatusConflict is how soon a status write refused as stale is retried.
-// The controller does not watch its own status writes, so it must come back
-// on its own once the cache has the newer PodClique.
-const retryStatusConflict = time.Second
-
 // Reconciler keeps a PodClique's pods at spec.replicas and writes its status.
 //
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch
@@ -348,8 +343,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, pclq *copsev1alpha1.PodCli
 		case apierrors.IsNotFound(err):
 			return ctrl.Result{}, nil
 		case apierrors.IsConflict(err):
+			// The controller does not watch its own status writes, so it must
+			// come back by itself once the cache has the newer PodClique. The
+			// cache is usually milliseconds behind: a rate-limited requeue
+			// (5ms, doubling) retries at once and backs off only if it keeps
+			// lagging, where a fixed wait delayed every completion by a second.
 			ctrl.LoggerFrom(ctx).V(1).Info("status computed from a stale PodClique; retrying")
-			return ctrl.Result{RequeueAfter: retryStatusConflict}, nil
+			return ctrl.Result{Requeue: true}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("writing status of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
 	}

@@ -1,0 +1,473 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/framework"
+)
+
+// Scenario names.
+const (
+	ScenarioCreation   = "creation"
+	ScenarioRestart    = "restart"
+	ScenarioCompletion = "completion"
+)
+
+// System names: what a run measured.
+const (
+	SystemCopse       = "copse"
+	SystemPlainClient = "plain-client"
+	SystemJobSet      = "jobset"
+)
+
+var (
+	pcsGVR  = copsev1alpha1.SchemeGroupVersion.WithResource("podcliquesets")
+	pclqGVR = copsev1alpha1.SchemeGroupVersion.WithResource("podcliques")
+	jobGVR  = batchv1.SchemeGroupVersion.WithResource("jobs")
+)
+
+// Options configure a benchmark.
+type Options struct {
+	// Sizes are the pod counts of the creation scenario.
+	Sizes []int
+	// Repetitions of every scenario (at least 1; 3 for min/median/max).
+	Repetitions int
+	// Scenarios to run; empty means all.
+	Scenarios []string
+	// RestartPods and CompletionPods size those scenarios' replica.
+	RestartPods, CompletionPods int
+	// CompletionRunDuration is how long the completion scenario's pods run.
+	CompletionRunDuration time.Duration
+	// ReferenceParallelism bounds the plain client's concurrent creates.
+	ReferenceParallelism int
+	// RunTimeout bounds one run (one system, one repetition), cleanup
+	// included.
+	RunTimeout time.Duration
+	// KeepCluster keeps the cluster directory (every component's log).
+	KeepCluster bool
+	// OperatorLogLevel is the operator's log level ("debug", "info",
+	// "error"); empty means its default.
+	OperatorLogLevel string
+	// Progress receives progress lines; nil means os.Stderr.
+	Progress io.Writer
+}
+
+func (o *Options) setDefaults() {
+	if len(o.Sizes) == 0 {
+		o.Sizes = []int{64, 512, 1024}
+	}
+	if o.Repetitions < 1 {
+		o.Repetitions = 3
+	}
+	if len(o.Scenarios) == 0 {
+		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion}
+	}
+	if o.RestartPods == 0 {
+		o.RestartPods = 64
+	}
+	if o.CompletionPods == 0 {
+		o.CompletionPods = 64
+	}
+	if o.CompletionRunDuration == 0 {
+		o.CompletionRunDuration = 3 * time.Second
+	}
+	if o.ReferenceParallelism == 0 {
+		o.ReferenceParallelism = 64
+	}
+	if o.RunTimeout == 0 {
+		o.RunTimeout = 4 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = os.Stderr
+	}
+}
+
+func (o *Options) has(scenario string) bool {
+	for _, s := range o.Scenarios {
+		if s == scenario {
+			return true
+		}
+	}
+	return false
+}
+
+// Bench is one benchmark: a cluster, the operator and, for the restart and
+// completion scenarios, the JobSet controller.
+type Bench struct {
+	opts    Options
+	env     *framework.Env
+	dyn     dynamic.Interface
+	jobset  *JobSetController
+	qps     float32
+	burst   int
+	started time.Time
+	meta    Meta
+
+	// referencePod is a pod copse created for a creation run; the plain
+	// client creates copies of it.
+	referencePod *corev1.Pod
+	// startupPeakRSS is the operator's VmHWM before the first run reset it.
+	startupPeakRSS int64
+	runs           []Run
+	namespaces     map[string]string
+	seq            int
+}
+
+// Start brings up the cluster, the operator (the copse-operator binary,
+// built from the working tree, with leader election off so that Lease
+// renewals do not count as its writes) and, if needed, the JobSet
+// controller, with the operator's client QPS and burst.
+func Start(ctx context.Context, opts Options) (*Bench, error) {
+	opts.setDefaults()
+	b := &Bench{opts: opts, started: time.Now()}
+	b.meta = machineMeta()
+	b.logf("starting the local cluster")
+	c, err := cluster.Start(ctx, cluster.Options{Out: opts.Progress, KeepDir: opts.KeepCluster})
+	if err != nil {
+		return nil, err
+	}
+	b.env = &framework.Env{Cluster: c, Clientset: c.Client(), Topology: c.Topology()}
+	started := false
+	defer func() {
+		if !started {
+			_ = b.Stop()
+		}
+	}()
+	if b.env.Client, err = client.New(c.RESTConfig(), client.Options{Scheme: framework.Scheme()}); err != nil {
+		return nil, err
+	}
+	if b.dyn, err = dynamic.NewForConfig(c.RESTConfig()); err != nil {
+		return nil, err
+	}
+	// Every CRD goes in first: the garbage collector learns new kinds only
+	// every 30 seconds (see warmUpGarbageCollector), counted from now.
+	if err := framework.InstallCRDs(ctx, b.env.Client); err != nil {
+		return nil, err
+	}
+	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion)
+	var jobSetBinary string
+	if withJobSet {
+		if jobSetBinary, err = b.installJobSet(ctx); err != nil {
+			return nil, err
+		}
+	}
+	b.logf("starting copse-operator")
+	if _, err := framework.StartOperator(ctx, b.env, framework.OperatorOptions{
+		Name: "bench",
+		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+			cfg.LeaderElection.Enabled = ptr.To(false)
+			if opts.OperatorLogLevel != "" {
+				cfg.Logging.Level = configv1alpha1.LogLevel(opts.OperatorLogLevel)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	cfg := b.env.Operator.Configuration()
+	b.qps, b.burst = cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst)
+	b.meta.OperatorQPS, b.meta.OperatorBurst = b.qps, b.burst
+	b.meta.OperatorConcurrency = fmt.Sprintf("PodCliqueSet %d, PodClique %d, PodCliqueScalingGroup %d",
+		cfg.Controllers.PodCliqueSet.ConcurrentSyncs, cfg.Controllers.PodClique.ConcurrentSyncs, cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)
+	b.meta.ClusterDir = c.Dir()
+	if withJobSet {
+		if err := b.startJobSet(ctx, jobSetBinary); err != nil {
+			return nil, err
+		}
+	}
+	// Room for a restart's old and new pods. The creation scenario's pods
+	// are never scheduled (holdGate), so they need none.
+	if err := b.ensurePodCapacity(ctx, 2*max(opts.RestartPods, opts.CompletionPods)); err != nil {
+		return nil, err
+	}
+	if err := b.warmUpGarbageCollector(ctx); err != nil {
+		return nil, err
+	}
+	if stats, err := ReadProcStats(b.env.Operator.PID()); err == nil {
+		b.startupPeakRSS = stats.PeakRSSBytes
+	}
+	started = true
+	return b, nil
+}
+
+// installJobSet builds (or finds cached) the JobSet controller and installs
+// its CRD; it returns the binary.
+func (b *Bench) installJobSet(ctx context.Context) (string, error) {
+	mod, err := FindJobSetToolsModule()
+	if err != nil {
+		return "", err
+	}
+	binary, err := mod.EnsureBinary(ctx, b.opts.Progress)
+	if err != nil {
+		return "", err
+	}
+	crd, err := mod.CRD(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := InstallCRD(ctx, b.env.Client, crd); err != nil {
+		return "", err
+	}
+	b.meta.JobSetVersion = mod.Version
+	return binary, nil
+}
+
+// startJobSet runs the JobSet controller with the operator's client QPS and
+// burst.
+func (b *Bench) startJobSet(ctx context.Context, binary string) error {
+	b.logf("starting the JobSet controller %s (client qps %g, burst %d, as copse's)", b.meta.JobSetVersion, b.qps, b.burst)
+	dir := filepath.Join(b.env.Cluster.Dir(), "jobset")
+	var err error
+	b.jobset, err = StartJobSetController(ctx, binary, b.env.Cluster.Kubeconfig(), dir,
+		filepath.Join(b.env.Cluster.Dir(), "logs", "jobset-controller.log"), b.qps, b.burst)
+	return err
+}
+
+// ensurePodCapacity adds simulated nodes (in a new rack) until the nodes
+// can hold pods pods.
+func (b *Bench) ensurePodCapacity(ctx context.Context, pods int) error {
+	nodes, err := b.env.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	capacity := 0
+	for _, n := range nodes.Items {
+		capacity += int(n.Status.Allocatable.Pods().Value())
+	}
+	b.meta.Nodes, b.meta.PodCapacity = len(nodes.Items), capacity
+	if capacity >= pods {
+		return nil
+	}
+	perNode := b.env.Topology.Shape.Pods
+	if perNode == 0 {
+		perNode = cluster.DefaultNodeShape().Pods
+	}
+	missing := (pods - capacity + perNode - 1) / perNode
+	b.logf("adding %d nodes for %d pods", missing, pods)
+	if _, err := b.env.Cluster.AddNodes(ctx, cluster.NodeGroup{Zone: 0, Block: 0, Rack: b.env.Topology.RacksPerBlock, Count: missing}); err != nil {
+		return err
+	}
+	b.meta.Nodes += missing
+	b.meta.PodCapacity += missing * perNode
+	return nil
+}
+
+// Stop stops the JobSet controller, the operator and the cluster.
+func (b *Bench) Stop() error {
+	var errs []error
+	if b.jobset != nil {
+		errs = append(errs, b.jobset.Stop())
+	}
+	if b.env != nil {
+		errs = append(errs, b.env.Teardown())
+	}
+	return errors.Join(errs...)
+}
+
+// checkHealthy reports a crashed component.
+func (b *Bench) checkHealthy() error {
+	err := b.env.CheckHealthy()
+	if b.jobset != nil {
+		err = errors.Join(err, b.jobset.CheckHealthy())
+	}
+	return err
+}
+
+func (b *Bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.opts.Progress, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// inNamespace runs fn in the namespace kept for prefix (one per scenario
+// and system, created on first use) with the run's time limit, then deletes
+// what the run created and waits until the namespace is empty, so that no
+// run's leftovers load the next one. Namespaces are reused because deleting
+// one costs the namespace controller a list and a delete for every resource
+// type the API server serves, several seconds of its client's rate limit.
+func (b *Bench) inNamespace(ctx context.Context, prefix string, fn func(ctx context.Context, ns string) error) error {
+	ns, err := b.namespace(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, b.opts.RunTimeout)
+	err = fn(runCtx, ns)
+	cancel() // also stops the run's watches
+	// Cleanup has its own time limit, so that a run that timed out is still
+	// cleaned up.
+	cleanupCtx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	if cleanupErr := b.emptyNamespace(cleanupCtx, ns); cleanupErr != nil {
+		err = errors.Join(err, cleanupErr)
+	}
+	if healthErr := b.checkHealthy(); healthErr != nil {
+		err = errors.Join(err, healthErr)
+	}
+	return err
+}
+
+// cleanupTimeout bounds emptyNamespace.
+const cleanupTimeout = 2 * time.Minute
+
+func (b *Bench) namespace(ctx context.Context, prefix string) (string, error) {
+	if ns, ok := b.namespaces[prefix]; ok {
+		return ns, nil
+	}
+	ns, err := framework.CreateNamespace(ctx, b.env.Client, prefix)
+	if err != nil {
+		return "", err
+	}
+	if b.namespaces == nil {
+		b.namespaces = map[string]string{}
+	}
+	b.namespaces[prefix] = ns
+	return ns, nil
+}
+
+// nextName is a fresh workload name. Names are never reused, because the
+// operator keys its create/delete expectations by namespace and name.
+func (b *Bench) nextName() string {
+	b.seq++
+	return fmt.Sprintf("job-%d", b.seq)
+}
+
+// emptyNamespace deletes the workloads and pods of ns and waits until no
+// PodCliqueSet, PodClique, JobSet, Job or pod is left. Pods still there
+// after 30 seconds are deleted without grace.
+func (b *Bench) emptyNamespace(ctx context.Context, ns string) error {
+	background := metav1.DeletePropagationBackground
+	deleteOpts := metav1.DeleteOptions{PropagationPolicy: &background}
+	resources := []schema.GroupVersionResource{pcsGVR, pclqGVR}
+	if b.jobset != nil {
+		resources = append(resources, JobSetGVR, jobGVR)
+	}
+	workloads := []schema.GroupVersionResource{pcsGVR}
+	if b.jobset != nil {
+		workloads = append(workloads, JobSetGVR)
+	}
+	for _, gvr := range workloads {
+		if err := b.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, deleteOpts, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("delete %s of %s: %w", gvr.Resource, ns, err)
+		}
+	}
+	pods := b.env.Clientset.CoreV1().Pods(ns)
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods of %s: %w", ns, err)
+	}
+	start := time.Now()
+	forced := false
+	var left string
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		left = ""
+		for _, gvr := range resources {
+			list, err := b.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			if n := len(list.Items); n > 0 {
+				left += fmt.Sprintf(" %d %s", n, gvr.Resource)
+			}
+		}
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if n := len(list.Items); n > 0 {
+			left += fmt.Sprintf(" %d pods", n)
+			if !forced && time.Since(start) > 30*time.Second {
+				forced = true
+				if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+					return false, err
+				}
+			}
+		}
+		return left == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("empty namespace %s: %w (left:%s)", ns, err, left)
+	}
+	// The garbage collector and the controllers' caches catch up.
+	time.Sleep(500 * time.Millisecond)
+	return nil
+}
+
+// Meta describes the machine and the configuration of a benchmark.
+type Meta struct {
+	StartedAt           time.Time `json:"startedAt"`
+	DurationSeconds     float64   `json:"durationSeconds"`
+	Command             string    `json:"command"`
+	CPUs                int       `json:"cpus"`
+	CPUModel            string    `json:"cpuModel,omitempty"`
+	MemoryBytes         int64     `json:"memoryBytes,omitempty"`
+	LoadAverageStart    string    `json:"loadAverageStart,omitempty"`
+	LoadAverageEnd      string    `json:"loadAverageEnd,omitempty"`
+	GoVersion           string    `json:"goVersion"`
+	OperatorQPS         float32   `json:"operatorQPS"`
+	OperatorBurst       int       `json:"operatorBurst"`
+	OperatorConcurrency string    `json:"operatorConcurrentSyncs"`
+	JobSetVersion       string    `json:"jobsetVersion,omitempty"`
+	Nodes               int       `json:"nodes,omitempty"`
+	PodCapacity         int       `json:"podCapacity,omitempty"`
+	ClusterDir          string    `json:"clusterDir"`
+	Options             struct {
+		Sizes                 []int    `json:"sizes"`
+		Repetitions           int      `json:"repetitions"`
+		RestartPods           int      `json:"restartPods"`
+		CompletionPods        int      `json:"completionPods"`
+		CompletionRunDuration string   `json:"completionRunDuration"`
+		ReferenceParallelism  int      `json:"referenceParallelism"`
+		Scenarios             []string `json:"scenarios"`
+	} `json:"options"`
+}
+
+func machineMeta() Meta {
+	m := Meta{StartedAt: time.Now().UTC(), CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Command: strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " ")}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			var kb int64
+			if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+				m.MemoryBytes = kb * 1024
+				break
+			}
+		}
+	}
+	m.LoadAverageStart = loadAverage()
+	return m
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 3 {
+		return ""
+	}
+	return strings.Join(fields[:3], " ")
+}

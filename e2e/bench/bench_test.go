@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
+
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+var _ = Describe("Summaries", Label("bench"), func() {
+	It("gives min, median and max, leaving out runs without a value", func() {
+		s := Summarize([]float64{3, math.NaN(), 1, 2})
+		Expect(s.Min).To(Equal(1.0))
+		Expect(s.Median).To(Equal(2.0))
+		Expect(s.Max).To(Equal(3.0))
+		Expect(s.Samples).To(Equal([]float64{3, 1, 2}))
+		Expect(Summarize([]float64{4, 1, 3, 2}).Median).To(Equal(2.5))
+		Expect(Summarize([]float64{math.NaN()}).Empty()).To(BeTrue())
+	})
+
+	It("pairs ratios by repetition", func() {
+		Expect(PairedRatios([]float64{2, math.NaN(), 9}, []float64{1, 5, 3})).To(Equal([]float64{2, 3}))
+		Expect(PairedRatios([]float64{1}, []float64{0})).To(BeEmpty())
+	})
+
+	It("takes the n-th earliest time that is set", func() {
+		t0 := time.Unix(100, 0)
+		times := []time.Time{t0.Add(3 * time.Second), {}, t0.Add(time.Second), t0.Add(2 * time.Second)}
+		Expect(nthTime(times, 1)).To(Equal(t0.Add(time.Second)))
+		Expect(nthTime(times, 3)).To(Equal(t0.Add(3 * time.Second)))
+		Expect(nthTime(times, 4).IsZero()).To(BeTrue())
+	})
+})
+
+var _ = Describe("/proc parsing", Label("bench"), func() {
+	It("reads utime + stime after a command name with spaces and parentheses", func() {
+		stat := "4242 (copse (op) x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 12 0 12345 1000000 2000 18446744073709551615"
+		ticks, err := parseStatCPUTicks(stat)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ticks).To(Equal(uint64(300)))
+		_, err = parseStatCPUTicks("1 (x) S 1")
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("reads VmHWM and VmRSS in bytes", func() {
+		hwm, rss, err := parseStatusMemory("Name:\tcopse\nVmPeak:\t 900 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\n")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hwm).To(Equal(int64(50 << 20)))
+		Expect(rss).To(Equal(int64(40 << 20)))
+		_, _, err = parseStatusMemory("Name:\tkthreadd\n")
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("reads this process", func() {
+		stats, err := ReadProcStats(os.Getpid())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stats.PeakRSSBytes).To(BeNumerically(">=", stats.RSSBytes))
+		Expect(stats.CPUSeconds).To(BeNumerically(">=", 0))
+		Expect(stats.RSSBytes).To(BeNumerically(">", 0))
+	})
+})
+
+var _ = Describe("Request metrics", Label("bench"), func() {
+	const before = `# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 10
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 5
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 2
+rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PATCH"} 1
+rest_client_request_duration_seconds_bucket{host="x",verb="GET",le="0.1"} 3
+`
+	const after = `rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 30
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 69
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 7
+rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PATCH"} 2
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="DELETE"} 1
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PUT"} 1e+00
+`
+
+	It("counts writes and conflicts between two scrapes", func() {
+		b, err := parseRequestCounts(before)
+		Expect(err).NotTo(HaveOccurred())
+		a, err := parseRequestCounts(after)
+		Expect(err).NotTo(HaveOccurred())
+		d := a.Sub(b)
+		Expect(d.Writes()).To(Equal(64.0 + 6 + 1 + 1))
+		Expect(d.Conflicts()).To(Equal(1.0))
+		Expect(d.ByMethod()).To(Equal(map[string]float64{"GET": 20, "POST": 64, "PATCH": 6, "DELETE": 1, "PUT": 1}))
+	})
+
+	It("refuses metrics without the counter", func() {
+		_, err := parseRequestCounts("up 1\n")
+		Expect(err).To(HaveOccurred())
+	})
+})
+
+var _ = Describe("JobSet objects", Label("bench"), func() {
+	It("builds one replicated Job of n pods with JobSet's webhook defaults applied", func() {
+		js, err := NewJobSet("ns", "job", 64, corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}}, map[string]string{"a": "b"}, 1)
+		Expect(err).NotTo(HaveOccurred())
+		get := func(fields ...string) any {
+			v, found, err := unstructured.NestedFieldNoCopy(js.Object, fields...)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(found).To(BeTrue(), "%v", fields)
+			return v
+		}
+		Expect(get("spec", "failurePolicy", "maxRestarts")).To(Equal(int64(1)))
+		Expect(get("spec", "failurePolicy", "restartStrategy")).To(Equal("Recreate"))
+		Expect(get("spec", "successPolicy", "operator")).To(Equal("All"))
+		Expect(get("spec", "startupPolicy", "startupPolicyOrder")).To(Equal("AnyOrder"))
+		Expect(get("spec", "network", "enableDNSHostnames")).To(BeTrue())
+		Expect(get("spec", "network", "publishNotReadyAddresses")).To(BeTrue())
+		rjob := get("spec", "replicatedJobs").([]any)[0].(map[string]any)
+		job := rjob["template"].(map[string]any)["spec"].(map[string]any)
+		Expect(job["parallelism"]).To(Equal(int64(64)))
+		Expect(job["completions"]).To(Equal(int64(64)))
+		Expect(job["backoffLimit"]).To(Equal(int64(0)))
+		Expect(job["completionMode"]).To(Equal("Indexed"))
+		pod := job["template"].(map[string]any)
+		Expect(pod["spec"].(map[string]any)["restartPolicy"]).To(Equal("Never"))
+		Expect(pod["metadata"].(map[string]any)["annotations"]).To(Equal(map[string]any{"a": "b"}))
+	})
+
+	It("defaults like the webhook without overriding what is set", func() {
+		js := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"successPolicy": map[string]any{"operator": "Any"},
+			"failurePolicy": map[string]any{"rules": []any{map[string]any{"action": "FailJobSet"}, map[string]any{"name": "mine"}}},
+			"replicatedJobs": []any{map[string]any{"name": "w", "template": map[string]any{"spec": map[string]any{
+				"template": map[string]any{"spec": map[string]any{}}}}}},
+		}}}
+		ApplyJobSetDefaults(js)
+		Expect(js.Object["spec"].(map[string]any)["successPolicy"]).To(Equal(map[string]any{"operator": "Any"}))
+		rules, _, _ := unstructured.NestedSlice(js.Object, "spec", "failurePolicy", "rules")
+		Expect(rules[0].(map[string]any)["name"]).To(Equal("failurePolicyRule0"))
+		Expect(rules[1].(map[string]any)["name"]).To(Equal("mine"))
+		rjobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+		mode, _, _ := unstructured.NestedString(rjobs[0].(map[string]any), "template", "spec", "completionMode")
+		policy, _, _ := unstructured.NestedString(rjobs[0].(map[string]any), "template", "spec", "template", "spec", "restartPolicy")
+		Expect(mode).To(Equal("Indexed"))
+		Expect(policy).To(Equal("OnFailure"))
+	})
+})
+
+var _ = Describe("The plain client's pods", Label("bench"), func() {
+	It("copy copse's pod with the index changed and the server's additions removed", func() {
+		template := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "job-1-0-worker-abcde", GenerateName: "job-1-0-worker-", Namespace: "copse-ns", UID: "u",
+				Labels:          map[string]string{labels.PodCliqueKey: "job-1-0-worker", labels.PodIndexKey: "0"},
+				OwnerReferences: []metav1.OwnerReference{{Name: "job-1-0-worker"}},
+			},
+			Spec: corev1.PodSpec{
+				Hostname: "job-1-0-worker-0", Priority: ptr.To[int32](0),
+				SchedulingGates: []corev1.PodSchedulingGate{{Name: holdGate}},
+				Volumes:         []corev1.Volume{{Name: "kube-api-access-xyz"}, {Name: "data"}},
+				Tolerations: []corev1.Toleration{
+					{Key: "node.kubernetes.io/not-ready", TolerationSeconds: ptr.To[int64](300)},
+					{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists},
+				},
+				Containers: []corev1.Container{{
+					Name:         "main",
+					Env:          []corev1.EnvVar{{Name: groveconstants.EnvVarPodIndex, Value: "0"}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access-xyz"}, {Name: "data"}},
+				}},
+			},
+		}
+		pod := referencePod(template, "ref-ns", 7)
+		Expect(pod.Name).To(BeEmpty())
+		Expect(pod.GenerateName).To(Equal("job-1-0-worker-"))
+		Expect(pod.Namespace).To(Equal("ref-ns"))
+		Expect(pod.OwnerReferences).To(BeEmpty())
+		Expect(pod.Labels[labels.PodIndexKey]).To(Equal("7"))
+		Expect(pod.Spec.Hostname).To(Equal("job-1-0-worker-7"))
+		Expect(pod.Spec.Priority).To(BeNil())
+		Expect(pod.Spec.SchedulingGates).To(HaveLen(1))
+		Expect(pod.Spec.Volumes).To(Equal([]corev1.Volume{{Name: "data"}}))
+		Expect(pod.Spec.Tolerations).To(HaveLen(1))
+		Expect(pod.Spec.Containers[0].VolumeMounts).To(Equal([]corev1.VolumeMount{{Name: "data"}}))
+		Expect(pod.Spec.Containers[0].Env[0].Value).To(Equal("7"))
+		Expect(template.Spec.Containers[0].Env[0].Value).To(Equal("0"), "the template is not modified")
+		Expect(template.Labels[labels.PodIndexKey]).To(Equal("0"))
+	})
+})

@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// WriteCost is the operator's API writes during one run.
+type WriteCost struct {
+	// Writes is POST + PUT + PATCH + DELETE requests.
+	Writes float64 `json:"writes"`
+	// ByMethod counts every request, reads included, by method.
+	ByMethod map[string]float64 `json:"byMethod"`
+	// Conflicts is requests answered 409.
+	Conflicts float64 `json:"conflicts"`
+	// PodsCreated is the pods the run created (or replaced).
+	PodsCreated int `json:"podsCreated"`
+	// WritesPerPod is Writes / PodsCreated.
+	WritesPerPod float64 `json:"writesPerPod"`
+}
+
+// ProcessCost is one controller process's cost during one run.
+type ProcessCost struct {
+	Process    string  `json:"process"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// PeakRSSBytes is the peak resident memory during the run (VmHWM reset
+	// at its start), or since the process started if the reset failed.
+	PeakRSSBytes int64 `json:"peakRSSBytes"`
+}
+
+// costProbe measures one run's cost of the copse operator (API requests,
+// CPU, memory) or of the JobSet controller (CPU, memory).
+type costProbe struct {
+	process string
+	pid     int
+	metrics string // the operator's metrics URL; "" for the JobSet controller
+	before  RequestCounts
+	stats   ProcStats
+}
+
+func (b *Bench) startOperatorCost(ctx context.Context) (*costProbe, error) {
+	p := &costProbe{process: "copse-operator", pid: b.env.Operator.PID(), metrics: b.env.Operator.MetricsURL()}
+	var err error
+	if p.before, err = ScrapeRequestCounts(ctx, p.metrics); err != nil {
+		return nil, err
+	}
+	return p, p.startProcess()
+}
+
+func (b *Bench) startJobSetCost() (*costProbe, error) {
+	p := &costProbe{process: "jobset-controller", pid: b.jobset.PID()}
+	return p, p.startProcess()
+}
+
+func (p *costProbe) startProcess() error {
+	_ = ResetPeakRSS(p.pid)
+	var err error
+	p.stats, err = ReadProcStats(p.pid)
+	return err
+}
+
+// finish records the cost since the start into run; podsCreated is the
+// denominator of the writes per pod.
+func (p *costProbe) finish(ctx context.Context, run *Run, podsCreated int) error {
+	stats, err := ReadProcStats(p.pid)
+	if err != nil {
+		return err
+	}
+	run.Process = &ProcessCost{Process: p.process, CPUSeconds: stats.CPUSeconds - p.stats.CPUSeconds, PeakRSSBytes: stats.PeakRSSBytes}
+	if p.metrics == "" {
+		return nil
+	}
+	after, err := ScrapeRequestCounts(ctx, p.metrics)
+	if err != nil {
+		return err
+	}
+	delta := after.Sub(p.before)
+	run.Writes = &WriteCost{Writes: delta.Writes(), ByMethod: delta.ByMethod(), Conflicts: delta.Conflicts(), PodsCreated: podsCreated}
+	if podsCreated > 0 {
+		run.Writes.WritesPerPod = run.Writes.Writes / float64(podsCreated)
+	}
+	return nil
+}
+
+// Run is the record of one run: one scenario, one system, one repetition.
+type Run struct {
+	Scenario string `json:"scenario"`
+	System   string `json:"system"`
+	// Size is the pod count.
+	Size int `json:"size"`
+	// Repetition counts from 1; 0 is a warm-up, left out of the summaries.
+	Repetition int `json:"repetition"`
+	// Seconds are the measured durations, by name (see the scenarios).
+	Seconds map[string]float64 `json:"seconds,omitempty"`
+	// Writes is the operator's API writes (copse runs only).
+	Writes *WriteCost `json:"writes,omitempty"`
+	// StatusWrites counts status changes seen by watches, by kind.
+	StatusWrites map[string]int `json:"statusWrites,omitempty"`
+	// Process is the controller's CPU and memory during the run.
+	Process *ProcessCost `json:"process,omitempty"`
+	// WallSeconds is the run's duration, setup and cleanup included.
+	WallSeconds float64 `json:"wallSeconds"`
+	Error       string  `json:"error,omitempty"`
+
+	started time.Time
+}
+
+func (r Run) String() string {
+	s := fmt.Sprintf("%s %s n=%d rep %d:", r.Scenario, r.System, r.Size, r.Repetition)
+	for _, k := range sortedKeys(r.Seconds) {
+		s += fmt.Sprintf(" %s=%.3fs", k, r.Seconds[k])
+	}
+	if r.Writes != nil {
+		s += fmt.Sprintf(" writes/pod=%.2f", r.Writes.WritesPerPod)
+	}
+	if r.Process != nil {
+		s += fmt.Sprintf(" cpu=%.2fs", r.Process.CPUSeconds)
+	}
+	s += fmt.Sprintf(" (run took %.1fs)", r.WallSeconds)
+	if r.Error != "" {
+		s += " ERROR: " + r.Error
+	}
+	return s
+}

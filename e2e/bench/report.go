@@ -1,0 +1,359 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ResultsFile is the name of the JSON file WriteJSON writes.
+const ResultsFile = "bench-results.json"
+
+// Run runs every scenario Repetitions times, interleaved: each repetition
+// runs each scenario's copse run and reference run back to back, in
+// alternating order, so that a slow minute of the machine hits both. A
+// warm-up copse creation run comes first; it is recorded with repetition 0
+// and left out of the summaries. Runs that fail are recorded with their
+// error and the benchmark goes on.
+func (b *Bench) Run(ctx context.Context) *Results {
+	o := b.opts
+	pair := func(rep int, copse, reference func()) {
+		if rep%2 == 1 {
+			copse()
+			reference()
+		} else {
+			reference()
+			copse()
+		}
+	}
+	if o.has(ScenarioCreation) {
+		b.logf("warm-up: creation of %d pods", o.Sizes[0])
+		b.creationCopse(ctx, 0, o.Sizes[0])
+	}
+	for rep := 1; rep <= o.Repetitions && ctx.Err() == nil; rep++ {
+		b.logf("repetition %d of %d", rep, o.Repetitions)
+		if o.has(ScenarioCreation) {
+			for _, n := range o.Sizes {
+				pair(rep, func() { b.creationCopse(ctx, rep, n) }, func() { b.creationReference(ctx, rep, n) })
+			}
+		}
+		if o.has(ScenarioRestart) {
+			n := o.RestartPods
+			pair(rep, func() { b.restartCopse(ctx, rep, n) }, func() { b.restartJobSet(ctx, rep, n) })
+		}
+		if o.has(ScenarioCompletion) {
+			n := o.CompletionPods
+			pair(rep, func() { b.completionCopse(ctx, rep, n) }, func() { b.completionJobSet(ctx, rep, n) })
+		}
+	}
+	return b.report(ctx)
+}
+
+// Results is the outcome of a benchmark: the summary rows, every run, and
+// the errors of the runs that failed.
+type Results struct {
+	Meta   Meta     `json:"meta"`
+	Rows   []Row    `json:"rows"`
+	Notes  []string `json:"notes"`
+	Runs   []Run    `json:"runs"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Row is one figure: copse's spread over the repetitions, the reference's,
+// and the spread of copse/reference paired by repetition.
+type Row struct {
+	Section       string   `json:"section"`
+	Name          string   `json:"name"`
+	Unit          string   `json:"unit"`
+	Copse         Summary  `json:"copse"`
+	ReferenceName string   `json:"referenceName,omitempty"`
+	Reference     *Summary `json:"reference,omitempty"`
+	Ratio         *Summary `json:"ratio,omitempty"`
+	Note          string   `json:"note,omitempty"`
+}
+
+// Failed reports whether some run could not be carried out.
+func (r *Results) Failed() bool { return len(r.Errors) > 0 }
+
+// series is one value per repetition (NaN where the run failed or has no
+// such value), so that two series pair up by repetition.
+func (b *Bench) series(scenario, system string, size int, get func(Run) (float64, bool)) []float64 {
+	out := make([]float64, b.opts.Repetitions)
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	for _, r := range b.runs {
+		if r.Scenario != scenario || r.System != system || r.Size != size || r.Repetition < 1 || r.Error != "" {
+			continue
+		}
+		if v, ok := get(r); ok && r.Repetition <= len(out) {
+			out[r.Repetition-1] = v
+		}
+	}
+	return out
+}
+
+func seconds(name string) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) { v, ok := r.Seconds[name]; return v, ok }
+}
+
+func writesPerPod(r Run) (float64, bool) {
+	if r.Writes == nil {
+		return 0, false
+	}
+	return r.Writes.WritesPerPod, true
+}
+
+func conflicts(r Run) (float64, bool) {
+	if r.Writes == nil {
+		return 0, false
+	}
+	return r.Writes.Conflicts, true
+}
+
+func statusWritesOf(kind string) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) { v, ok := r.StatusWrites[kind]; return float64(v), ok }
+}
+
+func cpuSeconds(r Run) (float64, bool) {
+	if r.Process == nil {
+		return 0, false
+	}
+	return r.Process.CPUSeconds, true
+}
+
+func peakRSSMiB(r Run) (float64, bool) {
+	if r.Process == nil {
+		return 0, false
+	}
+	return float64(r.Process.PeakRSSBytes) / (1 << 20), true
+}
+
+// row builds a row from copse's series and, if refSystem is set, the
+// reference's.
+func row(section, name, unit string, copse []float64, refName string, ref []float64, note string) Row {
+	r := Row{Section: section, Name: name, Unit: unit, Copse: Summarize(copse), Note: note}
+	if refName != "" {
+		s := Summarize(ref)
+		r.ReferenceName, r.Reference = refName, &s
+		if !s.Empty() {
+			ratio := Summarize(PairedRatios(copse, ref))
+			r.Ratio = &ratio
+		}
+	}
+	return r
+}
+
+func (b *Bench) report(ctx context.Context) *Results {
+	o := b.opts
+	b.meta.DurationSeconds = time.Since(b.started).Seconds()
+	b.meta.LoadAverageEnd = loadAverage()
+	b.meta.Options.Sizes, b.meta.Options.Repetitions = o.Sizes, o.Repetitions
+	b.meta.Options.RestartPods, b.meta.Options.CompletionPods = o.RestartPods, o.CompletionPods
+	b.meta.Options.CompletionRunDuration = o.CompletionRunDuration.String()
+	b.meta.Options.ReferenceParallelism, b.meta.Options.Scenarios = o.ReferenceParallelism, o.Scenarios
+	rep := &Results{Meta: b.meta, Runs: b.runs}
+	for _, r := range b.runs {
+		if r.Error != "" {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s %s n=%d repetition %d: %s", r.Scenario, r.System, r.Size, r.Repetition, r.Error))
+		}
+	}
+	if ctx.Err() != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("benchmark interrupted: %v", ctx.Err()))
+	}
+
+	const timeSec, apiSec, opSec = "time", "api", "operator"
+	plain := "plain client"
+	jobset := "JobSet"
+	rep.Notes = []string{
+		"times come from this process's clock on watch events (millisecond precision); rows 'from finishedAt' start at a whole-second timestamp instead, so they read up to 1 s more",
+	}
+	if o.has(ScenarioCreation) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("plain client: copies of copse's pod (scheduling-gated, like copse's), created with client-go's token bucket at copse's qps %g / burst %d, %d creates in flight", b.qps, b.burst, o.ReferenceParallelism))
+	}
+	if o.has(ScenarioRestart) || o.has(ScenarioCompletion) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("JobSet: sigs.k8s.io/jobset %s controller at copse's qps/burst; the pods of its Jobs are created and deleted by kube-controller-manager (client qps 20 / burst 30, Kubernetes' defaults), whose CPU is not in the JobSet controller's", b.meta.JobSetVersion))
+	}
+	var rows []Row
+	add := func(r Row) { rows = append(rows, r) }
+	if o.has(ScenarioCreation) {
+		for _, n := range o.Sizes {
+			add(row(timeSec, fmt.Sprintf("creation N=%d: create -> N-th pod", n), "s",
+				b.series(ScenarioCreation, SystemCopse, n, seconds(MeasureAllPodsCreated)), plain,
+				b.series(ScenarioCreation, SystemPlainClient, n, seconds(MeasureAllPodsCreated)), ""))
+		}
+	}
+	if o.has(ScenarioRestart) {
+		n := o.RestartPods
+		add(row(timeSec, fmt.Sprintf("restart %d: failure -> all replacements created", n), "s",
+			b.series(ScenarioRestart, SystemCopse, n, seconds(MeasureReplacementsCreated)), jobset,
+			b.series(ScenarioRestart, SystemJobSet, n, seconds(MeasureReplacementsCreated)), ""))
+		add(row(timeSec, fmt.Sprintf("restart %d: failure -> all replacements Running", n), "s",
+			b.series(ScenarioRestart, SystemCopse, n, seconds(MeasureReplacementsRunning)), jobset,
+			b.series(ScenarioRestart, SystemJobSet, n, seconds(MeasureReplacementsRunning)), ""))
+		for _, m := range []struct{ name, what string }{
+			{MeasureReplacementsCreatedFromFinishedAt, "all replacements created, from finishedAt"},
+			{MeasureReplacementsRunningFromFinishedAt, "all replacements Running, from finishedAt"},
+			{MeasureOldPodsDeleting, "first old pod deleting"},
+			{MeasureOldPodsAllDeleting, "last old pod deleting"},
+			{MeasureOldPodsGone, "old pods gone"},
+			{MeasureChildRecreated, "new PodClique / Job created"},
+			{MeasureFirstReplacementCreated, "first replacement created"},
+		} {
+			add(row(timeSec, fmt.Sprintf("  failure -> %s", m.what), "s",
+				b.series(ScenarioRestart, SystemCopse, n, seconds(m.name)), jobset,
+				b.series(ScenarioRestart, SystemJobSet, n, seconds(m.name)), ""))
+		}
+	}
+	if o.has(ScenarioCompletion) {
+		n := o.CompletionPods
+		add(row(timeSec, fmt.Sprintf("completion %d: last exit 0 -> Succeeded", n), "s",
+			b.series(ScenarioCompletion, SystemCopse, n, seconds(MeasureLastExitToSucceeded)), jobset+" Completed",
+			b.series(ScenarioCompletion, SystemJobSet, n, seconds(MeasureLastExitToSucceeded)), ""))
+		add(row(timeSec, "  same, from the latest finishedAt", "s",
+			b.series(ScenarioCompletion, SystemCopse, n, seconds(MeasureLastExitToSucceededFromFinishedAt)), jobset+" Completed",
+			b.series(ScenarioCompletion, SystemJobSet, n, seconds(MeasureLastExitToSucceededFromFinishedAt)), ""))
+	}
+	if o.has(ScenarioCreation) {
+		for _, n := range o.Sizes {
+			add(row(apiSec, fmt.Sprintf("API writes per pod, creation N=%d", n), "writes",
+				b.series(ScenarioCreation, SystemCopse, n, writesPerPod), "plain client",
+				b.series(ScenarioCreation, SystemPlainClient, n, writesPerPod), ""))
+		}
+	}
+	if o.has(ScenarioRestart) {
+		n := o.RestartPods
+		add(row(apiSec, fmt.Sprintf("API writes per replacement pod, restart %d", n), "writes",
+			b.series(ScenarioRestart, SystemCopse, n, writesPerPod), "", nil, ""))
+		add(row(apiSec, fmt.Sprintf("409 conflicts per restart, restart %d", n), "requests",
+			b.series(ScenarioRestart, SystemCopse, n, conflicts), "", nil, ""))
+		add(row(apiSec, fmt.Sprintf("status writes per restart, restart %d: workload", n), "writes",
+			b.series(ScenarioRestart, SystemCopse, n, statusWritesOf("PodCliqueSet")), jobset,
+			b.series(ScenarioRestart, SystemJobSet, n, statusWritesOf("JobSet")), "PodCliqueSet vs JobSet status"))
+	}
+	if o.has(ScenarioCompletion) {
+		n := o.CompletionPods
+		add(row(apiSec, fmt.Sprintf("API writes per pod, lifecycle %d (create -> Succeeded)", n), "writes",
+			b.series(ScenarioCompletion, SystemCopse, n, writesPerPod), "", nil, ""))
+		add(row(apiSec, fmt.Sprintf("409 conflicts per run, lifecycle %d", n), "requests",
+			b.series(ScenarioCompletion, SystemCopse, n, conflicts), "", nil, ""))
+		add(row(apiSec, fmt.Sprintf("status writes per run, lifecycle %d: workload", n), "writes",
+			b.series(ScenarioCompletion, SystemCopse, n, statusWritesOf("PodCliqueSet")), jobset,
+			b.series(ScenarioCompletion, SystemJobSet, n, statusWritesOf("JobSet")), "PodCliqueSet vs JobSet status"))
+		add(row(apiSec, fmt.Sprintf("status writes per run, lifecycle %d: PodCliques", n), "writes",
+			b.series(ScenarioCompletion, SystemCopse, n, statusWritesOf("PodClique")), "", nil, ""))
+	}
+	if o.has(ScenarioCreation) {
+		for _, n := range o.Sizes {
+			add(row(opSec, fmt.Sprintf("operator CPU per run, creation N=%d", n), "s",
+				b.series(ScenarioCreation, SystemCopse, n, cpuSeconds), "", nil, ""))
+		}
+		n := o.Sizes[len(o.Sizes)-1]
+		add(row(opSec, fmt.Sprintf("operator peak RSS, creation N=%d", n), "MiB",
+			b.series(ScenarioCreation, SystemCopse, n, peakRSSMiB), "", nil, ""))
+	}
+	controller := "JobSet controller"
+	if o.has(ScenarioRestart) {
+		n := o.RestartPods
+		add(row(opSec, fmt.Sprintf("operator CPU per run, restart %d", n), "s",
+			b.series(ScenarioRestart, SystemCopse, n, cpuSeconds), controller,
+			b.series(ScenarioRestart, SystemJobSet, n, cpuSeconds), ""))
+	}
+	if o.has(ScenarioCompletion) {
+		n := o.CompletionPods
+		add(row(opSec, fmt.Sprintf("operator CPU per run, lifecycle %d", n), "s",
+			b.series(ScenarioCompletion, SystemCopse, n, cpuSeconds), controller,
+			b.series(ScenarioCompletion, SystemJobSet, n, cpuSeconds), ""))
+		add(row(opSec, fmt.Sprintf("operator peak RSS, lifecycle %d", n), "MiB",
+			b.series(ScenarioCompletion, SystemCopse, n, peakRSSMiB), "JobSet controller",
+			b.series(ScenarioCompletion, SystemJobSet, n, peakRSSMiB), ""))
+	}
+	if b.startupPeakRSS > 0 {
+		v := float64(b.startupPeakRSS) / (1 << 20)
+		add(row(opSec, "operator peak RSS before the first run", "MiB", []float64{v}, "", nil, ""))
+	}
+	rep.Rows = rows
+	return rep
+}
+
+// WriteJSON writes the report to dir/bench-results.json and returns the
+// path.
+func (r *Results) WriteJSON(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, ResultsFile)
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	return filepath.Abs(path)
+}
+
+// PrintTable writes the rows as a table: min / median / max of copse and
+// of the reference, and the median [min-max] of copse/reference paired by
+// repetition.
+func (r *Results) PrintTable(w io.Writer) {
+	m := r.Meta
+	fmt.Fprintf(w, "copse benchmark, %s, %d repetition(s), %d CPUs (%s), load average %s -> %s, took %s\n",
+		m.StartedAt.Format(time.RFC3339), m.Options.Repetitions, m.CPUs, m.CPUModel, m.LoadAverageStart, m.LoadAverageEnd,
+		time.Duration(m.DurationSeconds*float64(time.Second)).Round(time.Second))
+	fmt.Fprintf(w, "operator client qps %g burst %d; figures are min / median / max over the repetitions; ratio = copse / reference, paired by repetition\n\n",
+		m.OperatorQPS, m.OperatorBurst)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tUNIT\tCOPSE\tREFERENCE\tREFERENCE VALUE\tRATIO median [min-max]")
+	section := ""
+	for _, row := range r.Rows {
+		if row.Section != section && section != "" {
+			fmt.Fprintln(tw, "\t\t\t\t\t")
+		}
+		section = row.Section
+		ref, refValue, ratio := "-", "-", "-"
+		if row.ReferenceName != "" {
+			ref = row.ReferenceName
+			refValue = formatSummary(*row.Reference, row.Unit)
+		}
+		if row.Ratio != nil && !row.Ratio.Empty() {
+			ratio = fmt.Sprintf("%.2f [%.2f-%.2f]", row.Ratio.Median, row.Ratio.Min, row.Ratio.Max)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", row.Name, row.Unit, formatSummary(row.Copse, row.Unit), ref, refValue, ratio)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(w, "\n%d run(s) failed:\n", len(r.Errors))
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(e, "\n", "\n    "))
+		}
+	}
+}
+
+func formatSummary(s Summary, unit string) string {
+	if s.Empty() {
+		return "n/a"
+	}
+	format := "%.2f"
+	switch unit {
+	case "s":
+		format = "%.3f"
+	case "MiB":
+		format = "%.1f"
+	}
+	if len(s.Samples) == 1 {
+		return fmt.Sprintf(format, s.Median)
+	}
+	return fmt.Sprintf(format+" / "+format+" / "+format, s.Min, s.Median, s.Max)
+}
