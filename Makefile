@@ -14,10 +14,14 @@ export COPSE_CACHE_DIR
 TOOLS_BIN   := $(COPSE_CACHE_DIR)/bin
 
 CONTROLLER_GEN_VERSION := v0.23.0
-CONTROLLER_GEN         := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+# Both are built with the version stamped in (controller-tools otherwise reads
+# it from build info, which differs between machines and would make the
+# controller-gen.kubebuilder.io/version annotation of the CRDs unstable).
+CONTROLLER_GEN_LDFLAGS := -X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION)
+CONTROLLER_GEN         := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)-stamped
 # crdgen is controller-gen's CRD generator with Grove's embedded package
 # registered as types-only (see hack/tools/controller-gen/crdgen).
-CRDGEN                 := $(TOOLS_BIN)/crdgen-$(CONTROLLER_GEN_VERSION)
+CRDGEN                 := $(TOOLS_BIN)/crdgen-$(CONTROLLER_GEN_VERSION)-stamped
 # helm lints (verify), renders (the chart's RBAC golden test) and installs
 # (e2e/helm) charts/copse. The version must match hack/tools/helm/go.mod;
 # e2e/framework/helm.go builds the same binary at the same path.
@@ -49,12 +53,12 @@ tools: $(CONTROLLER_GEN) $(CRDGEN) $(HELM) ## Build and cache every pinned tool 
 $(CONTROLLER_GEN):
 	@mkdir -p $(TOOLS_BIN)
 	@echo "building controller-gen $(CONTROLLER_GEN_VERSION) into $(TOOLS_BIN)"
-	cd hack/tools/controller-gen && go build -o $(abspath $@).tmp sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd hack/tools/controller-gen && go build -ldflags '$(CONTROLLER_GEN_LDFLAGS)' -o $(abspath $@).tmp sigs.k8s.io/controller-tools/cmd/controller-gen
 	mv $@.tmp $@
 
 $(CRDGEN):
 	@mkdir -p $(TOOLS_BIN)
-	cd hack/tools/controller-gen && go build -o $(abspath $@).tmp ./crdgen
+	cd hack/tools/controller-gen && go build -ldflags '$(CONTROLLER_GEN_LDFLAGS)' -o $(abspath $@).tmp ./crdgen
 	mv $@.tmp $@
 
 .PHONY: helm
