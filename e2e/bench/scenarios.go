@@ -145,15 +145,7 @@ func terminated(r podRecord) time.Time { return r.Terminated }
 func (b *Bench) creationCopse(ctx context.Context, rep, n int) Run {
 	run := Run{Scenario: ScenarioCreation, System: SystemCopse, Size: n, Repetition: rep, Seconds: map[string]float64{}, started: time.Now()}
 	err := b.inNamespace(ctx, "bench-create-copse", func(ctx context.Context, ns string) error {
-		pods, err := trackPods(ctx, b.env.Clientset, ns)
-		if err != nil {
-			return err
-		}
-		pcsT, err := trackObjects(ctx, b.dyn, pcsGVR, ns)
-		if err != nil {
-			return err
-		}
-		pclqT, err := trackObjects(ctx, b.dyn, pclqGVR, ns)
+		pods, pcsT, pclqT, err := b.watchCopse(ctx, ns)
 		if err != nil {
 			return err
 		}
@@ -383,15 +375,7 @@ func (b *Bench) restartMeasure(ctx context.Context, run *Run, ns string, pods *p
 func (b *Bench) restartCopse(ctx context.Context, rep, n int) Run {
 	run := Run{Scenario: ScenarioRestart, System: SystemCopse, Size: n, Repetition: rep, Seconds: map[string]float64{}, started: time.Now()}
 	err := b.inNamespace(ctx, "bench-restart-copse", func(ctx context.Context, ns string) error {
-		pods, err := trackPods(ctx, b.env.Clientset, ns)
-		if err != nil {
-			return err
-		}
-		pcsT, err := trackObjects(ctx, b.dyn, pcsGVR, ns)
-		if err != nil {
-			return err
-		}
-		pclqT, err := trackObjects(ctx, b.dyn, pclqGVR, ns)
+		pods, pcsT, pclqT, err := b.watchCopse(ctx, ns)
 		if err != nil {
 			return err
 		}
@@ -505,15 +489,7 @@ func (b *Bench) completionAnnotations() map[string]string {
 func (b *Bench) completionCopse(ctx context.Context, rep, n int) Run {
 	run := Run{Scenario: ScenarioCompletion, System: SystemCopse, Size: n, Repetition: rep, Seconds: map[string]float64{}, started: time.Now()}
 	err := b.inNamespace(ctx, "bench-complete-copse", func(ctx context.Context, ns string) error {
-		pods, err := trackPods(ctx, b.env.Clientset, ns)
-		if err != nil {
-			return err
-		}
-		pcsT, err := trackObjects(ctx, b.dyn, pcsGVR, ns)
-		if err != nil {
-			return err
-		}
-		pclqT, err := trackObjects(ctx, b.dyn, pclqGVR, ns)
+		pods, pcsT, pclqT, err := b.watchCopse(ctx, ns)
 		if err != nil {
 			return err
 		}
@@ -613,4 +589,22 @@ func (b *Bench) record(run Run, err error) Run {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// watchCopse starts the watches every copse run is timed with: its pods,
+// PodCliqueSets and PodCliques in the run's namespace.
+func (b *Bench) watchCopse(ctx context.Context, ns string) (*podTracker, *objTracker, *objTracker, error) {
+	pods, err := trackPods(ctx, b.env.Clientset, ns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pcs, err := trackObjects(ctx, b.dyn, pcsGVR, ns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pclqs, err := trackObjects(ctx, b.dyn, pclqGVR, ns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pods, pcs, pclqs, nil
 }
