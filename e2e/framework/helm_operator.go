@@ -152,21 +152,7 @@ func StartOperatorProcess(ctx context.Context, env *Env, opts ProcessOptions) (*
 	if err := writeOperatorConfiguration(configPath, cfg); err != nil {
 		return nil, fmt.Errorf("start operator: %w", err)
 	}
-	o := &Operator{
-		binary:       binary,
-		kubeconfig:   opts.Kubeconfig,
-		configPath:   configPath,
-		logPath:      filepath.Join(env.Cluster.Dir(), "logs", "copse-operator.log"),
-		config:       cfg,
-		client:       env.Client,
-		readyTimeout: opts.ReadyTimeout,
-	}
-	if o.readyTimeout == 0 {
-		o.readyTimeout = DefaultOperatorReadyTimeout
-	}
-	if opts.StreamLogs {
-		o.stream = ginkgo.GinkgoWriter
-	}
+	o := newOperator(env, binary, opts.Kubeconfig, configPath, cfg, opts.ReadyTimeout, opts.StreamLogs)
 	fmt.Fprintf(ginkgo.GinkgoWriter, "starting copse-operator as %s (log: %s)\n", opts.Kubeconfig, o.logPath)
 	if err := o.start(ctx); err != nil {
 		_ = o.Kill()

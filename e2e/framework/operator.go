@@ -138,21 +138,7 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 		}
 	}
 
-	o := &Operator{
-		binary:       binary,
-		kubeconfig:   env.Cluster.Kubeconfig(),
-		configPath:   configPath,
-		logPath:      filepath.Join(env.Cluster.Dir(), "logs", "copse-operator.log"),
-		config:       cfg,
-		client:       env.Client,
-		readyTimeout: opts.ReadyTimeout,
-	}
-	if o.readyTimeout == 0 {
-		o.readyTimeout = DefaultOperatorReadyTimeout
-	}
-	if opts.StreamLogs {
-		o.stream = ginkgo.GinkgoWriter
-	}
+	o := newOperator(env, binary, env.Cluster.Kubeconfig(), configPath, cfg, opts.ReadyTimeout, opts.StreamLogs)
 	fmt.Fprintf(ginkgo.GinkgoWriter, "starting copse-operator (log: %s)\n", o.logPath)
 	if err := o.start(ctx); err != nil {
 		_ = o.Kill()
@@ -365,4 +351,26 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// newOperator assembles the Operator that StartOperator and
+// StartOperatorProcess run: they differ only in identity and configuration.
+func newOperator(env *Env, binary, kubeconfig, configPath string, cfg *configv1alpha1.OperatorConfiguration,
+	readyTimeout time.Duration, streamLogs bool) *Operator {
+	o := &Operator{
+		binary:       binary,
+		kubeconfig:   kubeconfig,
+		configPath:   configPath,
+		logPath:      filepath.Join(env.Cluster.Dir(), "logs", "copse-operator.log"),
+		config:       cfg,
+		client:       env.Client,
+		readyTimeout: readyTimeout,
+	}
+	if o.readyTimeout == 0 {
+		o.readyTimeout = DefaultOperatorReadyTimeout
+	}
+	if streamLogs {
+		o.stream = ginkgo.GinkgoWriter
+	}
+	return o
 }
