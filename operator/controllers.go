@@ -7,10 +7,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/controller/podclique"
 	"github.com/copse-dev/copse/internal/controller/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/controller/podcliqueset"
 	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
 
@@ -31,18 +33,23 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)
 	}
 
-	pcsgReconciler := &podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+	pcsgReconciler := &podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Clock: clock.RealClock{}}
 	if err := pcsgReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliquescalinggroup.ControllerName, err)
 	}
 
 	pclqReconciler := &podclique.Reconciler{
-		Client:                  mgr.GetClient(),
-		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder(podclique.ControllerName),
-		Expectations:            expectations.New(expectations.Options{Logger: mgr.GetLogger().WithName("expectations")}),
-		GangScheduling:          backend.PodsJoinGangs(),
+		Client:       mgr.GetClient(),
+		Scheme:       mgr.GetScheme(),
+		Recorder:     mgr.GetEventRecorder(podclique.ControllerName),
+		Expectations: expectations.New(expectations.Options{Logger: mgr.GetLogger().WithName("expectations")}),
+		// Every pod copse creates is finished by these, in order.
+		Decorators: []blueprint.PodDecorator{
+			backend.PodDecorator(),
+			lifecycle.OutcomeFinalizer(),
+		},
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
+		Clock:                   clock.RealClock{},
 	}
 	if err := pclqReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podclique.ControllerName, err)

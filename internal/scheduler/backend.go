@@ -1,16 +1,17 @@
 // Package scheduler is the seam between copse and the scheduler that
-// places gangs. A Backend turns a PodCliqueSet's gangs into the objects its
-// scheduler understands; the PodClique controller only needs to know whether
-// pods join gangs. Backends for KAI or Volcano would implement the same
-// interface.
+// places gangs. Which pods form a gang is copse's decision
+// (blueprint.ReplicaGangs); a Backend turns gangs into the objects its
+// scheduler understands and prepares each pod to join its gang. Backends
+// for KAI or Volcano would implement the same interface.
 package scheduler
 
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	corev1 "k8s.io/api/core/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 )
 
 // Backend names, as in the operator configuration.
@@ -23,16 +24,17 @@ const (
 type Backend interface {
 	// Name is the backend's configuration name.
 	Name() string
-	// PodsJoinGangs tells the PodClique controller whether pods must name
-	// their gang (spec.schedulingGroup) when created.
-	PodsJoinGangs() bool
-	// SyncGangs creates, updates and deletes the backend's objects so that
-	// exactly the given gangs exist for pcs.
-	SyncGangs(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []Gang) error
-	// ReplicaGangObjects returns the backend's objects for one replica.
-	// Recreating a replica deletes them with its PodCliques, so that the new
-	// pods are scheduled as a new gang.
-	ReplicaGangObjects(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, replica int) ([]client.Object, error)
+	// PodDecorator prepares a pod for this scheduler (e.g. names its gang);
+	// the PodClique controller applies it to every pod it creates.
+	PodDecorator() blueprint.PodDecorator
+	// ReplicaResources are the backend's per-replica objects (its gangs), as
+	// rows of the PodCliqueSet controller's table: they are created with a
+	// replica's run and deleted and recreated with it.
+	ReplicaResources() []blueprint.ReplicaResource
+	// SyncPodCliqueSet keeps the backend's objects that are not per
+	// replica (e.g. the Workload describing the gang shapes) in line with
+	// the PodCliqueSet's gangs.
+	SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) error
 }
 
 // None places pods one by one with the default scheduler: no gang objects.
@@ -41,13 +43,15 @@ type None struct{}
 // Name implements Backend.
 func (None) Name() string { return BackendNone }
 
-// PodsJoinGangs implements Backend.
-func (None) PodsJoinGangs() bool { return false }
+// PodDecorator implements Backend: pods are left as they are.
+func (None) PodDecorator() blueprint.PodDecorator {
+	return blueprint.PodDecorator{Name: "scheduler-none", Decorate: func(*corev1.Pod, blueprint.PodContext) error { return nil }}
+}
 
-// SyncGangs implements Backend; there is nothing to sync.
-func (None) SyncGangs(context.Context, *copsev1alpha1.PodCliqueSet, []Gang) error { return nil }
+// ReplicaResources implements Backend; there are none.
+func (None) ReplicaResources() []blueprint.ReplicaResource { return nil }
 
-// ReplicaGangObjects implements Backend; there are none.
-func (None) ReplicaGangObjects(context.Context, *copsev1alpha1.PodCliqueSet, int) ([]client.Object, error) {
-	return nil, nil
+// SyncPodCliqueSet implements Backend; there is nothing to sync.
+func (None) SyncPodCliqueSet(context.Context, *copsev1alpha1.PodCliqueSet, []blueprint.Gang) error {
+	return nil
 }

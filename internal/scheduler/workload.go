@@ -2,19 +2,21 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -33,18 +35,41 @@ type Workload struct {
 // Name implements Backend.
 func (w *Workload) Name() string { return BackendWorkload }
 
-// PodsJoinGangs implements Backend.
-func (w *Workload) PodsJoinGangs() bool { return true }
-
-// SyncGangs implements Backend.
-func (w *Workload) SyncGangs(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []Gang) error {
-	if err := w.syncWorkload(ctx, pcs, gangs); err != nil {
-		return err
-	}
-	return w.syncPodGroups(ctx, pcs, gangs)
+// PodDecorator implements Backend: the pod joins the PodGroup named by its
+// PodClique's gang label.
+func (w *Workload) PodDecorator() blueprint.PodDecorator {
+	return blueprint.PodDecorator{Name: "scheduler-workload", Decorate: joinGang}
 }
 
-func (w *Workload) syncWorkload(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []Gang) error {
+func joinGang(pod *corev1.Pod, pc blueprint.PodContext) error {
+	if pc.Identity.Gang == "" {
+		return fmt.Errorf("label %s is missing; gang scheduling is on and the pods cannot join a gang without it", labels.PodGangKey)
+	}
+	pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(pc.Identity.Gang)}
+	return nil
+}
+
+// ReplicaResources implements Backend: one PodGroup per gang of the replica.
+func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
+	return []blueprint.ReplicaResource{{
+		Kind:      "PodGroup",
+		NewObject: func() client.Object { return &schedulingv1beta1.PodGroup{} },
+		NewList:   func() client.ObjectList { return &schedulingv1beta1.PodGroupList{} },
+		Desired: func(in blueprint.ReplicaInputs) []client.Object {
+			var out []client.Object
+			for _, gang := range blueprint.ReplicaGangs(in.PodCliqueSet, in.Replica, in.GroupReplicas) {
+				out = append(out, podGroupFor(in.PodCliqueSet, gang, in.Attempt))
+			}
+			return out
+		},
+		// A new run of the replica is a new gang: its pods are scheduled
+		// all-or-nothing again, and the old run's pods never count.
+		RecreatedWithReplica: true,
+	}}
+}
+
+// SyncPodCliqueSet implements Backend: the PodCliqueSet's Workload.
+func (w *Workload) SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) error {
 	desired := &schedulingv1beta1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: pcs.Namespace,
@@ -57,7 +82,7 @@ func (w *Workload) syncWorkload(ctx context.Context, pcs *copsev1alpha1.PodCliqu
 			},
 		},
 	}
-	for _, tmpl := range TemplateMinCounts(gangs) {
+	for _, tmpl := range blueprint.TemplateMinCounts(gangs) {
 		desired.Spec.PodGroupTemplates = append(desired.Spec.PodGroupTemplates, schedulingv1beta1.PodGroupTemplate{
 			Name:             tmpl.Template,
 			SchedulingPolicy: gangPolicy(tmpl.MinCount),
@@ -65,7 +90,7 @@ func (w *Workload) syncWorkload(ctx context.Context, pcs *copsev1alpha1.PodCliqu
 	}
 	if len(desired.Spec.PodGroupTemplates) == 0 {
 		// A PodCliqueSet scaled to zero has no gangs; a Workload needs a template.
-		desired.Spec.PodGroupTemplates = []schedulingv1beta1.PodGroupTemplate{{Name: BaseTemplate, SchedulingPolicy: gangPolicy(1)}}
+		desired.Spec.PodGroupTemplates = []schedulingv1beta1.PodGroupTemplate{{Name: blueprint.BaseTemplate, SchedulingPolicy: gangPolicy(1)}}
 	}
 	if err := controllerutil.SetControllerReference(pcs, desired, w.Scheme); err != nil {
 		return fmt.Errorf("owner reference on Workload %s/%s: %w", pcs.Namespace, pcs.Name, err)
@@ -93,69 +118,14 @@ func (w *Workload) syncWorkload(ctx context.Context, pcs *copsev1alpha1.PodCliqu
 	return nil
 }
 
-func (w *Workload) syncPodGroups(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []Gang) error {
-	var existing schedulingv1beta1.PodGroupList
-	if err := w.Client.List(ctx, &existing, client.InNamespace(pcs.Namespace),
-		client.MatchingLabels(labels.Merge(labels.ForPodCliqueSet(pcs.Name), map[string]string{labels.ComponentKey: labels.ComponentPodGroup}))); err != nil {
-		return fmt.Errorf("list PodGroups of %s/%s: %w", pcs.Namespace, pcs.Name, err)
-	}
-	existingByName := map[string]*schedulingv1beta1.PodGroup{}
-	for i := range existing.Items {
-		if metav1.IsControlledBy(&existing.Items[i], pcs) {
-			existingByName[existing.Items[i].Name] = &existing.Items[i]
-		}
-	}
-
-	var errs []error
-	wanted := map[string]bool{}
-	for _, gang := range gangs {
-		wanted[gang.Name] = true
-		if _, ok := existingByName[gang.Name]; ok {
-			continue
-		}
-		pg := podGroupFor(pcs, gang)
-		if err := controllerutil.SetControllerReference(pcs, pg, w.Scheme); err != nil {
-			errs = append(errs, fmt.Errorf("owner reference on PodGroup %s: %w", gang.Name, err))
-			continue
-		}
-		if err := w.Client.Create(ctx, pg); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("create PodGroup %s/%s: %w", pg.Namespace, pg.Name, err))
-		}
-	}
-	for name, pg := range existingByName {
-		if wanted[name] {
-			continue
-		}
-		err := w.Client.Delete(ctx, pg, client.Preconditions{UID: &pg.UID})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("delete PodGroup %s/%s: %w", pg.Namespace, pg.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// ReplicaGangObjects implements Backend: the replica's PodGroups.
-func (w *Workload) ReplicaGangObjects(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, replica int) ([]client.Object, error) {
-	var list schedulingv1beta1.PodGroupList
-	if err := w.Client.List(ctx, &list, client.InNamespace(pcs.Namespace), client.MatchingLabelsSelector{Selector: labels.SelectReplica(pcs.Name, replica)}); err != nil {
-		return nil, fmt.Errorf("list PodGroups of %s/%s replica %d: %w", pcs.Namespace, pcs.Name, replica, err)
-	}
-	var out []client.Object
-	for i := range list.Items {
-		if metav1.IsControlledBy(&list.Items[i], pcs) {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
-}
-
-func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang Gang) *schedulingv1beta1.PodGroup {
+func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang blueprint.Gang, attempt int32) *schedulingv1beta1.PodGroup {
 	return &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: pcs.Namespace,
 			Name:      gang.Name,
 			Labels: labels.Merge(labels.ForReplica(pcs.Name, gang.ReplicaIndex), map[string]string{
 				labels.ComponentKey: labels.ComponentPodGroup,
+				labels.AttemptKey:   fmt.Sprint(max(attempt, 0)),
 			}),
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
@@ -168,3 +138,4 @@ func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang Gang) *schedulingv1beta1.
 func gangPolicy(minCount int32) schedulingv1beta1.PodGroupSchedulingPolicy {
 	return schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: max(minCount, 1)}}
 }
+

@@ -23,6 +23,8 @@ import (
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restartCount`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].reason`
+// +kubebuilder:printcolumn:name="Last-Failure",type=string,JSONPath=`.status.lastFailure.summary`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.spec.template.?topologyConstraint.?packDomain.hasValue()",message="spec.template.topologyConstraint.packDomain is deprecated and not allowed on new objects; use pack.required",fieldPath=".spec.template.topologyConstraint.packDomain",optionalOldSelf=true,reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !has(self.spec.template.cliques) || !self.spec.template.cliques.exists(c, c.?topologyConstraint.?packDomain.hasValue())",message="spec.template.cliques[].topologyConstraint.packDomain is deprecated and not allowed on new objects; use pack.required",fieldPath=".spec.template.cliques",optionalOldSelf=true,reason=FieldValueForbidden
@@ -107,6 +109,46 @@ type PodCliqueSetStatus struct {
 	// +listType=map
 	// +listMapKey=replicaIndex
 	ReplicaRecreations []ReplicaRecreation `json:"replicaRecreations,omitempty"`
+	// LastFailure is the root cause of the latest replica failure of a
+	// Training workload: the first pod of the failed replica to fail, with
+	// its container, exit code, reason and node.
+	// +optional
+	LastFailure *PodFailure `json:"lastFailure,omitempty"`
+}
+
+// PodFailure describes one failed pod: why a replica restarted or a
+// workload failed.
+type PodFailure struct {
+	// Summary is one line for people and for kubectl's columns, e.g.
+	// "job-0-worker-3: container train exited 137 (OOMKilled) on node gpu-7".
+	Summary string `json:"summary"`
+	// ReplicaIndex is the PodCliqueSet replica of the pod.
+	// +kubebuilder:validation:Minimum=0
+	ReplicaIndex int32 `json:"replicaIndex"`
+	// Attempt is the run of the replica the pod belonged to.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// PodClique is the pod's PodClique.
+	PodClique string `json:"podClique"`
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// Node is the node the pod ran on; empty if it was never scheduled.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// Container is the first container that terminated with a non-zero exit
+	// code; empty when the pod failed as a whole (e.g. evicted).
+	// +optional
+	Container string `json:"container,omitempty"`
+	// ExitCode is the container's exit code.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Reason is the container's termination reason (e.g. OOMKilled, Error),
+	// or the pod's (e.g. Evicted, DeadlineExceeded).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// FinishedAt is when the pod failed.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
 // RecreationReason says why a replica is recreated.
@@ -129,21 +171,25 @@ type ReplicaRecreation struct {
 	ReplicaIndex int32 `json:"replicaIndex"`
 	// Reason says why.
 	Reason RecreationReason `json:"reason"`
-	// Attempt is the run the recreated replica starts: for a Training
-	// restart, the restart count after this restart; 0 otherwise. Pods of
-	// the recreated replica carry it in the copse.dev/attempt label.
+	// Attempt is the run the recreated replica starts: the replica's
+	// previous attempt plus one (its first run is attempt 0). Every object
+	// and pod of the new run carries it in the copse.dev/attempt label, so
+	// pods of different runs of one replica are told apart by label.
 	// +optional
 	Attempt int32 `json:"attempt,omitempty"`
 	// StartedAt is when the recreation was decided.
 	StartedAt metav1.Time `json:"startedAt"`
-	// CompletedAt is when the last object of the old replica was gone; the
-	// new replica's objects are created after it is set.
+	// CompletedAt is when the last object and the last pod of the old
+	// replica were gone; the new replica's objects, gangs and pods are
+	// created only after it is set, so two runs of a replica never overlap.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// Deleting lists the UIDs of the objects that make up the old replica:
-	// PodCliques, PodCliqueScalingGroups and gang objects. Each is deleted
-	// with a UID precondition, so an object created after the decision is
-	// never deleted by it.
+	// PodCliques, PodCliqueScalingGroups, gang objects and the other
+	// per-replica objects. Each is deleted with a UID precondition, so an
+	// object created after the decision is never deleted by it. The old
+	// run's pods are not listed: they are the replica's pods whose
+	// copse.dev/attempt label is below Attempt.
 	// +optional
 	// +listType=set
 	Deleting []types.UID `json:"deleting,omitempty"`

@@ -78,4 +78,33 @@ const (
 	ConditionTypeSucceeded = "Succeeded"
 	// ReasonAllPodsSucceeded: every pod of the PodClique exited with code 0.
 	ReasonAllPodsSucceeded = "AllPodsSucceeded"
+
+	// ConditionTypeTerminationOverdue is True on a PodCliqueSet while a pod
+	// that the operator waits for (to finish a restart, or to end a failed
+	// workload) is still terminating well past its grace period, e.g. on an
+	// unreachable node. copse never force-deletes a pod; the message names
+	// the pods and their nodes so that someone can act.
+	ConditionTypeTerminationOverdue = "TerminationOverdue"
+	// ReasonPodsStuckTerminating: at least one pod is overdue.
+	ReasonPodsStuckTerminating = "PodsStuckTerminating"
+	// ReasonNoPodOverdue: no pod the operator waits for is overdue.
+	ReasonNoPodOverdue = "NoPodOverdue"
+
+	// ConditionTypePodCreationRefused is True on a PodClique while the API
+	// server refuses to create its pods (a ResourceQuota, a LimitRange,
+	// another admission webhook); the message quotes the API server. The
+	// controller retries with back-off and the condition turns False once a
+	// pod is created again.
+	ConditionTypePodCreationRefused = "PodCreationRefused"
+	// ReasonCreationRefused: the last attempt to create a pod was refused.
+	ReasonCreationRefused = "Refused"
+	// ReasonCreationAccepted: pods are being created again.
+	ReasonCreationAccepted = "Accepted"
 )
+
+// OutcomeFinalizer is on every pod of a Training PodClique until the pod's
+// outcome is recorded in its PodClique's status (succeededIndexes, or a
+// counted replacement), or the pod is no longer to be accounted for (its
+// replica restarts, its workload ended, its PodClique is gone). A pod that
+// exited 0 thus cannot vanish before copse knows that its index is done.
+const OutcomeFinalizer = "copse.dev/outcome"

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // ConditionReasonNeverAvailable is the reason of MinAvailableBreached=Unknown:
@@ -31,7 +33,7 @@ const maxFailuresNamed = 5
 // breachInput is what MinAvailableBreached is computed from, besides the
 // previous condition.
 type breachInput struct {
-	workload     copsev1alpha1.WorkloadType
+	training     bool
 	counts       podCounts
 	minAvailable int
 	// succeeded is true when the clique has the Succeeded condition.
@@ -65,8 +67,8 @@ type breachInput struct {
 // condition's lastTransitionTime as the moment the breach began.
 func minAvailableBreachedCondition(previous *metav1.Condition, in breachInput) metav1.Condition {
 	cond := metav1.Condition{Type: groveconstants.ConditionTypeMinAvailableBreached}
-	training := in.workload == copsev1alpha1.WorkloadTypeTraining
-	healthy, placed := in.counts.healthy(in.workload), in.counts.placed(in.workload)
+	training := in.training
+	healthy, placed := in.counts.healthy(training), in.counts.placed(training)
 	counts := fmt.Sprintf("%d ready and %d scheduled of minAvailable %d", in.counts.ready, in.counts.scheduled, in.minAvailable)
 	healthyWord := "ready"
 	if training {
@@ -107,26 +109,26 @@ func minAvailableBreachedCondition(previous *metav1.Condition, in breachInput) m
 
 // describeFailures names failed pods by index, lowest first, e.g.
 // "2 pods failed: index 1 (container train exited 1, Error), index 3 (Evicted)".
-func describeFailures(failed []podInfo) string {
+func describeFailures(failed []podstate.Summary) string {
 	ordered := slices.Clone(failed)
-	slices.SortFunc(ordered, func(a, b podInfo) int {
-		if a.hasIndex != b.hasIndex {
-			return boolFirst(a.hasIndex, b.hasIndex)
+	slices.SortFunc(ordered, func(a, b podstate.Summary) int {
+		if a.HasIndex != b.HasIndex {
+			return boolFirst(a.HasIndex, b.HasIndex)
 		}
-		if c := cmp.Compare(a.index, b.index); c != 0 {
+		if c := cmp.Compare(a.Index, b.Index); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.name, b.name)
+		return cmp.Compare(a.Name, b.Name)
 	})
 	parts := make([]string, 0, min(len(ordered), maxFailuresNamed)+1)
 	for _, p := range ordered[:min(len(ordered), maxFailuresNamed)] {
-		who := "pod " + p.name
-		if p.hasIndex {
-			who = fmt.Sprintf("index %d", p.index)
+		who := "pod " + p.Name
+		if p.HasIndex {
+			who = fmt.Sprintf("index %d", p.Index)
 		}
-		why := p.failure
-		if why == "" {
-			why = "failed"
+		why := "failed"
+		if p.Failure != nil {
+			why = p.Failure.String()
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", who, why))
 	}
@@ -144,13 +146,13 @@ func describeFailures(failed []podInfo) string {
 // minAvailable pods have a node. In a Training workload pods that exited 0
 // count as scheduled (podCounts.placed), so a finished clique does not look
 // unscheduled.
-func scheduledCondition(workload copsev1alpha1.WorkloadType, counts podCounts, minAvailable int) metav1.Condition {
-	placed := counts.placed(workload)
+func scheduledCondition(training bool, counts podCounts, minAvailable int) metav1.Condition {
+	placed := counts.placed(training)
 	cond := metav1.Condition{
 		Type:    groveconstants.ConditionTypePodCliqueScheduled,
 		Message: fmt.Sprintf("%d of minAvailable %d pods scheduled", placed, minAvailable),
 	}
-	if workload == copsev1alpha1.WorkloadTypeTraining && counts.succeeded > 0 {
+	if training && counts.succeeded > 0 {
 		cond.Message = fmt.Sprintf("%d of minAvailable %d pods scheduled, %d of them exited 0", placed, minAvailable, counts.succeeded)
 	}
 	if placed >= minAvailable {
@@ -163,31 +165,42 @@ func scheduledCondition(workload copsev1alpha1.WorkloadType, counts podCounts, m
 	return cond
 }
 
-// succeededCondition returns the Succeeded condition when a Training clique
-// is observed complete: every index 0..replicas-1 has a pod that exited 0
-// (a pod being deleted still counts, it did exit 0). Otherwise it returns
-// nil and the condition is not set; it is never False. A clique of no
-// replicas never succeeds.
-//
-// The caller sets it only while the clique does not have it yet: once True
-// it is never changed or removed, so completion outlives the pods.
-func succeededCondition(workload copsev1alpha1.WorkloadType, replicas int, pods []podInfo) *metav1.Condition {
-	if workload != copsev1alpha1.WorkloadTypeTraining || replicas <= 0 {
+// succeededCondition is the Succeeded condition of a Training clique that
+// is complete: every index exited 0. Its lastTransitionTime is when the last
+// of them finished, not when the operator noticed, so a completion observed
+// late (the operator was down) is judged by when it happened. It is set once
+// and never changed or removed, so completion outlives the pods.
+func succeededCondition(completion lifecycle.Completion, replicas int, now metav1.Time) metav1.Condition {
+	at := now
+	if !completion.LastSucceeded.IsZero() {
+		at = metav1.NewTime(completion.LastSucceeded)
+	}
+	return metav1.Condition{
+		Type:               copsev1alpha1.ConditionTypeSucceeded,
+		Status:             metav1.ConditionTrue,
+		Reason:             copsev1alpha1.ReasonAllPodsSucceeded,
+		Message:            fmt.Sprintf("all %d pods exited 0", replicas),
+		LastTransitionTime: at,
+	}
+}
+
+// refusalCondition is the PodCreationRefused condition after a creation
+// attempt: True quoting the API server's refusal (message), False once pods
+// are created again after a refusal. nil means no change: no refusal now and
+// none reported before, or the same refusal as reported.
+func refusalCondition(previous *metav1.Condition, message *string, now metav1.Time) *metav1.Condition {
+	cond := metav1.Condition{Type: copsev1alpha1.ConditionTypePodCreationRefused, LastTransitionTime: now}
+	switch {
+	case message != nil:
+		cond.Status, cond.Reason = metav1.ConditionTrue, copsev1alpha1.ReasonCreationRefused
+		cond.Message = "The API server refuses to create this clique's pods: " + *message
+	case previous == nil || previous.Status == metav1.ConditionFalse:
+		return nil
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, copsev1alpha1.ReasonCreationAccepted, "Pods are being created again"
+	}
+	if previous != nil && previous.Status == cond.Status && previous.Message == cond.Message {
 		return nil
 	}
-	done := make(map[int]bool, replicas)
-	for _, p := range pods {
-		if p.succeeded() && p.hasIndex && p.index < replicas {
-			done[p.index] = true
-		}
-	}
-	if len(done) < replicas {
-		return nil
-	}
-	return &metav1.Condition{
-		Type:    copsev1alpha1.ConditionTypeSucceeded,
-		Status:  metav1.ConditionTrue,
-		Reason:  copsev1alpha1.ReasonAllPodsSucceeded,
-		Message: fmt.Sprintf("all %d pods exited 0", replicas),
-	}
+	return &cond
 }

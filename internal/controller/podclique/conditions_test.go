@@ -3,11 +3,14 @@ package podclique
 import (
 	"strings"
 	"testing"
+	"time"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 const (
@@ -20,15 +23,15 @@ func breach(status metav1.ConditionStatus) *metav1.Condition {
 }
 
 // pods builds a clique from the given pods, indexed 0.. in order.
-func pods(mods ...func(*podInfo)) []podInfo {
-	out := make([]podInfo, len(mods))
+func pods(mods ...func(*podstate.Summary)) []podstate.Summary {
+	out := make([]podstate.Summary, len(mods))
 	for i, m := range mods {
 		out[i] = p(i, m)
 	}
 	return out
 }
 
-func running(*podInfo) {}
+func running(*podstate.Summary) {}
 
 func TestMinAvailableBreachedCondition(t *testing.T) {
 	const (
@@ -47,7 +50,7 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 		name       string
 		workload   copsev1alpha1.WorkloadType
 		previous   *metav1.Condition
-		pods       []podInfo
+		pods       []podstate.Summary
 		minAvail   int
 		succeeded  bool
 		wantStatus metav1.ConditionStatus
@@ -85,7 +88,7 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 		{"training: the message names exit codes", training, nil, pods(running, exitedWith(137, "OOMKilled")), 2, false, isTrue, podsFailed, "index 1 (container main exited 137, OOMKilled)"},
 		{"training: a failure above minAvailable is no breach (the pod is replaced)", training, breach(isFalse), pods(running, running, failed), 2, false, isFalse, sufficient, ""},
 		{"training: pods that exited 0 make up for a failure", training, breach(isFalse), pods(succeeded, running, failed), 2, false, isFalse, sufficient, ""},
-		{"training: a terminating failed pod is no failure", training, nil, pods(running, running, func(i *podInfo) { failed(i); terminating(i) }), 3, false, unknown, neverAvailable, ""},
+		{"training: a failed pod deleted by someone still failed", training, nil, pods(running, running, func(i *podstate.Summary) { failed(i); terminating(i) }), 3, false, isTrue, podsFailed, "index 2"},
 		{"training: a breach stays True once the failed pod is gone", training, breach(isTrue), pods(running, running), 3, false, isTrue, fewScheduled, ""},
 		{"training: a pod stopped being ready", training, breach(isFalse), pods(running, succeeded, notReady), 3, false, isTrue, fewReady, "ready or exited 0"},
 		{"training: a pod lost its node", training, breach(isFalse), pods(running, succeeded, unscheduled), 3, false, isTrue, fewScheduled, ""},
@@ -96,8 +99,8 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := minAvailableBreachedCondition(c.previous, breachInput{
-				workload:     c.workload,
-				counts:       countPods(c.pods),
+				training:     c.workload == training,
+				counts:       countFor(c.workload, c.pods),
 				minAvailable: c.minAvail,
 				succeeded:    c.succeeded,
 			})
@@ -112,7 +115,7 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 }
 
 func TestDescribeFailures(t *testing.T) {
-	var failedPods []podInfo
+	var failedPods []podstate.Summary
 	for i := 9; i >= 0; i-- {
 		failedPods = append(failedPods, p(i, exitedWith(int32(i+1), "Error")))
 	}
@@ -124,7 +127,7 @@ func TestDescribeFailures(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	if got := describeFailures([]podInfo{p(0, named("stray"), noIndex, failed)}); got != "1 pod failed: pod stray (failed)" {
+	if got := describeFailures([]podstate.Summary{p(0, named("stray"), noIndex, failed)}); got != "1 pod failed: pod stray (failed)" {
 		t.Errorf("got %q", got)
 	}
 }
@@ -132,7 +135,7 @@ func TestDescribeFailures(t *testing.T) {
 func TestScheduledCondition(t *testing.T) {
 	cases := []struct {
 		workload   copsev1alpha1.WorkloadType
-		pods       []podInfo
+		pods       []podstate.Summary
 		minAvail   int
 		wantStatus metav1.ConditionStatus
 		wantReason string
@@ -147,47 +150,57 @@ func TestScheduledCondition(t *testing.T) {
 		{training, pods(running, failed), 2, metav1.ConditionFalse, groveconstants.ConditionReasonInsufficientScheduledPods},
 	}
 	for i, c := range cases {
-		got := scheduledCondition(c.workload, countPods(c.pods), c.minAvail)
+		got := scheduledCondition(c.workload == training, countFor(c.workload, c.pods), c.minAvail)
 		if got.Type != groveconstants.ConditionTypePodCliqueScheduled || got.Status != c.wantStatus || got.Reason != c.wantReason {
 			t.Errorf("case %d (%s): got %s=%s (%s), want %s (%s)", i, c.workload, got.Type, got.Status, got.Reason, c.wantStatus, c.wantReason)
 		}
 	}
 }
 
-func TestSucceededCondition(t *testing.T) {
-	cases := []struct {
-		name     string
-		workload copsev1alpha1.WorkloadType
-		replicas int
-		pods     []podInfo
-		want     bool
-	}{
-		{"every index exited 0", training, 3, pods(succeeded, succeeded, succeeded), true},
-		{"one index still runs", training, 3, pods(succeeded, running, succeeded), false},
-		{"one index failed", training, 3, pods(succeeded, failed, succeeded), false},
-		{"one index has no pod", training, 3, pods(succeeded, succeeded), false},
-		{"a terminating pod that exited 0 still counts", training, 2, pods(succeeded, func(i *podInfo) { succeeded(i); terminating(i) }), true},
-		{"two pods on one index are one index", training, 2, []podInfo{p(0, succeeded), p(0, named("b"), succeeded)}, false},
-		{"an index beyond replicas does not count", training, 2, []podInfo{p(0, succeeded), p(2, succeeded)}, false},
-		{"a pod without index does not count", training, 1, []podInfo{p(0, noIndex, succeeded)}, false},
-		{"a failed pod on a done index does not matter", training, 1, []podInfo{p(0, succeeded), p(0, named("b"), failed)}, true},
-		{"no replicas is never success", training, 0, nil, false},
-		{"inference never succeeds", inference, 2, pods(succeeded, succeeded), false},
-		{"unknown workload never succeeds", "", 2, pods(succeeded, succeeded), false},
+func TestSucceededConditionIsDatedByThePods(t *testing.T) {
+	now := metav1.NewTime(t0)
+	completion := lifecycle.CliqueCompletion(2, "", nil, pods(func(i *podstate.Summary) { succeeded(i); finishedAt(t0.Add(-time.Hour))(i) },
+		func(i *podstate.Summary) { succeeded(i); finishedAt(t0.Add(-2 * time.Hour))(i) }))
+	got := succeededCondition(completion, 2, now)
+	if got.Type != copsev1alpha1.ConditionTypeSucceeded || got.Status != metav1.ConditionTrue ||
+		got.Reason != copsev1alpha1.ReasonAllPodsSucceeded || !strings.Contains(got.Message, "all 2 pods exited 0") {
+		t.Errorf("got %+v", got)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := succeededCondition(c.workload, c.replicas, c.pods)
-			if (got != nil) != c.want {
-				t.Fatalf("got %+v, want set: %v", got, c.want)
-			}
-			if got == nil {
-				return
-			}
-			if got.Type != copsev1alpha1.ConditionTypeSucceeded || got.Status != metav1.ConditionTrue ||
-				got.Reason != copsev1alpha1.ReasonAllPodsSucceeded || !strings.Contains(got.Message, "exited 0") {
-				t.Errorf("got %+v", got)
-			}
-		})
+	if !got.LastTransitionTime.Time.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("lastTransitionTime %v, want the last pod's finish %v, not the time it was seen", got.LastTransitionTime, t0.Add(-time.Hour))
 	}
+	unknownFinish := lifecycle.CliqueCompletion(1, "0", nil, nil)
+	if got := succeededCondition(unknownFinish, 1, now); !got.LastTransitionTime.Equal(&now) {
+		t.Errorf("without a known finish time the condition is dated now, got %v", got.LastTransitionTime)
+	}
+}
+
+func TestRefusalCondition(t *testing.T) {
+	now := metav1.NewTime(t0)
+	msg := `pods "x" is forbidden: exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10`
+	refused := refusalCondition(nil, &msg, now)
+	if refused == nil || refused.Status != metav1.ConditionTrue || refused.Reason != copsev1alpha1.ReasonCreationRefused ||
+		!strings.Contains(refused.Message, "exceeded quota: q") {
+		t.Fatalf("a refusal: %+v", refused)
+	}
+	if again := refusalCondition(refused, &msg, now); again != nil {
+		t.Errorf("the same refusal again must not rewrite the condition: %+v", again)
+	}
+	if none := refusalCondition(nil, nil, now); none != nil {
+		t.Errorf("no refusal, none before: no condition, got %+v", none)
+	}
+	accepted := refusalCondition(refused, nil, now)
+	if accepted == nil || accepted.Status != metav1.ConditionFalse || accepted.Reason != copsev1alpha1.ReasonCreationAccepted {
+		t.Fatalf("created again after a refusal: %+v", accepted)
+	}
+	if again := refusalCondition(accepted, nil, now); again != nil {
+		t.Errorf("still accepted: no change, got %+v", again)
+	}
+}
+
+// countFor counts pods as the controller does, with the Training
+// completion taken from the pods themselves.
+func countFor(workload copsev1alpha1.WorkloadType, pods []podstate.Summary) podCounts {
+	done := lifecycle.CliqueCompletion(1<<20, "", nil, pods).Succeeded.CountBelow(1 << 20)
+	return countPods(pods, workload == training, done, nil)
 }

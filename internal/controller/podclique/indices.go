@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // podsToCreate returns the indices at which to create pods so that desired
@@ -31,7 +33,7 @@ func podsToCreate(desired int, occupied []int) []int {
 // podsToDelete picks the surplus pods to remove on scale-in, cheapest loss
 // first: pods not scheduled, then pods not ready, then the highest indices,
 // so a shrinking clique keeps its lowest, healthiest members.
-func podsToDelete(surplus int, candidates []podInfo) []podInfo {
+func podsToDelete(surplus int, candidates []podstate.Summary) []podstate.Summary {
 	if surplus <= 0 {
 		return nil
 	}
@@ -44,10 +46,10 @@ func podsToDelete(surplus int, candidates []podInfo) []podInfo {
 // others as extra. Two pods share an index only after an expectation expired
 // while the cache still lagged; the extra ones are deleted so that every
 // hostname belongs to one pod.
-func onePodPerIndex(pods []podInfo) (kept, extra []podInfo) {
-	byIndex := map[int][]podInfo{}
+func onePodPerIndex(pods []podstate.Summary) (kept, extra []podstate.Summary) {
+	byIndex := map[int][]podstate.Summary{}
 	for _, p := range pods {
-		byIndex[p.index] = append(byIndex[p.index], p)
+		byIndex[p.Index] = append(byIndex[p.Index], p)
 	}
 	for _, index := range slices.Sorted(maps.Keys(byIndex)) {
 		same := byIndex[index]
@@ -59,17 +61,17 @@ func onePodPerIndex(pods []podInfo) (kept, extra []podInfo) {
 }
 
 // deleteFirst orders pods by how little deleting them costs.
-func deleteFirst(a, b podInfo) int {
-	if a.scheduled != b.scheduled {
-		return boolFirst(!a.scheduled, !b.scheduled)
+func deleteFirst(a, b podstate.Summary) int {
+	if a.Scheduled != b.Scheduled {
+		return boolFirst(!a.Scheduled, !b.Scheduled)
 	}
-	if a.ready != b.ready {
-		return boolFirst(!a.ready, !b.ready)
+	if a.Ready != b.Ready {
+		return boolFirst(!a.Ready, !b.Ready)
 	}
-	if c := cmp.Compare(b.index, a.index); c != 0 {
+	if c := cmp.Compare(b.Index, a.Index); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.name, b.name)
+	return cmp.Compare(a.Name, b.Name)
 }
 
 // boolFirst sorts true before false.

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 func TestPodsToCreate(t *testing.T) {
@@ -35,15 +37,15 @@ func TestPodsToDelete(t *testing.T) {
 	cases := []struct {
 		name       string
 		surplus    int
-		candidates []podInfo
+		candidates []podstate.Summary
 		want       []string
 	}{
-		{"nothing to delete", 0, []podInfo{p(0), p(1)}, []string{}},
-		{"highest index first", 2, []podInfo{p(0), p(1), p(2), p(3)}, []string{"pod-3", "pod-2"}},
-		{"unscheduled before scheduled", 1, []podInfo{p(0, unscheduled), p(1), p(2)}, []string{"pod-0"}},
-		{"not ready before ready", 1, []podInfo{p(0), p(1, notReady), p(2)}, []string{"pod-1"}},
-		{"unscheduled before not ready", 2, []podInfo{p(0, notReady), p(1), p(2, unscheduled), p(3)}, []string{"pod-2", "pod-0"}},
-		{"surplus larger than candidates", 5, []podInfo{p(0), p(1)}, []string{"pod-1", "pod-0"}},
+		{"nothing to delete", 0, []podstate.Summary{p(0), p(1)}, []string{}},
+		{"highest index first", 2, []podstate.Summary{p(0), p(1), p(2), p(3)}, []string{"pod-3", "pod-2"}},
+		{"unscheduled before scheduled", 1, []podstate.Summary{p(0, unscheduled), p(1), p(2)}, []string{"pod-0"}},
+		{"not ready before ready", 1, []podstate.Summary{p(0), p(1, notReady), p(2)}, []string{"pod-1"}},
+		{"unscheduled before not ready", 2, []podstate.Summary{p(0, notReady), p(1), p(2, unscheduled), p(3)}, []string{"pod-2", "pod-0"}},
+		{"surplus larger than candidates", 5, []podstate.Summary{p(0), p(1)}, []string{"pod-1", "pod-0"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestPodsToDelete(t *testing.T) {
 }
 
 func TestPodsToDeleteLeavesCandidatesAlone(t *testing.T) {
-	candidates := []podInfo{p(0), p(1), p(2)}
+	candidates := []podstate.Summary{p(0), p(1), p(2)}
 	podsToDelete(1, candidates)
 	if diff := cmp.Diff([]string{"pod-0", "pod-1", "pod-2"}, podNames(candidates)); diff != "" {
 		t.Errorf("candidates reordered (-want +got):\n%s", diff)
@@ -66,14 +68,14 @@ func TestPodsToDeleteLeavesCandidatesAlone(t *testing.T) {
 func TestOnePodPerIndex(t *testing.T) {
 	cases := []struct {
 		name      string
-		pods      []podInfo
+		pods      []podstate.Summary
 		wantKept  []string
 		wantExtra []string
 	}{
-		{"unique indices", []podInfo{p(1), p(0)}, []string{"pod-0", "pod-1"}, []string{}},
-		{"the ready pod of an index stays", []podInfo{p(0, named("a"), notReady), p(0, named("b"))}, []string{"b"}, []string{"a"}},
-		{"the scheduled pod of an index stays", []podInfo{p(0, named("a")), p(0, named("b"), unscheduled)}, []string{"a"}, []string{"b"}},
-		{"equal pods: a stable choice", []podInfo{p(0, named("b")), p(0, named("a")), p(0, named("c"))}, []string{"c"}, []string{"a", "b"}},
+		{"unique indices", []podstate.Summary{p(1), p(0)}, []string{"pod-0", "pod-1"}, []string{}},
+		{"the ready pod of an index stays", []podstate.Summary{p(0, named("a"), notReady), p(0, named("b"))}, []string{"b"}, []string{"a"}},
+		{"the scheduled pod of an index stays", []podstate.Summary{p(0, named("a")), p(0, named("b"), unscheduled)}, []string{"a"}, []string{"b"}},
+		{"equal pods: a stable choice", []podstate.Summary{p(0, named("b")), p(0, named("a")), p(0, named("c"))}, []string{"c"}, []string{"a", "b"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -22,8 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/scheduler"
+	"github.com/copse-dev/copse/internal/testfixtures"
 )
 
 // kubeletFinalizer keeps a deleted pod terminating in the store until the
@@ -185,11 +189,12 @@ func newHarness(t *testing.T, podsLinger bool, pcs *copsev1alpha1.PodCliqueSet, 
 		server: server, cache: cache, recorder: recorder,
 		pclq: client.ObjectKeyFromObject(pclq),
 		r: &Reconciler{
-			Client:         cache,
-			Scheme:         scheme,
-			Recorder:       recorder,
-			Expectations:   expectations.New(expectations.Options{}),
-			GangScheduling: true,
+			Client:       cache,
+			APIReader:    server,
+			Scheme:       scheme,
+			Recorder:     recorder,
+			Expectations: expectations.New(expectations.Options{}),
+			Decorators:   []blueprint.PodDecorator{(&scheduler.Workload{}).PodDecorator(), lifecycle.OutcomeFinalizer()},
 		},
 	}
 }
@@ -253,7 +258,7 @@ func TestLaggingCacheNeverDoublesWrites(t *testing.T) {
 			name = "deleted pods stay terminating for a while"
 		}
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, podsLinger, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(3))
+			h := newHarness(t, podsLinger, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(3))
 
 			// Scale-out from nothing while the cache shows no pod.
 			h.reconcile(t, 5)
@@ -314,7 +319,7 @@ func TestLaggingCacheNeverDoublesWrites(t *testing.T) {
 // TestFailedPodIsReplacedOnce: an Inference pod that failed is deleted and
 // recreated at its index, once, however often a stale cache shows it failed.
 func TestFailedPodIsReplacedOnce(t *testing.T) {
-	h := newHarness(t, true, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(3))
+	h := newHarness(t, true, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(3))
 	h.reconcile(t, 1)
 	alive, _ := h.server.pods(t)
 	var failedPod corev1.Pod
@@ -354,7 +359,7 @@ func TestFailedPodIsReplacedOnce(t *testing.T) {
 // TestTrainingSucceededPodIsKept: a Training pod that exited 0 keeps its
 // index and is not recreated.
 func TestTrainingSucceededPodIsKept(t *testing.T) {
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeTraining), testStandaloneClique(2))
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeTraining), testfixtures.StandaloneClique(2))
 	h.reconcile(t, 1)
 	alive, _ := h.server.pods(t)
 	done := alive[0]
@@ -370,16 +375,22 @@ func TestTrainingSucceededPodIsKept(t *testing.T) {
 }
 
 func TestGroupedCliquePodsCarryGroupEnvironment(t *testing.T) {
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testGroupedClique(2))
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.GroupedClique(2))
 	h.reconcile(t, 1)
 	alive, _ := h.server.pods(t)
 	if len(alive) != 2 {
 		t.Fatalf("%d pods, want 2", len(alive))
 	}
 	for _, pod := range alive {
-		env := envOf(pod.Spec.Containers[0])
+		env := map[string]string{}
+		for _, e := range pod.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
 		if env["GROVE_PCSG_TEMPLATE_NUM_PODS"] != "5" || env["GROVE_PCSG_NAME"] != "llm-1-decode" {
 			t.Errorf("pod %s env %v", pod.Name, env)
+		}
+		if pod.Spec.SchedulingGroup == nil || ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, "") != "llm-1-decode-2" {
+			t.Errorf("pod %s: the decorators were not applied: schedulingGroup %v", pod.Name, pod.Spec.SchedulingGroup)
 		}
 		if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].Kind != "PodClique" || !ptr.Deref(pod.OwnerReferences[0].Controller, false) {
 			t.Errorf("pod %s owner references %v", pod.Name, pod.OwnerReferences)
@@ -388,7 +399,7 @@ func TestGroupedCliquePodsCarryGroupEnvironment(t *testing.T) {
 }
 
 func TestStatusAndConditionsAreWritten(t *testing.T) {
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(2))
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(2))
 	h.reconcile(t, 1)
 	alive, _ := h.server.pods(t)
 	for i := range alive {
@@ -425,8 +436,8 @@ func TestStatusAndConditionsAreWritten(t *testing.T) {
 }
 
 func TestPodCliqueWithoutPodCliqueSetGetsNoPods(t *testing.T) {
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(2))
-	if err := h.server.Delete(context.Background(), testPodCliqueSet("")); err != nil {
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(2))
+	if err := h.server.Delete(context.Background(), testfixtures.PodCliqueSet("")); err != nil {
 		t.Fatal(err)
 	}
 	h.cache.catchUp(t)
@@ -440,9 +451,9 @@ func TestPodCliqueWithoutPodCliqueSetGetsNoPods(t *testing.T) {
 }
 
 func TestPodCliqueWithoutRequiredLabelsGetsNoPods(t *testing.T) {
-	pclq := testStandaloneClique(2)
+	pclq := testfixtures.StandaloneClique(2)
 	delete(pclq.Labels, labels.PodGangKey)
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), pclq)
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), pclq)
 	h.reconcile(t, 1)
 	if h.server.creates != 0 {
 		t.Errorf("%d pods created", h.server.creates)
@@ -458,13 +469,13 @@ func TestPodCliqueWithoutRequiredLabelsGetsNoPods(t *testing.T) {
 }
 
 func TestDeletedPodCliqueForgetsExpectations(t *testing.T) {
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(2))
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(2))
 	h.reconcile(t, 1)
 	key := expectations.Key(h.pclq.Namespace, h.pclq.Name)
 	if len(h.r.Expectations.Pending(key).Creations) != 2 {
 		t.Fatal("expected 2 pending creations")
 	}
-	if err := h.server.Delete(context.Background(), testStandaloneClique(2)); err != nil {
+	if err := h.server.Delete(context.Background(), testfixtures.StandaloneClique(2)); err != nil {
 		t.Fatal(err)
 	}
 	h.cache.catchUp(t)
@@ -479,7 +490,7 @@ func TestDeletedPodCliqueForgetsExpectations(t *testing.T) {
 // controller saw it gone gets its pods at once, although pods created for
 // its predecessor were never seen by the cache.
 func TestRecreatedPodCliqueIsNotHeldBackByItsPredecessor(t *testing.T) {
-	h := newHarness(t, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(3))
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(3))
 	h.reconcile(t, 1)
 	ctx := context.Background()
 	alive, _ := h.server.pods(t)
@@ -488,10 +499,10 @@ func TestRecreatedPodCliqueIsNotHeldBackByItsPredecessor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.server.Delete(ctx, testStandaloneClique(3)); err != nil {
+	if err := h.server.Delete(ctx, testfixtures.StandaloneClique(3)); err != nil {
 		t.Fatal(err)
 	}
-	successor := testStandaloneClique(3)
+	successor := testfixtures.StandaloneClique(3)
 	successor.UID = "successor-uid"
 	if err := h.server.Create(ctx, successor); err != nil {
 		t.Fatal(err)
@@ -512,9 +523,9 @@ func TestRecreatedPodCliqueIsNotHeldBackByItsPredecessor(t *testing.T) {
 
 func TestCreateFailureIsReportedAndRetried(t *testing.T) {
 	scheme := testScheme(t)
-	server := newAPIServer(t, scheme, false, testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(8))
+	server := newAPIServer(t, scheme, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(8))
 	refusing := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(testPodCliqueSet(copsev1alpha1.WorkloadTypeInference), testStandaloneClique(8)).
+		WithObjects(testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(8)).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				return fmt.Errorf("quota exceeded")
@@ -524,16 +535,16 @@ func TestCreateFailureIsReportedAndRetried(t *testing.T) {
 	cache := &laggingClient{apiServer: server, scheme: scheme}
 	cache.catchUp(t)
 	recorder := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: cache, Scheme: scheme, Recorder: recorder, Expectations: expectations.New(expectations.Options{})}
+	r := &Reconciler{Client: cache, APIReader: server, Scheme: scheme, Recorder: recorder, Expectations: expectations.New(expectations.Options{})}
 
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(testStandaloneClique(8))})
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(testfixtures.StandaloneClique(8))})
 	if err == nil {
 		t.Fatal("no error: the request would not be retried")
 	}
 	if e := <-recorder.Events; e[:len("Warning "+EventReasonPodCreateFailed)] != "Warning "+EventReasonPodCreateFailed {
 		t.Errorf("event %q", e)
 	}
-	if p := r.Expectations.Pending(expectations.Key(testNamespace, "llm-1-leader")); len(p.Creations) != 0 {
+	if p := r.Expectations.Pending(expectations.Key(testfixtures.Namespace, "llm-1-leader")); len(p.Creations) != 0 {
 		t.Errorf("failed creations recorded as expectations: %+v", p)
 	}
 }

@@ -1,9 +1,7 @@
 package podclique
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // replacement is what happens to a pod that ended.
@@ -13,8 +11,7 @@ const (
 	// keepPod leaves the pod where it is. It keeps its index, so no other pod
 	// is created in its place.
 	keepPod replacement = iota
-	// replacePod deletes the pod and creates a new one with the same index
-	// in the same reconcile.
+	// replacePod deletes the pod and creates a new one with the same index.
 	replacePod
 )
 
@@ -29,23 +26,24 @@ func (r replacement) String() string {
 // or Failed) are ever replaced; a pod that was deleted needs no decision, its
 // index is simply free and gets a new pod.
 //
-// Inference, as in Grove, runs forever: every ended pod is replaced.
+// Inference, as in Grove, runs forever: every ended pod is replaced at once.
 //
 // Training is finite. A pod that exited 0 has done its work and stays, as the
 // record that its index succeeded. A failed pod is replaced only while the
 // clique still has minAvailable healthy pods (ready or exited 0,
-// podCounts.healthy) without it (cliqueAvailable); otherwise it stays, the
-// clique reports MinAvailableBreached=True (PodsFailed), and recovering the
-// gang is the replica restart's job, not this controller's. The two rules
-// use the same count, so a failed pod is either replaced or a breach.
-func replacementDecision(workload copsev1alpha1.WorkloadType, pod podInfo, cliqueAvailable bool) replacement {
-	if !pod.terminal() {
+// podCounts.healthy) without it (cliqueAvailable), and then only after the
+// replacement back-off (planPods); otherwise it stays, the clique reports
+// MinAvailableBreached=True (PodsFailed), and recovering the gang is the
+// replica restart's job. The two rules use the same count, so a failed pod
+// is either replaced or a breach.
+func replacementDecision(training bool, pod podstate.Summary, cliqueAvailable bool) replacement {
+	if !pod.Terminal() {
 		return keepPod
 	}
-	if workload != copsev1alpha1.WorkloadTypeTraining {
+	if !training {
 		return replacePod
 	}
-	if pod.phase == corev1.PodFailed && cliqueAvailable {
+	if pod.Failed() && cliqueAvailable {
 		return replacePod
 	}
 	return keepPod

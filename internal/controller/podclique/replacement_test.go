@@ -4,17 +4,14 @@ import (
 	"testing"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 func TestReplacementDecision(t *testing.T) {
-	const (
-		inference = copsev1alpha1.WorkloadTypeInference
-		training  = copsev1alpha1.WorkloadTypeTraining
-	)
 	cases := []struct {
 		name      string
 		workload  copsev1alpha1.WorkloadType
-		pod       podInfo
+		pod       podstate.Summary
 		available bool
 		want      replacement
 	}{
@@ -31,7 +28,7 @@ func TestReplacementDecision(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := replacementDecision(c.workload, c.pod, c.available); got != c.want {
+			if got := replacementDecision(c.workload == training, c.pod, c.available); got != c.want {
 				t.Errorf("got %v, want %v", got, c.want)
 			}
 		})

@@ -1,25 +1,39 @@
 package podclique
 
 import (
+	"context"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "podclique"
 
 // SetupWithManager registers the controller. Fields left nil are taken from
-// the manager (Client, Scheme, Recorder, APIReader) or created (Expectations).
+// the manager (Client, Scheme, Recorder, APIReader) or created (Expectations,
+// Clock).
 //
-// PodCliques are watched for spec and label changes only: the controller's
-// own status writes need no reconcile. Pod events reach the PodClique that
-// controls the pod.
+// PodCliques are watched for spec and label changes and deletion: the
+// controller's own status writes need no reconcile. Pod events reach the
+// PodClique named by the pod's label, so a pod whose PodClique is gone still
+// gets its finalizer released. A change of a ResourceQuota or LimitRange
+// ends the creation back-off of the namespace's refused cliques.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -38,11 +52,106 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Logger: mgr.GetLogger().WithName(ControllerName).WithName("expectations"),
 		})
 	}
+	r.once.Do(r.init)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&copsev1alpha1.PodClique{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&corev1.Pod{}).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted()))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToPodClique)).
+		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(quotaLoosened())).
+		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(limitsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// init fills what a Reconciler built without SetupWithManager (tests) needs.
+func (r *Reconciler) init() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.history == nil {
+		r.history = newCreationHistory(r.Clock.Now)
+	}
+}
+
+// podToPodClique maps a pod to the PodClique its label names, so that pods
+// of a deleted PodClique reach a reconcile that releases their finalizers.
+func podToPodClique(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[labels.PodCliqueKey]
+	if name == "" || obj.GetLabels()[labels.ManagedByKey] != labels.ManagedByValue {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// refusedCliques ends the creation back-off in the object's namespace and
+// returns the cliques that were paused, so they try again at once.
+func (r *Reconciler) refusedCliques(ctx context.Context, obj client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, key := range r.history.resumeNamespace(obj.GetNamespace()) {
+		if ns, name, ok := strings.Cut(key, "/"); ok {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
+		}
+	}
+	// Cliques refused before this process started are known only by their
+	// condition.
+	var cliques copsev1alpha1.PodCliqueList
+	if err := r.Client.List(ctx, &cliques, client.InNamespace(obj.GetNamespace())); err == nil {
+		for i := range cliques.Items {
+			if meta.IsStatusConditionTrue(cliques.Items[i].Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cliques.Items[i])})
+			}
+		}
+	}
+	return out
+}
+
+// deletionStarted passes the update that gives a PodClique its deletion
+// timestamp, so its pods' finalizers are released at once.
+func deletionStarted() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+	}}
+}
+
+// quotaLoosened passes ResourceQuota changes that may let a refused pod in:
+// a changed limit, less usage, or the quota's deletion. Usage grows with
+// every pod created in the namespace; those updates cannot help and pass
+// nothing.
+func quotaLoosened() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.ResourceQuota)
+			cur, okNew := e.ObjectNew.(*corev1.ResourceQuota)
+			if !okOld || !okNew {
+				return false
+			}
+			if !equality.Semantic.DeepEqual(old.Spec, cur.Spec) {
+				return true
+			}
+			for name, was := range old.Status.Used {
+				if now, ok := cur.Status.Used[name]; !ok || now.Cmp(was) < 0 {
+					return true
+				}
+			}
+			return false
+		},
+	}
+}
+
+// limitsChanged passes LimitRange changes of their limits and deletions.
+func limitsChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.LimitRange)
+			cur, okNew := e.ObjectNew.(*corev1.LimitRange)
+			return okOld && okNew && !equality.Semantic.DeepEqual(old.Spec, cur.Spec)
+		},
+	}
 }

@@ -1,21 +1,20 @@
 package podclique
 
 import (
+	"slices"
+
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
-	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 )
-
-// minAvailable is spec.minAvailable, which Grove defaults to spec.replicas.
-func minAvailable(spec grovecorev1alpha1.PodCliqueSpec) int {
-	return int(ptr.Deref(spec.MinAvailable, spec.Replicas))
-}
 
 // podSelector selects a PodClique's pods; it is the scale subresource's
 // selector, so a HorizontalPodAutoscaler finds the pods' metrics.
@@ -23,62 +22,115 @@ func podSelector(podClique string) string {
 	return k8slabels.SelectorFromSet(k8slabels.Set{labels.PodCliqueKey: podClique}).String()
 }
 
-// cliqueSucceeded reports whether the clique is done: it already has the
-// Succeeded condition, or its pods show now that it has succeeded (in which
-// case this reconcile's status write adds the condition).
-func cliqueSucceeded(pclq *copsev1alpha1.PodClique, w workloadState, pods []podInfo) bool {
-	if meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded) {
-		return true
-	}
-	return w.known && succeededCondition(w.workload, int(pclq.Spec.Replicas), pods) != nil
+// statusInput is what a PodClique's status is computed from, besides the
+// PodClique itself.
+type statusInput struct {
+	pods     []podstate.Summary
+	workload workloadState
+	// completion is the Training clique's completion (recorded and observed).
+	completion lifecycle.Completion
+	// replaced are the failed pods whose replacement this pass decides;
+	// they are added to podReplacements and replacingPods.
+	replaced []podstate.Summary
+	now      metav1.Time
 }
 
-// computeStatus returns the PodClique's status for the pods the cache shows.
-// Fields this controller does not own yet (updatedReplicas, hashes, update
-// progress, lastErrors, conditions of other types) are carried over. Only
-// pods that are neither ended nor terminating are counted in the replica
-// fields. now stamps the conditions whose status changes.
+// computeStatus returns the PodClique's status. It is the only place the
+// status is computed. Fields this controller does not own (updatedReplicas,
+// hashes, update progress, lastErrors, conditions of other types) are
+// carried over. Only pods that are neither ended nor terminating are counted
+// in the replica fields. now stamps the conditions whose status changes.
 //
 // The conditions depend on the workload type, so they are left as they are
-// when the PodCliqueSet is unknown (w.known false); only the counts are
-// updated then. The Succeeded condition, once True, is never touched again.
-func computeStatus(pclq *copsev1alpha1.PodClique, pods []podInfo, w workloadState, now metav1.Time) grovecorev1alpha1.PodCliqueStatus {
+// when the PodCliqueSet is unknown (workload.known false); only the counts
+// are updated then. The Succeeded condition, once True, is never touched
+// again, and the Training records only grow: an index that exited 0 stays
+// recorded, and a replacement stays counted.
+func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.PodCliqueStatus {
 	status := *pclq.Status.DeepCopy()
-	counts := countPods(pods)
+	status.Conditions = slices.Clone(status.Conditions)
+	training := in.workload.training()
+	replacing := replacingAfter(pclq.Status.ReplacingPods, in.pods, in.replaced)
+	counts := countPods(in.pods, training, in.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), replacing)
 	status.ObservedGeneration = ptr.To(pclq.Generation)
 	status.Replicas = int32(counts.active)
 	status.ReadyReplicas = int32(counts.ready)
 	status.ScheduledReplicas = int32(counts.scheduled)
 	status.ScheduleGatedReplicas = int32(counts.gated)
 	status.Selector = ptr.To(podSelector(pclq.Name))
-	if !w.known {
+	if !in.workload.known {
 		return status
 	}
 
-	minAvail := minAvailable(pclq.Spec)
-	succeeded := meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)
-	var newlySucceeded *metav1.Condition
-	if !succeeded {
-		newlySucceeded = succeededCondition(w.workload, int(pclq.Spec.Replicas), pods)
-		succeeded = newlySucceeded != nil
+	if training {
+		status.SucceededIndexes = in.completion.Succeeded.String()
+		if !in.completion.LastSucceeded.IsZero() {
+			status.LastSucceededTime = &metav1.Time{Time: in.completion.LastSucceeded}
+		}
+		status.PodReplacements += int32(len(in.replaced))
+		status.ReplacingPods = sortedUIDs(replacing)
 	}
+
+	minAvail := int(pclq.MinAvailable())
+	alreadySucceeded := meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)
+	newlySucceeded := training && !alreadySucceeded && in.completion.Complete
 	previousBreach := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
 	conditions := []metav1.Condition{
-		scheduledCondition(w.workload, counts, minAvail),
+		scheduledCondition(training, counts, minAvail),
 		minAvailableBreachedCondition(previousBreach, breachInput{
-			workload:     w.workload,
+			training:     training,
 			counts:       counts,
 			minAvailable: minAvail,
-			succeeded:    succeeded,
+			succeeded:    alreadySucceeded || newlySucceeded,
 		}),
-	}
-	if newlySucceeded != nil {
-		conditions = append(conditions, *newlySucceeded)
 	}
 	for _, cond := range conditions {
 		cond.ObservedGeneration = pclq.Generation
-		cond.LastTransitionTime = now
+		cond.LastTransitionTime = in.now
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+	if newlySucceeded {
+		cond := succeededCondition(in.completion, int(pclq.Spec.Replicas), in.now)
+		cond.ObservedGeneration = pclq.Generation
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
 	return status
+}
+
+// replacingAfter is status.replacingPods after this pass: the recorded
+// replacements whose pod still exists, plus those decided now.
+func replacingAfter(previous []types.UID, pods []podstate.Summary, replaced []podstate.Summary) map[types.UID]bool {
+	present := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		present[p.UID] = true
+	}
+	out := map[types.UID]bool{}
+	for _, uid := range previous {
+		if present[uid] {
+			out[uid] = true
+		}
+	}
+	for _, p := range replaced {
+		out[p.UID] = true
+	}
+	return out
+}
+
+func sortedUIDs(set map[types.UID]bool) []types.UID {
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]types.UID, 0, len(set))
+	for uid := range set {
+		out = append(out, uid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cliqueComplete reports whether the Training clique is done: it has the
+// Succeeded condition, or its completion shows it now (this pass's status
+// write adds the condition).
+func cliqueComplete(pclq *copsev1alpha1.PodClique, completion lifecycle.Completion) bool {
+	return meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded) || completion.Complete
 }

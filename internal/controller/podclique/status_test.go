@@ -10,15 +10,28 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 var (
 	inferenceWorkload = workloadState{known: true, workload: copsev1alpha1.WorkloadTypeInference}
 	trainingWorkload  = workloadState{known: true, workload: copsev1alpha1.WorkloadTypeTraining}
 )
+
+// statusFor is computeStatus as the reconciler calls it when nothing is
+// replaced: the Training completion from the clique's record and its pods.
+func statusFor(pclq *copsev1alpha1.PodClique, pods []podstate.Summary, w workloadState, now metav1.Time) copsev1alpha1.PodCliqueStatus {
+	var completion lifecycle.Completion
+	if w.training() {
+		completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, pods)
+	}
+	return computeStatus(pclq, statusInput{pods: pods, workload: w, completion: completion, now: now})
+}
 
 func statusTestClique(replicas int32, minAvailable *int32) *copsev1alpha1.PodClique {
 	return &copsev1alpha1.PodClique{
@@ -31,7 +44,7 @@ func TestComputeStatusCounts(t *testing.T) {
 	pclq := statusTestClique(6, ptr.To[int32](2))
 	pclq.Status.UpdatedReplicas = 3
 	pclq.Status.Conditions = []metav1.Condition{{Type: "SomethingElse", Status: metav1.ConditionTrue, Reason: "Kept"}}
-	pods := []podInfo{
+	pods := []podstate.Summary{
 		p(0),                        // ready, scheduled
 		p(1, notReady),              // scheduled
 		p(2, unscheduled),           // pending
@@ -41,9 +54,9 @@ func TestComputeStatusCounts(t *testing.T) {
 		p(6, terminating),           // terminating: not counted
 		p(7, terminating, notReady), // terminating: not counted
 	}
-	got := computeStatus(pclq, pods, inferenceWorkload, metav1.Now())
+	got := statusFor(pclq, pods, inferenceWorkload, metav1.Now())
 
-	want := grovecorev1alpha1.PodCliqueStatus{
+	want := copsev1alpha1.PodCliqueStatus{PodCliqueStatus: grovecorev1alpha1.PodCliqueStatus{
 		ObservedGeneration:    ptr.To[int64](4),
 		Replicas:              4,
 		ReadyReplicas:         1,
@@ -51,7 +64,7 @@ func TestComputeStatusCounts(t *testing.T) {
 		ScheduleGatedReplicas: 1,
 		UpdatedReplicas:       3,
 		Selector:              ptr.To("grove.io/podclique=llm-0-worker"),
-	}
+	}}
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Conditions" }, cmp.Ignore())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -70,7 +83,7 @@ func TestComputeStatusCounts(t *testing.T) {
 
 func TestComputeStatusMinAvailableDefaultsToReplicas(t *testing.T) {
 	pclq := statusTestClique(3, nil)
-	got := computeStatus(pclq, []podInfo{p(0), p(1)}, inferenceWorkload, metav1.Now())
+	got := statusFor(pclq, []podstate.Summary{p(0), p(1)}, inferenceWorkload, metav1.Now())
 	if c := meta.FindStatusCondition(got.Conditions, groveconstants.ConditionTypePodCliqueScheduled); c.Status != metav1.ConditionFalse {
 		t.Errorf("2 of 3 scheduled with minAvailable unset: PodCliqueScheduled = %s, want False", c.Status)
 	}
@@ -79,26 +92,26 @@ func TestComputeStatusMinAvailableDefaultsToReplicas(t *testing.T) {
 // TestBreachLifecycle walks one clique through start, availability, breach
 // and recovery, checking that lastTransitionTime moves only with the status.
 func TestBreachLifecycle(t *testing.T) {
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) // shadows the package t0: these steps count from 0
 	at := func(minutes int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)) }
 	steps := []struct {
-		pods       []podInfo
+		pods       []podstate.Summary
 		now        metav1.Time
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantSince  metav1.Time
 	}{
-		{[]podInfo{p(0, unscheduled), p(1, unscheduled)}, at(0), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
-		{[]podInfo{p(0), p(1, notReady)}, at(1), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
-		{[]podInfo{p(0), p(1)}, at(2), metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, at(2)},
-		{[]podInfo{p(0), p(1)}, at(3), metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, at(2)},
-		{[]podInfo{p(0), p(1, notReady)}, at(4), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientReadyPods, at(4)},
-		{[]podInfo{p(0)}, at(5), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods, at(4)},
-		{[]podInfo{p(0), p(1)}, at(6), metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, at(6)},
+		{[]podstate.Summary{p(0, unscheduled), p(1, unscheduled)}, at(0), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
+		{[]podstate.Summary{p(0), p(1, notReady)}, at(1), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
+		{[]podstate.Summary{p(0), p(1)}, at(2), metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, at(2)},
+		{[]podstate.Summary{p(0), p(1)}, at(3), metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, at(2)},
+		{[]podstate.Summary{p(0), p(1, notReady)}, at(4), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientReadyPods, at(4)},
+		{[]podstate.Summary{p(0)}, at(5), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods, at(4)},
+		{[]podstate.Summary{p(0), p(1)}, at(6), metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, at(6)},
 	}
 	pclq := statusTestClique(2, nil)
 	for i, s := range steps {
-		pclq.Status = computeStatus(pclq, s.pods, inferenceWorkload, s.now)
+		pclq.Status = statusFor(pclq, s.pods, inferenceWorkload, s.now)
 		c := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
 		if c.Status != s.wantStatus || c.Reason != s.wantReason || !c.LastTransitionTime.Equal(&s.wantSince) {
 			t.Fatalf("step %d: got %s (%s) since %s, want %s (%s) since %s",
@@ -113,7 +126,7 @@ func TestComputeStatusWithoutPodCliqueSetKeepsConditions(t *testing.T) {
 		{Type: groveconstants.ConditionTypeMinAvailableBreached, Status: metav1.ConditionFalse, Reason: "Before"},
 	}
 	before := pclq.Status.DeepCopy()
-	got := computeStatus(pclq, []podInfo{p(0, succeeded), p(1, failed)}, workloadState{}, metav1.Now())
+	got := statusFor(pclq, []podstate.Summary{p(0, succeeded), p(1, failed)}, workloadState{}, metav1.Now())
 	if diff := cmp.Diff(before.Conditions, got.Conditions); diff != "" {
 		t.Errorf("conditions changed without knowing the workload type (-before +after):\n%s", diff)
 	}
@@ -127,11 +140,11 @@ func TestComputeStatusWithoutPodCliqueSetKeepsConditions(t *testing.T) {
 // available, Succeeded appears in the status computed from the pods that
 // show it, and neither it nor the breach condition changes afterwards.
 func TestTrainingStatusLifecycle(t *testing.T) {
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) // shadows the package t0: these steps count from 0
 	at := func(minutes int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)) }
 	steps := []struct {
 		name          string
-		pods          []podInfo
+		pods          []podstate.Summary
 		now           metav1.Time
 		wantBreach    metav1.ConditionStatus
 		wantReason    string
@@ -139,23 +152,23 @@ func TestTrainingStatusLifecycle(t *testing.T) {
 		wantSucceeded bool
 		wantSince     metav1.Time // of Succeeded, when set
 	}{
-		{"starting", []podInfo{p(0, unscheduled), p(1, unscheduled)}, at(0),
+		{"starting", []podstate.Summary{p(0, unscheduled), p(1, unscheduled)}, at(0),
 			metav1.ConditionUnknown, ConditionReasonNeverAvailable, metav1.ConditionFalse, false, metav1.Time{}},
-		{"running", []podInfo{p(0), p(1)}, at(1),
+		{"running", []podstate.Summary{p(0), p(1)}, at(1),
 			metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, metav1.ConditionTrue, false, metav1.Time{}},
-		{"one finished", []podInfo{p(0, succeeded), p(1)}, at(2),
+		{"one finished", []podstate.Summary{p(0, succeeded), p(1)}, at(2),
 			metav1.ConditionFalse, groveconstants.ConditionReasonSufficientReadyPods, metav1.ConditionTrue, false, metav1.Time{}},
-		{"all finished", []podInfo{p(0, succeeded), p(1, succeeded)}, at(3),
+		{"all finished", []podstate.Summary{p(0, succeeded), p(1, succeeded)}, at(3),
 			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionTrue, true, at(3)},
-		{"pods garbage collected", nil, at(4),
-			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionFalse, true, at(3)},
-		{"a stray pod failed", []podInfo{p(0, failed)}, at(5),
-			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionFalse, true, at(3)},
+		{"pods garbage collected: the record still says so", nil, at(4),
+			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionTrue, true, at(3)},
+		{"a stray pod failed", []podstate.Summary{p(0, failed)}, at(5),
+			metav1.ConditionFalse, copsev1alpha1.ReasonAllPodsSucceeded, metav1.ConditionTrue, true, at(3)},
 	}
 	pclq := statusTestClique(2, nil)
 	var firstSucceeded *metav1.Condition
 	for _, s := range steps {
-		pclq.Status = computeStatus(pclq, s.pods, trainingWorkload, s.now)
+		pclq.Status = statusFor(pclq, s.pods, trainingWorkload, s.now)
 		breached := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
 		if breached.Status != s.wantBreach || breached.Reason != s.wantReason {
 			t.Errorf("%s: MinAvailableBreached %s (%s), want %s (%s)", s.name, breached.Status, breached.Reason, s.wantBreach, s.wantReason)
@@ -187,23 +200,24 @@ func TestTrainingStatusLifecycle(t *testing.T) {
 // clique is still starting is a breach from that moment, and stays one
 // after the failed pod is gone.
 func TestTrainingFailureBreachesAtOnce(t *testing.T) {
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) // shadows the package t0: these steps count from 0
 	at := func(minutes int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)) }
 	steps := []struct {
-		pods       []podInfo
+		pods       []podstate.Summary
 		now        metav1.Time
 		wantStatus metav1.ConditionStatus
 		wantReason string
 		wantSince  metav1.Time
 	}{
-		{[]podInfo{p(0, unscheduled), p(1, unscheduled)}, at(0), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
-		{[]podInfo{p(0), p(1, notReady)}, at(1), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
-		{[]podInfo{p(0), p(1, exitedWith(1, "Error"))}, at(2), metav1.ConditionTrue, ConditionReasonPodsFailed, at(2)},
-		{[]podInfo{p(0), p(1, failed, terminating)}, at(3), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods, at(2)},
+		{[]podstate.Summary{p(0, unscheduled), p(1, unscheduled)}, at(0), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
+		{[]podstate.Summary{p(0), p(1, notReady)}, at(1), metav1.ConditionUnknown, ConditionReasonNeverAvailable, at(0)},
+		{[]podstate.Summary{p(0), p(1, exitedWith(1, "Error"))}, at(2), metav1.ConditionTrue, ConditionReasonPodsFailed, at(2)},
+		{[]podstate.Summary{p(0), p(1, exitedWith(1, "Error"), terminating)}, at(3), metav1.ConditionTrue, ConditionReasonPodsFailed, at(2)},
+		{[]podstate.Summary{p(0)}, at(4), metav1.ConditionTrue, groveconstants.ConditionReasonInsufficientScheduledPods, at(2)},
 	}
 	pclq := statusTestClique(2, nil)
 	for i, s := range steps {
-		pclq.Status = computeStatus(pclq, s.pods, trainingWorkload, s.now)
+		pclq.Status = statusFor(pclq, s.pods, trainingWorkload, s.now)
 		c := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
 		if c.Status != s.wantStatus || c.Reason != s.wantReason || !c.LastTransitionTime.Equal(&s.wantSince) {
 			t.Fatalf("step %d: got %s (%s) since %s, want %s (%s) since %s",
@@ -212,5 +226,28 @@ func TestTrainingFailureBreachesAtOnce(t *testing.T) {
 		if s.wantReason == ConditionReasonPodsFailed && !strings.Contains(c.Message, "index 1 (container main exited 1, Error)") {
 			t.Errorf("step %d: message %q does not name the failed pod", i, c.Message)
 		}
+	}
+}
+
+// TestTrainingRecords: the indices that exited 0 and the replacements are
+// recorded in status, only grow, and survive the pods.
+func TestTrainingRecords(t *testing.T) {
+	pclq := statusTestClique(4, ptr.To[int32](2))
+	first := t0.Add(-time.Hour)
+	pods := []podstate.Summary{p(0, succeeded, finishedAt(first)), p(1, succeeded, finishedAt(first.Add(time.Minute))), p(2), p(3, failed)}
+	completion := lifecycle.CliqueCompletion(4, "", nil, pods)
+	got := computeStatus(pclq, statusInput{pods: pods, workload: trainingWorkload, completion: completion, replaced: pods[3:], now: metav1.NewTime(t0)})
+	if got.SucceededIndexes != "0-1" || !got.LastSucceededTime.Time.Equal(first.Add(time.Minute)) {
+		t.Errorf("succeeded %q at %v", got.SucceededIndexes, got.LastSucceededTime)
+	}
+	if got.PodReplacements != 1 || !cmp.Equal(got.ReplacingPods, []types.UID{"uid-3"}) {
+		t.Errorf("replacements %d replacing %v, want 1 [uid-3]", got.PodReplacements, got.ReplacingPods)
+	}
+
+	pclq.Status = got
+	next := statusFor(pclq, []podstate.Summary{p(2)}, trainingWorkload, metav1.NewTime(t0))
+	if next.SucceededIndexes != "0-1" || next.PodReplacements != 1 || next.ReplacingPods != nil {
+		t.Errorf("after the pods are gone: succeeded %q replacements %d replacing %v; want the records kept and the replaced pod dropped",
+			next.SucceededIndexes, next.PodReplacements, next.ReplacingPods)
 	}
 }

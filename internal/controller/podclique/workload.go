@@ -1,9 +1,9 @@
 package podclique
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // workloadState is what the PodClique controller needs to know about the
@@ -12,41 +12,27 @@ type workloadState struct {
 	// known is false when the PodCliqueSet could not be found; the other
 	// fields are then meaningless.
 	known bool
-	// workload is the PodCliqueSet's spec.workloadType; an unset type is
-	// Inference.
+	// workload is the PodCliqueSet's spec.workloadType (never empty).
 	workload copsev1alpha1.WorkloadType
-	// ended is true for a Training workload that is over: status.phase is
-	// Succeeded or Failed, or the Failed condition is True (the PodCliqueSet
-	// controller may delete pods before the phase is written). Always false
-	// for Inference.
+	// ended: a Training workload that is over (lifecycle.WorkloadEnded).
 	ended bool
+	// blocked is lifecycle.MayCreatePods' reason why the clique's replica
+	// may not get new pods; "" when it may.
+	blocked string
 }
 
 func (w workloadState) training() bool {
 	return w.known && w.workload == copsev1alpha1.WorkloadTypeTraining
 }
 
-// workloadStateOf reads a PodCliqueSet; nil means it was not found.
-func workloadStateOf(pcs *copsev1alpha1.PodCliqueSet) workloadState {
-	if pcs == nil {
-		return workloadState{}
-	}
-	w := workloadState{known: true, workload: pcs.Spec.WorkloadType}
-	if w.workload == "" {
-		w.workload = copsev1alpha1.WorkloadTypeInference
-	}
-	if w.workload == copsev1alpha1.WorkloadTypeTraining {
-		w.ended = pcs.Status.Phase.IsTerminal() ||
-			meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
+// workloadStateOf reads the PodCliqueSet (nil when not found) as the clique
+// of identity id sees it.
+func workloadStateOf(pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentity) workloadState {
+	replica := lifecycle.ReplicaStateOf(pcs, id.Replica, id.Attempt)
+	w := workloadState{known: replica.Known, blocked: lifecycle.MayCreatePods(replica)}
+	if pcs != nil {
+		w.workload = pcs.Spec.WorkloadType.OrDefault()
+		w.ended = replica.Ended
 	}
 	return w
-}
-
-// creationsFrozen reports whether the clique may get no new pods at all,
-// neither to fill an index nor to replace an ended pod: its Training
-// workload is over, or the clique itself has succeeded. A finished clique
-// is done, and a finished workload must not start pods again that its
-// PodCliqueSet controller has just terminated.
-func creationsFrozen(w workloadState, cliqueSucceeded bool) bool {
-	return (w.training() && w.ended) || cliqueSucceeded
 }

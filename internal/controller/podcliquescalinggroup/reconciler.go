@@ -1,18 +1,25 @@
 // Package podcliquescalinggroup holds the PodCliqueScalingGroup controller:
 // for each replica j of a scaling group it keeps one PodClique per member
-// clique, and it reports how many group replicas are scheduled and
-// available, and whether fewer than minAvailable are.
+// clique; it recreates a group replica whose clique stayed breached for
+// longer than terminationDelay while the group as a whole still meets its
+// minAvailable (Grove's gang termination at group-replica level); and it
+// reports how many group replicas are scheduled and available, and whether
+// fewer than minAvailable are.
 package podcliquescalinggroup
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -22,23 +29,35 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "podcliquescalinggroup"
 
+// EventGroupReplicaRecreated is the event of a group replica's recreation.
+const EventGroupReplicaRecreated = "GroupReplicaRecreated"
+
+// conflictRetry follows a status write refused because the cache was behind.
+const conflictRetry = 50 * time.Millisecond
+
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
-	Client client.Client
-	Scheme *runtime.Scheme
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile converges a scaling group's PodCliques and writes its status.
+// Reconcile writes the group's status, recreates group replicas that stayed
+// breached (Inference), and converges the group's PodCliques.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("podcliquescalinggroup", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
@@ -54,25 +73,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || pcs == nil {
 		return ctrl.Result{}, err
 	}
-
 	cliques, err := r.ownedPodCliques(ctx, pcsg)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	syncErr := r.syncPodCliques(ctx, pcs, pcsg, cliques)
 
 	status := computeStatus(pcsg, cliques)
+	var recreate groupRecreations
+	if !pcs.IsTraining() {
+		// Training restarts the whole replica instead (the PodCliqueSet
+		// controller), since one missing clique stops the job.
+		recreate = decideGroupReplicaRecreations(pcsg.MinAvailable(), status.AvailableReplicas, cliques, pcs.TerminationDelay(), r.now())
+	}
 	if !apiequality.Semantic.DeepEqual(pcsg.Status, status) {
 		patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		pcsg.Status = status
 		if err := r.Client.Status().Patch(ctx, pcsg, patch); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("write status of %s: %w", req.NamespacedName, err)
 		}
 	}
-	return ctrl.Result{}, syncErr
+
+	recreateErr := r.recreateGroupReplicas(ctx, pcsg, cliques, recreate.replicas)
+	syncErr := r.syncPodCliques(ctx, pcs, pcsg, cliques, recreate.replicas)
+	return ctrl.Result{RequeueAfter: recreate.requeueAfter}, errors.Join(recreateErr, syncErr)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // owningPodCliqueSet returns the PodCliqueSet that controls the group, or
@@ -107,17 +140,61 @@ func (r *Reconciler) ownedPodCliques(ctx context.Context, pcsg *copsev1alpha1.Po
 	return out, nil
 }
 
+// recreateGroupReplicas deletes the PodCliques of the group replicas to
+// recreate; syncPodCliques creates them afresh on a later pass. The decision
+// rests on the cliques' breach conditions, which the API server holds, and
+// each deletion names the clique's UID, so a crash in between repeats
+// nothing: the recreated cliques start with no breach.
+func (r *Reconciler) recreateGroupReplicas(ctx context.Context, pcsg *copsev1alpha1.PodCliqueScalingGroup, cliques []copsev1alpha1.PodClique, replicas []int) error {
+	var errs []error
+	for _, j := range replicas {
+		var names []string
+		for i := range cliques {
+			c := &cliques[i]
+			if groupReplicaOf(c) != j || !c.DeletionTimestamp.IsZero() {
+				continue
+			}
+			uid := c.UID
+			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				errs = append(errs, fmt.Errorf("delete PodClique %s to recreate group replica %d: %w", c.Name, j, err))
+				continue
+			}
+			names = append(names, c.Name)
+		}
+		if len(names) > 0 && r.Recorder != nil {
+			r.Recorder.Eventf(pcsg, nil, corev1.EventTypeWarning, EventGroupReplicaRecreated, "Recreate",
+				"group replica %d stayed below minAvailable for longer than terminationDelay while the group still meets its minAvailable %d; recreating its PodCliques %v",
+				j, pcsg.MinAvailable(), names)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // syncPodCliques creates the missing PodCliques of group replicas below
-// spec.replicas and deletes those of replicas at or above it.
-func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup, existing []copsev1alpha1.PodClique) error {
+// spec.replicas, unless the replica may not have new pods (a Training
+// replica being restarted, a workload that ended), and deletes those of
+// replicas at or above it. Replicas being recreated this pass wait for
+// their old cliques to be gone.
+func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup,
+	existing []copsev1alpha1.PodClique, recreating []int) error {
 	present := map[string]bool{}
 	for _, c := range existing {
 		present[c.Name] = true
 	}
+	skip := map[int]bool{}
+	for _, j := range recreating {
+		skip[j] = true
+	}
+	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
+	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
+	mayCreate := lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, replica, attempt)) == ""
 	var errs []error
 	for j := range pcsg.Spec.Replicas {
+		if !mayCreate || skip[int(j)] {
+			continue
+		}
 		for _, cliqueName := range pcsg.Spec.CliqueNames {
-			template := blueprint.CliqueTemplate(pcs, cliqueName)
+			template := pcs.CliqueTemplate(cliqueName)
 			if template == nil {
 				errs = append(errs, fmt.Errorf("clique %q of scaling group %s is not in PodCliqueSet %s's template", cliqueName, pcsg.Name, pcs.Name))
 				continue
@@ -137,8 +214,8 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 	}
 	for i := range existing {
 		c := &existing[i]
-		j, ok := labels.Index(c.Labels, labels.ScalingGroupReplicaKey)
-		if ok && j < int(pcsg.Spec.Replicas) || !c.DeletionTimestamp.IsZero() {
+		j := groupReplicaOf(c)
+		if j >= 0 && j < int(pcsg.Spec.Replicas) || !c.DeletionTimestamp.IsZero() {
 			continue
 		}
 		uid := c.UID
@@ -149,9 +226,20 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 	return errors.Join(errs...)
 }
 
+// groupReplicaOf is the clique's group replica index, -1 without one.
+func groupReplicaOf(c *copsev1alpha1.PodClique) int {
+	if j, ok := labels.Index(c.Labels, labels.ScalingGroupReplicaKey); ok {
+		return j
+	}
+	return -1
+}
+
 // SetupWithManager registers the controller; a PodClique's status change
 // can change the group's availability.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&copsev1alpha1.PodCliqueScalingGroup{}).

@@ -75,10 +75,7 @@ func computeStatus(pcsg *copsev1alpha1.PodCliqueScalingGroup, cliques []copsev1a
 // Whether the group was available before is read from the previous
 // condition, so it survives operator restarts.
 func breachCondition(pcsg *copsev1alpha1.PodCliqueScalingGroup, available int32, previous []metav1.Condition) metav1.Condition {
-	minAvailable := int32(1)
-	if pcsg.Spec.MinAvailable != nil {
-		minAvailable = *pcsg.Spec.MinAvailable
-	}
+	minAvailable := pcsg.MinAvailable()
 	cond := metav1.Condition{Type: constants.ConditionTypeMinAvailableBreached, ObservedGeneration: pcsg.Generation}
 	prev := meta.FindStatusCondition(previous, constants.ConditionTypeMinAvailableBreached)
 	wasAvailable := prev != nil && prev.Status != metav1.ConditionUnknown

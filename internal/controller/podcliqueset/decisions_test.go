@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 var t0 = time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
@@ -48,7 +49,7 @@ func TestAssessReplica(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := assessReplica(0, c.expected, c.members)
+			h := assessReplica(0, c.expected, c.members, false)
 			if h.available != c.wantAvailable || h.breached != c.wantBreached {
 				t.Fatalf("available=%v breached=%v, want %v %v", h.available, h.breached, c.wantAvailable, c.wantBreached)
 			}
@@ -63,24 +64,24 @@ func TestDecideGangTerminations(t *testing.T) {
 	delay := 10 * time.Second
 	cases := []struct {
 		name         string
-		replicas     []replicaHealth
+		replicas     []replicaAssessment
 		inProgress   map[int]bool
 		now          time.Time
 		wantRecreate []int
 		wantRequeue  time.Duration
 	}{
-		{name: "healthy replicas: nothing", replicas: []replicaHealth{{index: 0, available: true}}, now: t0},
+		{name: "healthy replicas: nothing", replicas: []replicaAssessment{{index: 0, available: true}}, now: t0},
 		{name: "breach younger than delay: requeue for the remainder",
-			replicas: []replicaHealth{{index: 0, breached: true, breachedSince: t0}}, now: t0.Add(4 * time.Second),
+			replicas: []replicaAssessment{{index: 0, breached: true, breachedSince: t0}}, now: t0.Add(4 * time.Second),
 			wantRequeue: 6 * time.Second},
 		{name: "breach exactly at delay: recreate",
-			replicas: []replicaHealth{{index: 0, breached: true, breachedSince: t0}}, now: t0.Add(delay),
+			replicas: []replicaAssessment{{index: 0, breached: true, breachedSince: t0}}, now: t0.Add(delay),
 			wantRecreate: []int{0}},
 		{name: "only the replica past the delay",
-			replicas: []replicaHealth{{index: 0, breached: true, breachedSince: t0}, {index: 1, breached: true, breachedSince: t0.Add(8 * time.Second)}},
+			replicas: []replicaAssessment{{index: 0, breached: true, breachedSince: t0}, {index: 1, breached: true, breachedSince: t0.Add(8 * time.Second)}},
 			now:      t0.Add(11 * time.Second), wantRecreate: []int{0}, wantRequeue: 7 * time.Second},
 		{name: "a replica being recreated is not recreated again",
-			replicas: []replicaHealth{{index: 0, breached: true, breachedSince: t0}}, inProgress: map[int]bool{0: true},
+			replicas: []replicaAssessment{{index: 0, breached: true, breachedSince: t0}}, inProgress: map[int]bool{0: true},
 			now: t0.Add(time.Hour)},
 	}
 	for _, c := range cases {
@@ -129,13 +130,32 @@ func TestMergeRecreations(t *testing.T) {
 	}
 }
 
-func TestCurrentAttempt(t *testing.T) {
-	pcs := &copsev1alpha1.PodCliqueSet{}
-	pcs.Status.ReplicaRecreations = []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 4}}
-	if got := currentAttempt(pcs, 1); got != 4 {
-		t.Errorf("replica 1: got %d, want 4", got)
+func TestAssessRecreations(t *testing.T) {
+	now := metav1.NewTime(t0)
+	recs := []copsev1alpha1.ReplicaRecreation{
+		{ReplicaIndex: 0, Attempt: 2, Deleting: []types.UID{"pclq-0", "pg-0"}},
+		{ReplicaIndex: 1, Attempt: 1, Deleting: []types.UID{"pclq-1"}},
+		{ReplicaIndex: 2, Attempt: 1, Deleting: []types.UID{"pclq-2"}},
+		{ReplicaIndex: 3, Attempt: 1, CompletedAt: &now},
 	}
-	if got := currentAttempt(pcs, 0); got != 0 {
-		t.Errorf("never recreated replica: got %d, want 0", got)
+	objects := map[types.UID]bool{"pg-0": true}
+	pods := []podstate.Summary{
+		{Name: "old-run-of-1", Replica: 1, Attempt: 0, Terminating: true},
+		{Name: "new-run-of-2", Replica: 2, Attempt: 1},
+		{Name: "other-replica", Replica: 3, Attempt: 0},
+	}
+	got := assessRecreations(recs, objects, pods)
+	if !got.inProgress[0] || !got.inProgress[1] || !got.inProgress[2] || got.inProgress[3] {
+		t.Errorf("in progress %v, want 0, 1, 2", got.inProgress)
+	}
+	if got.remaining[0] != 1 {
+		t.Errorf("replica 0: its PodGroup is left, remaining %d", got.remaining[0])
+	}
+	if got.finished[1] || got.remaining[1] != 1 {
+		t.Errorf("replica 1: its objects are gone but a pod of the old run still terminates; finished %v remaining %d",
+			got.finished[1], got.remaining[1])
+	}
+	if !got.finished[2] {
+		t.Errorf("replica 2: old objects and pods gone (a pod of the new run does not count): want finished")
 	}
 }

@@ -1,14 +1,20 @@
 package podcliqueset
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
-// Event reasons (GREP-0285's, plus Grove-style gang termination).
+// Event reasons (GREP-0285's, plus Grove-style gang termination and stuck
+// terminations).
 const (
 	EventGangTermination     = "GangTermination"
 	EventPodCliqueFailed     = "PodCliqueFailed"
@@ -16,30 +22,33 @@ const (
 	EventMaxRestartsExceeded = "MaxRestartsExceeded"
 	EventMaxRuntimeExceeded  = "MaxRuntimeExceeded"
 	EventWorkloadSucceeded   = "WorkloadSucceeded"
+	EventTerminationOverdue  = "TerminationOverdue"
 )
 
-// recordEvents reports the transitions a status write made durable. It runs
-// only after the write succeeded, so a pass that lost a conflict reports
-// nothing it did not do.
-func (r *Reconciler) recordEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev1alpha1.PodCliqueSetStatus,
-	health []replicaHealth, newRecreations []copsev1alpha1.ReplicaRecreation) {
-	training := pcs.Spec.WorkloadType == copsev1alpha1.WorkloadTypeTraining
-	maxRestarts := int32(0)
-	if pcs.Spec.TrainingSpec != nil && pcs.Spec.TrainingSpec.MaxRestarts != nil {
-		maxRestarts = *pcs.Spec.TrainingSpec.MaxRestarts
-	}
+// transitionEvent is one event to record, decided from a status transition.
+type transitionEvent struct {
+	eventType, reason, action, message string
+}
 
+// transitionEvents are the events for the transitions from previous to
+// current (the status as written). Pure, so that each event's trigger and
+// text are table-tested; it runs only after the write succeeded, so a pass
+// that lost a conflict reports nothing it did not do.
+func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev1alpha1.PodCliqueSetStatus,
+	replicas []replicaAssessment, newRecreations []copsev1alpha1.ReplicaRecreation) []transitionEvent {
+	var out []transitionEvent
 	for _, rec := range newRecreations {
 		replica := int(rec.ReplicaIndex)
-		if !training {
-			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, EventGangTermination, "Recreate",
+		if !pcs.IsTraining() {
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventGangTermination, "Recreate", fmt.Sprintf(
 				"replica %d stayed below minAvailable for longer than terminationDelay (%s); recreating it: %s",
-				replica, terminationDelay(pcs), describeBreach(health, replica))
+				replica, pcs.TerminationDelay(), describeBreach(replicas, replica))})
 			continue
 		}
-		r.recordPodCliqueFailed(pcs, health, replica)
-		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, EventReplicaRestarting, "Restart",
-			"restarting replica %d as attempt %d; restart %d of %d allowed", replica, rec.Attempt, current.RestartCount, maxRestarts)
+		out = append(out, podCliqueFailed(replicas, replica),
+			transitionEvent{corev1.EventTypeNormal, EventReplicaRestarting, "Restart", fmt.Sprintf(
+				"restarting replica %d as attempt %d; restart %d of %d allowed%s",
+				replica, rec.Attempt, current.RestartCount, pcs.MaxRestarts(), rootCause(replicas, replica))})
 	}
 
 	was := meta.FindStatusCondition(previous.Conditions, copsev1alpha1.ConditionTypeFailed)
@@ -47,25 +56,56 @@ func (r *Reconciler) recordEvents(pcs *copsev1alpha1.PodCliqueSet, previous, cur
 	if now != nil && now.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
 		switch now.Reason {
 		case copsev1alpha1.ReasonMaxRestartsExceeded:
-			for _, h := range health {
-				if h.breached {
-					r.recordPodCliqueFailed(pcs, health, h.index)
+			for _, a := range replicas {
+				if a.breached {
+					out = append(out, podCliqueFailed(replicas, a.index))
 				}
 			}
-			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, EventMaxRestartsExceeded, "Fail",
-				"%s; terminating all pods", now.Message)
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRestartsExceeded, "Fail", now.Message + "; terminating all pods"})
 		case copsev1alpha1.ReasonMaxRuntimeExceeded:
-			r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, EventMaxRuntimeExceeded, "Fail",
-				"%s; terminating all pods", now.Message)
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRuntimeExceeded, "Fail", now.Message + "; terminating all pods"})
 		}
 	}
 	if current.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded && previous.Phase != copsev1alpha1.PodCliqueSetPhaseSucceeded {
-		r.Recorder.Eventf(pcs, nil, corev1.EventTypeNormal, EventWorkloadSucceeded, "Complete",
-			"all %d replicas completed successfully after %d restarts", pcs.Spec.Replicas, current.RestartCount)
+		out = append(out, transitionEvent{corev1.EventTypeNormal, EventWorkloadSucceeded, "Complete", fmt.Sprintf(
+			"all %d replicas completed successfully after %d restarts", pcs.Spec.Replicas, current.RestartCount)})
+	}
+	if overdue := meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue); overdue != nil &&
+		overdue.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(previous.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue) {
+		out = append(out, transitionEvent{corev1.EventTypeWarning, EventTerminationOverdue, "Terminate", overdue.Message})
+	}
+	return out
+}
+
+// recordEvents emits transitionEvents.
+func (r *Reconciler) recordEvents(pcs *copsev1alpha1.PodCliqueSet, previous *copsev1alpha1.PodCliqueSetStatus,
+	replicas []replicaAssessment, newRecreations []copsev1alpha1.ReplicaRecreation) {
+	for _, e := range transitionEvents(pcs, previous, &pcs.Status, replicas, newRecreations) {
+		r.Recorder.Eventf(pcs, nil, e.eventType, e.reason, e.action, "%s", e.message)
 	}
 }
 
-func (r *Reconciler) recordPodCliqueFailed(pcs *copsev1alpha1.PodCliqueSet, health []replicaHealth, replica int) {
-	r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, EventPodCliqueFailed, "Observe",
-		"replica %d: %s", replica, describeBreach(health, replica))
+func podCliqueFailed(replicas []replicaAssessment, replica int) transitionEvent {
+	return transitionEvent{corev1.EventTypeWarning, EventPodCliqueFailed, "Observe",
+		fmt.Sprintf("replica %d: %s%s", replica, describeBreach(replicas, replica), rootCause(replicas, replica))}
+}
+
+func describeBreach(replicas []replicaAssessment, replica int) string {
+	for _, a := range replicas {
+		if a.index == replica && a.breached {
+			return fmt.Sprintf("breached since %s: %s", a.breachedSince.UTC().Format(time.RFC3339), strings.Join(a.breachedBy, ", "))
+		}
+	}
+	return "no longer observed"
+}
+
+// rootCause is "; first failure: <pod summary>" for a replica whose pod
+// failed, else "".
+func rootCause(replicas []replicaAssessment, replica int) string {
+	for _, a := range replicas {
+		if a.index == replica && a.firstFailure != nil {
+			return "; first failure: " + lifecycle.DescribeFailure(*a.firstFailure).Summary
+		}
+	}
+	return ""
 }

@@ -5,73 +5,63 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
-// children are the objects that exist for a PodCliqueSet, as the cache sees
-// them. Standalone PodCliques and scaling groups are controlled by the
-// PodCliqueSet; grouped PodCliques by their scaling group, and are found
-// through the labels every generated object carries.
-type children struct {
-	services      []corev1.Service
-	scalingGroups []copsev1alpha1.PodCliqueScalingGroup
+// observed is what exists for a PodCliqueSet, as the cache shows it.
+type observed struct {
+	// byKind holds, per row of the resource table, the objects controlled
+	// by the PodCliqueSet or by one of its scaling groups.
+	byKind map[string][]client.Object
+	// podCliques and scalingGroups are the typed views of their rows;
 	// podCliques holds standalone and grouped PodCliques alike.
-	podCliques []copsev1alpha1.PodClique
+	podCliques    []*copsev1alpha1.PodClique
+	scalingGroups []*copsev1alpha1.PodCliqueScalingGroup
 	// pods are every pod labelled as part of the PodCliqueSet.
-	pods []corev1.Pod
+	pods []podstate.Summary
 }
 
-// activePods are the pods that have not ended, terminating ones included:
-// until they are gone they still hold their GPUs.
-func (c *children) activePods() []*corev1.Pod {
-	var out []*corev1.Pod
-	for i := range c.pods {
-		if p := &c.pods[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (*children, error) {
+// observe lists every row of the resource table and the pods. Scaling groups
+// are listed first: grouped PodCliques are controlled by them.
+func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (*observed, error) {
 	selector := client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(pcs.Name)}
 	ns := client.InNamespace(pcs.Namespace)
-	out := &children{}
+	out := &observed{byKind: map[string][]client.Object{}}
+	owners := map[types.UID]bool{pcs.UID: true}
 
-	var services corev1.ServiceList
-	if err := r.Client.List(ctx, &services, ns, selector); err != nil {
-		return nil, fmt.Errorf("list Services: %w", err)
-	}
-	for _, svc := range services.Items {
-		if metav1.IsControlledBy(&svc, pcs) {
-			out.services = append(out.services, svc)
+	for _, row := range r.resources() {
+		list := row.NewList()
+		if err := r.Client.List(ctx, list, ns, selector); err != nil {
+			return nil, fmt.Errorf("list %ss: %w", row.Kind, err)
 		}
-	}
-
-	var groups copsev1alpha1.PodCliqueScalingGroupList
-	if err := r.Client.List(ctx, &groups, ns, selector); err != nil {
-		return nil, fmt.Errorf("list PodCliqueScalingGroups: %w", err)
-	}
-	groupUIDs := map[string]bool{}
-	for _, g := range groups.Items {
-		if metav1.IsControlledBy(&g, pcs) {
-			out.scalingGroups = append(out.scalingGroups, g)
-			groupUIDs[string(g.UID)] = true
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, fmt.Errorf("read the list of %ss: %w", row.Kind, err)
 		}
-	}
-
-	var cliques copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &cliques, ns, selector); err != nil {
-		return nil, fmt.Errorf("list PodCliques: %w", err)
-	}
-	for _, c := range cliques.Items {
-		owner := metav1.GetControllerOf(&c)
-		if owner != nil && (owner.UID == pcs.UID || groupUIDs[string(owner.UID)]) {
-			out.podCliques = append(out.podCliques, c)
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok {
+				continue
+			}
+			if ref := metav1.GetControllerOfNoCopy(obj); ref == nil || !owners[ref.UID] {
+				continue
+			}
+			out.byKind[row.Kind] = append(out.byKind[row.Kind], obj)
+			switch o := obj.(type) {
+			case *copsev1alpha1.PodCliqueScalingGroup:
+				out.scalingGroups = append(out.scalingGroups, o)
+				owners[o.UID] = true
+			case *copsev1alpha1.PodClique:
+				out.podCliques = append(out.podCliques, o)
+			}
 		}
 	}
 
@@ -79,22 +69,47 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 	if err := r.Client.List(ctx, &pods, ns, selector); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	out.pods = pods.Items
+	out.pods = make([]podstate.Summary, 0, len(pods.Items))
+	for i := range pods.Items {
+		out.pods = append(out.pods, podstate.Of(&pods.Items[i]))
+	}
 	return out, nil
 }
 
-// ofReplica returns the objects of one replica, across kinds, as the
-// generic objects a recreation deletes.
-func (c *children) ofReplica(replica int) []client.Object {
+// resources is the resource table: copse's rows and the scheduler
+// backend's. The order matters for observe: scaling groups before PodCliques.
+func (r *Reconciler) resources() []blueprint.ReplicaResource {
+	return append(blueprint.ReplicaResources(), r.Backend.ReplicaResources()...)
+}
+
+// ofReplica returns the objects of one replica in row kind.
+func (o *observed) ofReplica(kind string, replica int) []client.Object {
 	var out []client.Object
-	for i := range c.scalingGroups {
-		if replicaOf(&c.scalingGroups[i]) == replica {
-			out = append(out, &c.scalingGroups[i])
+	for _, obj := range o.byKind[kind] {
+		if replicaOf(obj) == replica {
+			out = append(out, obj)
 		}
 	}
-	for i := range c.podCliques {
-		if replicaOf(&c.podCliques[i]) == replica {
-			out = append(out, &c.podCliques[i])
+	return out
+}
+
+// groupReplicas are the live replica counts of the scaling groups, by
+// object name, for building gangs.
+func (o *observed) groupReplicas() map[string]int32 {
+	out := map[string]int32{}
+	for _, g := range o.scalingGroups {
+		out[g.Name] = g.Spec.Replicas
+	}
+	return out
+}
+
+// activePods are the pods that have not ended, terminating ones included:
+// until they are gone they still hold their GPUs.
+func (o *observed) activePods() []podstate.Summary {
+	var out []podstate.Summary
+	for _, p := range o.pods {
+		if p.HoldsNode() {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -109,8 +124,19 @@ func replicaOf(obj client.Object) int {
 	return -1
 }
 
-// isStandalone tells a PodClique the PodCliqueSet controls from one a
-// scaling group controls.
-func isStandalone(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodClique) bool {
-	return metav1.IsControlledBy(pclq, pcs)
+// attemptOf reads an object's attempt label; 0 when it has none.
+func attemptOf(obj client.Object) int {
+	i, _ := labels.Index(obj.GetLabels(), labels.AttemptKey)
+	return i
+}
+
+// uids are the UIDs of every observed object of the resource table.
+func (o *observed) uids() map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, objs := range o.byKind {
+		for _, obj := range objs {
+			out[obj.GetUID()] = true
+		}
+	}
+	return out
 }

@@ -1,8 +1,10 @@
 // Package podcliqueset holds the PodCliqueSet controller. For each replica it
-// keeps a headless Service, one PodClique per standalone clique and one
-// PodCliqueScalingGroup per scaling group; it keeps the scheduler backend's
-// gangs in line; it recreates a replica whose gang stayed broken for longer
-// than terminationDelay; and it is the only writer of PodCliqueSet status.
+// keeps the objects of the resource table (a headless Service, one
+// PodClique per standalone clique, one PodCliqueScalingGroup per scaling
+// group, the scheduler backend's gangs); it recreates a replica whose gang
+// stayed broken for longer than terminationDelay, or, for Training, whose
+// run failed, within the restart budget; it ends a Training workload
+// Succeeded or Failed; and it is the only writer of PodCliqueSet status.
 package podcliqueset
 
 import (
@@ -20,7 +22,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/scheduler"
+)
+
+// DefaultWriteBudget is how many objects (pods included) one pass creates
+// and deletes at most when the operator configuration sets no budget.
+const DefaultWriteBudget = 500
+
+// Requeue delays for work that waits on nothing but this controller.
+const (
+	// continueSoon follows a pass that hit its write budget.
+	continueSoon = time.Millisecond
+	// cacheCatchUp follows a pass that found the cache behind this
+	// controller's own last status write.
+	cacheCatchUp = 20 * time.Millisecond
+	// conflictRetry follows a status write refused because the cache was
+	// behind another writer.
+	conflictRetry = 50 * time.Millisecond
 )
 
 // Reconciler reconciles PodCliqueSets.
@@ -31,155 +50,127 @@ type Reconciler struct {
 	Backend  scheduler.Backend
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
+	// WriteBudget bounds the objects one pass creates and deletes; 0 means
+	// DefaultWriteBudget.
+	WriteBudget int
+
+	written expectations.WrittenVersions
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques;podcliquescalinggroups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs one pass of the flow described in docs/architecture.md:
-// observe the children, carry out recreations already recorded in status,
-// decide (gang terminations for Inference; restarts, failure and success
-// for Training), converge the children and gangs, then write status once.
+//
+//	observe   the resource table's objects and the pods, from the cache
+//	assess    each replica: health, start, completion, root cause   (pure)
+//	decide    recreations, restarts, failure, success                (pure)
+//	status    computed once and written with an optimistic lock      (pure + one write)
+//	events    for the transitions the write made durable
+//	act       on the written status: delete the old runs of replicas being
+//	          recreated, terminate a failed workload's pods, create what
+//	          replicas that may run lack, sync the backend's objects
+//
+// Every destructive action follows a durable decision: it is taken from the
+// status as written, so a crash at any line resumes the same decision.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("podcliqueset", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
+	key := req.String()
 
 	pcs := &copsev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(key)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pcs.DeletionTimestamp.IsZero() {
 		// Children go with it through their owner references.
 		return ctrl.Result{}, nil
 	}
+	if r.written.Behind(key, pcs.ResourceVersion) {
+		logger.V(1).Info("the cache has not caught up with the last status write yet")
+		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+	}
 	now := r.Clock.Now()
 
-	observed, err := r.observe(ctx, pcs)
+	obs, err := r.observe(ctx, pcs)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("observe children of %s: %w", req.NamespacedName, err)
 	}
-	health := assessReplicas(pcs, observed)
-	terminal := pcs.Status.Phase.IsTerminal()
-	failing := isFailing(pcs)
-
-	var failures stepFailures
-	progress := recreationProgress{inProgress: map[int]bool{}, finished: map[int]bool{}}
-	if !terminal {
-		progress, err = r.progressRecreations(ctx, pcs, observed)
-		failures.add(errCodeRecreateReplica, err)
-	}
-
-	d := r.decide(pcs, health, progress.inProgress, terminal, failing, now)
-	newRecreations, err := r.planRecreations(ctx, pcs, observed, d.recreate, d.reason, now)
-	failures.add(errCodeRecreateReplica, err)
-	for _, rec := range newRecreations {
-		progress.inProgress[int(rec.ReplicaIndex)] = true
-	}
-
-	switch {
-	case failing:
-		// The failure is durable (an earlier pass wrote it): stop every pod
-		// that still runs. Pods that already ended stay, for their logs.
-		failures.add(errCodeTerminatePods, r.terminateActivePods(ctx, observed))
-	case !terminal && d.failReason == "":
-		failures.add(errCodeSyncChildren, r.syncChildren(ctx, pcs, observed, progress.inProgress))
-		failures.add(errCodeSyncGangs, r.syncGangs(ctx, pcs, observed))
-	}
+	replicas := assessReplicas(pcs, obs)
+	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
+	startTime := startTimeCandidate(pcs, replicas, now)
+	d := decide(pcs, replicas, progress.inProgress, startTime, now)
+	newRecreations := r.planRecreations(pcs, obs, d.recreate, d.reason, now)
 
 	status := computeStatus(pcs, statusInputs{
-		observed:       observed,
-		health:         health,
+		observed:       obs,
+		replicas:       replicas,
+		progress:       progress,
 		newRecreations: newRecreations,
-		finished:       progress.finished,
-		restartCount:   d.restartCount,
-		failReason:     d.failReason,
-		failMessage:    d.failMessage,
-		failures:       failures,
+		decision:       d,
+		startTime:      startTime,
 		now:            now,
 	})
 	previous := pcs.Status.DeepCopy()
-	if err := r.writeStatus(ctx, pcs, status); err != nil {
+	written, err := r.writeStatus(ctx, pcs, status)
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			// Our view was stale; the next pass starts from fresh data.
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.recordEvents(pcs, previous, &status, health, newRecreations)
+	r.recordEvents(written, previous, replicas, newRecreations)
 
+	result, failures := r.act(ctx, written, obs)
+	if err := r.noteFailures(ctx, written, failures, now); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := failures.err(); err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(newRecreations) > 0 || d.failReason != "" {
-		// Recorded decisions are carried out by the next pass, which reads
-		// them back from the API server.
-		return ctrl.Result{Requeue: true}, nil
-	}
-	if isFailing(pcs) && !pcs.Status.Phase.IsTerminal() {
-		// Pods are terminating; their deletion events bring us back, this
-		// is only the safety net for a missed one.
-		return ctrl.Result{RequeueAfter: 5 * minRequeue}, nil
-	}
-	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
+	return earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter}), nil
 }
 
-// passDecision is what one pass decided, for either workload type.
-type passDecision struct {
-	recreate     []int
-	reason       copsev1alpha1.RecreationReason
-	restartCount int32
-	failReason   string
-	failMessage  string
-	requeueAfter time.Duration
+// act carries out what the written status says: it is durable, so acting
+// on it is safe whatever happens next.
+func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed) (ctrl.Result, stepFailures) {
+	var failures stepFailures
+	budget := newBudget(r.writeBudget())
+	result := ctrl.Result{}
+	if pcs.Status.Phase.IsTerminal() {
+		return result, failures
+	}
+	failures.add(errCodeRecreateReplica, r.deleteOldRuns(ctx, pcs, obs, budget))
+	if isFailing(pcs) {
+		// The failure is durable: stop every pod that still runs. Pods that
+		// already ended stay, for their logs.
+		failures.add(errCodeTerminatePods, r.terminateActivePods(ctx, pcs, obs, budget))
+	} else {
+		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
+		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))
+	}
+	if budget.exhausted() {
+		result.RequeueAfter = continueSoon
+	}
+	if at := overdueCheckAt(pcs, obs); !at.IsZero() {
+		result = earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(r.Clock.Now()), minRequeue)})
+	}
+	return result, failures
 }
 
-// decide gathers the inputs of the workload type's pure decision function.
-func (r *Reconciler) decide(pcs *copsev1alpha1.PodCliqueSet, health []replicaHealth, inProgress map[int]bool,
-	terminal, failing bool, now time.Time) passDecision {
-	if pcs.Spec.WorkloadType != copsev1alpha1.WorkloadTypeTraining {
-		g := decideGangTerminations(health, inProgress, terminationDelay(pcs), now)
-		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
-			restartCount: pcs.Status.RestartCount, requeueAfter: g.requeueAfter}
+func (r *Reconciler) writeBudget() int {
+	if r.WriteBudget > 0 {
+		return r.WriteBudget
 	}
-	in := trainingInputs{
-		replicas:         health,
-		inProgress:       inProgress,
-		restartCount:     pcs.Status.RestartCount,
-		terminationDelay: terminationDelay(pcs),
-		failing:          failing,
-		terminal:         terminal,
-		now:              now,
-	}
-	if ts := pcs.Spec.TrainingSpec; ts != nil {
-		if ts.MaxRestarts != nil {
-			in.maxRestarts = *ts.MaxRestarts
-		}
-		if ts.MaxRuntime != nil {
-			in.maxRuntime = &ts.MaxRuntime.Duration
-		}
-	}
-	if pcs.Status.StartTime != nil {
-		in.startTime = &pcs.Status.StartTime.Time
-	}
-	t := decideTraining(in)
-	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart,
-		restartCount: t.restartCount, failReason: t.failReason, failMessage: t.failMessage, requeueAfter: t.requeueAfter}
-}
-
-// terminationDelay is the PodCliqueSet's terminationDelay. When unset (the
-// defaulting webhook normally sets it) it is Grove's 4h for Inference and 0
-// for Training, where a missing worker stops all progress.
-func terminationDelay(pcs *copsev1alpha1.PodCliqueSet) time.Duration {
-	if d := pcs.Spec.Template.TerminationDelay; d != nil {
-		return d.Duration
-	}
-	if pcs.Spec.WorkloadType == copsev1alpha1.WorkloadTypeTraining {
-		return 0
-	}
-	return DefaultTerminationDelay
+	return DefaultWriteBudget
 }
 
 // isFailing: the Failed condition is True, the workload's failure is decided.
@@ -187,11 +178,14 @@ func isFailing(pcs *copsev1alpha1.PodCliqueSet) bool {
 	return meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
 }
 
-func describeBreach(health []replicaHealth, replica int) string {
-	for _, h := range health {
-		if h.index == replica {
-			return fmt.Sprintf("breached since %s: %v", h.breachedSince.UTC().Format(time.RFC3339), h.breachedBy)
-		}
+// earliest combines two results, keeping the sooner non-zero requeue.
+func earliest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0 || a.RequeueAfter < b.RequeueAfter:
+		return a
+	default:
+		return b
 	}
-	return "no longer observed"
 }

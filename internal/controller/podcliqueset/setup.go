@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,35 +15,32 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/scheduler"
 )
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "podcliqueset"
 
 // SetupWithManager registers the controller. It reacts to the PodCliqueSet
-// and to every object it controls: a scaling group's or PodClique's status
-// change can change replica health.
+// and to every kind of the resource table; each object reaches the
+// PodCliqueSet its part-of label names, so that a PodClique of a scaling
+// group wakes its PodCliqueSet as a standalone one does (a grouped clique
+// finishing last must complete the workload). Pods are watched for what
+// changes a decision: their phase, their start and their deletion.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&copsev1alpha1.PodCliqueSet{}).
-		Owns(&copsev1alpha1.PodClique{}).
-		Owns(&copsev1alpha1.PodCliqueScalingGroup{}).
-		Owns(&corev1.Service{}).
-		// Pods are watched only for their end: a Training workload fails once
-		// its last pod is gone, and succeeds from pods exiting.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToPodCliqueSet),
-			builder.WithPredicates(podEnded())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(toPodCliqueSet), builder.WithPredicates(podProgressed())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
-	if r.Backend.Name() == scheduler.BackendWorkload {
-		b = b.Owns(&schedulingv1beta1.PodGroup{})
+	for _, row := range r.resources() {
+		b = b.Watches(row.NewObject(), handler.EnqueueRequestsFromMapFunc(toPodCliqueSet))
 	}
 	return b.Complete(r)
 }
 
-// podToPodCliqueSet maps a pod to its PodCliqueSet through the part-of label.
-func podToPodCliqueSet(_ context.Context, obj client.Object) []reconcile.Request {
+// toPodCliqueSet maps an object copse generated to its PodCliqueSet through
+// the part-of label.
+func toPodCliqueSet(_ context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[labels.PartOfKey]
 	if name == "" || obj.GetLabels()[labels.ManagedByKey] != labels.ManagedByValue {
 		return nil
@@ -52,9 +48,11 @@ func podToPodCliqueSet(_ context.Context, obj client.Object) []reconcile.Request
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-// podEnded passes pod deletions and phase changes, nothing else: the
-// PodCliqueSet does not care about a pod's every status update.
-func podEnded() predicate.Funcs {
+// podProgressed passes pod deletions and the updates that can change a
+// decision: a new phase, a first container start (Running means started),
+// a deletion timestamp (an awaited pod may become overdue). A pod's other
+// status updates do not matter to the PodCliqueSet.
+func podProgressed() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
@@ -62,7 +60,21 @@ func podEnded() predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
 			newPod, okNew := e.ObjectNew.(*corev1.Pod)
-			return okOld && okNew && oldPod.Status.Phase != newPod.Status.Phase
+			if !okOld || !okNew {
+				return false
+			}
+			return oldPod.Status.Phase != newPod.Status.Phase ||
+				started(oldPod) != started(newPod) ||
+				(oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil)
 		},
 	}
+}
+
+func started(pod *corev1.Pod) bool {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ai-dynamo/grove/operator/api/common/constants"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,6 +17,8 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // Reasons of the PodCliqueSet's MinAvailableBreached condition.
@@ -24,36 +28,37 @@ const (
 	reasonNotYetAvailable  = "ReplicasNotYetAvailable"
 )
 
+// maxPodsNamed bounds how many pods a condition message names.
+const maxPodsNamed = 5
+
 // statusInputs is everything status is computed from in one pass.
 type statusInputs struct {
-	observed       *children
-	health         []replicaHealth
+	observed       *observed
+	replicas       []replicaAssessment
+	progress       recreationProgress
 	newRecreations []copsev1alpha1.ReplicaRecreation
-	finished       map[int]bool
-	// restartCount is status.restartCount after this pass's decisions.
-	restartCount int32
-	// failReason is set when this pass decided that the workload fails.
-	failReason  string
-	failMessage string
-	failures    stepFailures
-	now         time.Time
+	decision       passDecision
+	// startTime is status.startTime as this pass sets it (nil before).
+	startTime *time.Time
+	now       time.Time
 }
 
 // computeStatus derives the PodCliqueSet's whole status from one pass's
-// observations and decisions. It is the only place status is computed.
+// observations and decisions. It is the only place status is computed;
+// lastErrors alone is carried over, and set by noteFailures after acting.
 func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alpha1.PodCliqueSetStatus {
 	status := *pcs.Status.DeepCopy()
+	status.Conditions = slices.Clone(status.Conditions)
 	status.ObservedGeneration = ptr.To(pcs.Generation)
 	status.Selector = ptr.To(labels.SelectPodCliqueSet(pcs.Name).String())
-	status.LastErrors = in.failures.lastErrors(pcs.Status.LastErrors, in.now)
-	status.ReplicaRecreations = mergeRecreations(pcs.Status.ReplicaRecreations, in.newRecreations, in.finished, in.now)
+	status.ReplicaRecreations = mergeRecreations(pcs.Status.ReplicaRecreations, in.newRecreations, in.progress.finished, in.now)
 
 	created := map[int]bool{}
-	for i := range in.observed.podCliques {
-		created[replicaOf(&in.observed.podCliques[i])] = true
+	for _, pclq := range in.observed.podCliques {
+		created[replicaOf(pclq)] = true
 	}
-	for i := range in.observed.scalingGroups {
-		created[replicaOf(&in.observed.scalingGroups[i])] = true
+	for _, g := range in.observed.scalingGroups {
+		created[replicaOf(g)] = true
 	}
 	status.Replicas = 0
 	for r := range int(pcs.Spec.Replicas) {
@@ -62,47 +67,95 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		}
 	}
 
-	var available, breached int32
+	var available int32
 	var breachedReplicas []int
-	for _, h := range in.health {
-		if h.available {
+	started := false
+	for _, a := range in.replicas {
+		if a.available {
 			available++
 		}
-		if h.breached {
-			breached++
-			breachedReplicas = append(breachedReplicas, h.index)
+		if a.breached {
+			breachedReplicas = append(breachedReplicas, a.index)
 		}
+		started = started || a.started || a.succeeded
 	}
 	status.AvailableReplicas = available
-	status.Conditions = slices.Clone(status.Conditions)
 	meta.SetStatusCondition(&status.Conditions, breachCondition(pcs, available, breachedReplicas))
 
-	status.RestartCount = in.restartCount
-	if in.failReason != "" {
+	d := in.decision
+	status.RestartCount = d.restartCount
+	if d.failReason != "" {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-			Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: in.failReason,
-			Message: in.failMessage, ObservedGeneration: pcs.Generation,
+			Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: d.failReason,
+			Message: withRootCause(d.failMessage, in.replicas, d.causeReplica), ObservedGeneration: pcs.Generation,
 		})
 	}
-
-	allSucceeded, anyRunning := len(in.health) > 0, false
-	for _, h := range in.health {
-		allSucceeded = allSucceeded && h.succeeded
-		anyRunning = anyRunning || h.available || h.succeeded
+	if d.causeReplica >= 0 && d.causeReplica < len(in.replicas) {
+		if f := in.replicas[d.causeReplica].firstFailure; f != nil {
+			failure := lifecycle.DescribeFailure(*f)
+			status.LastFailure = &failure
+		}
 	}
+
+	failing := meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeFailed)
+	succeededAt, allDone := allSucceeded(in.replicas)
+	inTime := allDone && (pcs.MaxRuntime() == nil || in.startTime == nil || !succeededAt.After(in.startTime.Add(*pcs.MaxRuntime())))
 	status.Phase = computePhase(phaseInputs{
-		workloadType: pcs.Spec.WorkloadType,
-		previous:     pcs.Status.Phase,
-		failing:      meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeFailed),
-		activePods:   len(in.observed.activePods()),
-		allSucceeded: allSucceeded,
-		anyRunning:   anyRunning,
+		training:   pcs.IsTraining(),
+		previous:   pcs.Status.Phase,
+		failing:    failing,
+		activePods: len(in.observed.activePods()),
+		succeeded:  inTime,
+		started:    started,
 	})
-	if status.StartTime == nil && (status.Phase == copsev1alpha1.PodCliqueSetPhaseRunning || status.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded) {
+	if status.StartTime == nil && in.startTime != nil &&
+		(status.Phase == copsev1alpha1.PodCliqueSetPhaseRunning || status.Phase.IsTerminal()) {
 		// Set once, when the workload first runs; restarts never reset it.
-		status.StartTime = ptr.To(metav1.NewTime(in.now))
+		status.StartTime = &metav1.Time{Time: *in.startTime}
+	}
+
+	withStatus := pcs.DeepCopy()
+	withStatus.Status = status
+	if cond := overdueCondition(pcs, overduePods(awaitedPods(withStatus, in.observed), in.now)); cond != nil {
+		meta.SetStatusCondition(&status.Conditions, *cond)
 	}
 	return status
+}
+
+// overdueCondition is TerminationOverdue: True naming the stuck pods while
+// some are, False once none is after having been True, nil (absent) while it
+// never was.
+func overdueCondition(pcs *copsev1alpha1.PodCliqueSet, overdue []podstate.Summary) *metav1.Condition {
+	cond := metav1.Condition{Type: copsev1alpha1.ConditionTypeTerminationOverdue, ObservedGeneration: pcs.Generation}
+	if len(overdue) == 0 {
+		if !meta.IsStatusConditionTrue(pcs.Status.Conditions, cond.Type) {
+			return nil
+		}
+		cond.Status, cond.Reason = metav1.ConditionFalse, copsev1alpha1.ReasonNoPodOverdue
+		cond.Message = "no pod the operator waits for is terminating past its grace period"
+		return &cond
+	}
+	names := make([]string, 0, min(len(overdue), maxPodsNamed))
+	for _, p := range overdue[:min(len(overdue), maxPodsNamed)] {
+		node := p.Node
+		if node == "" {
+			node = "no node"
+		}
+		names = append(names, fmt.Sprintf("%s (on %s, grace period ended %s)", p.Name, node, p.DeletionDeadline.UTC().Format(time.RFC3339)))
+	}
+	if more := len(overdue) - len(names); more > 0 {
+		names = append(names, fmt.Sprintf("%d more", more))
+	}
+	cond.Status, cond.Reason = metav1.ConditionTrue, copsev1alpha1.ReasonPodsStuckTerminating
+	cond.Message = fmt.Sprintf("%d pod(s) are still terminating well past their grace period, "+
+		"probably on an unreachable node: %s. copse never force-deletes a pod; "+
+		"delete the node object once it is known to be down, or force-delete the pods", len(overdue), strings.Join(names, ", "))
+	return &cond
+}
+
+// withRootCause adds the replica's first failed pod to a failure message.
+func withRootCause(message string, replicas []replicaAssessment, replica int) string {
+	return message + rootCause(replicas, replica)
 }
 
 func breachCondition(pcs *copsev1alpha1.PodCliqueSet, available int32, breachedReplicas []int) metav1.Condition {
@@ -111,7 +164,7 @@ func breachCondition(pcs *copsev1alpha1.PodCliqueSet, available int32, breachedR
 	case len(breachedReplicas) > 0:
 		cond.Status, cond.Reason = metav1.ConditionTrue, reasonReplicasBreached
 		cond.Message = fmt.Sprintf("replicas %v are below minAvailable; each is recreated once breached for longer than terminationDelay (%s)",
-			breachedReplicas, terminationDelay(pcs))
+			breachedReplicas, pcs.TerminationDelay())
 	case available == pcs.Spec.Replicas:
 		cond.Status, cond.Reason = metav1.ConditionFalse, reasonAllAvailable
 		cond.Message = fmt.Sprintf("all %d replicas are available", available)
@@ -122,17 +175,67 @@ func breachCondition(pcs *copsev1alpha1.PodCliqueSet, available int32, breachedR
 	return cond
 }
 
-// writeStatus writes status if it changed. The patch carries the
+// mergeRecreations returns the recreation list after this pass: finished
+// entries get their completion time, new entries replace the replica's
+// previous one.
+func mergeRecreations(previous, added []copsev1alpha1.ReplicaRecreation, finished map[int]bool, now time.Time) []copsev1alpha1.ReplicaRecreation {
+	byReplica := map[int32]copsev1alpha1.ReplicaRecreation{}
+	var order []int32
+	for _, rec := range previous {
+		rec = *rec.DeepCopy()
+		if rec.CompletedAt == nil && finished[int(rec.ReplicaIndex)] {
+			completed := metav1.NewTime(now)
+			rec.CompletedAt = &completed
+			rec.Deleting = nil
+		}
+		if _, seen := byReplica[rec.ReplicaIndex]; !seen {
+			order = append(order, rec.ReplicaIndex)
+		}
+		byReplica[rec.ReplicaIndex] = rec
+	}
+	for _, rec := range added {
+		if _, seen := byReplica[rec.ReplicaIndex]; !seen {
+			order = append(order, rec.ReplicaIndex)
+		}
+		byReplica[rec.ReplicaIndex] = rec
+	}
+	out := make([]copsev1alpha1.ReplicaRecreation, 0, len(order))
+	for _, idx := range order {
+		out = append(out, byReplica[idx])
+	}
+	return out
+}
+
+// writeStatus writes status if it changed and returns the PodCliqueSet as
+// written; pcs itself is left as it was. The patch carries the
 // resourceVersion the pass started from, so a decision made on a stale view
 // fails with a conflict instead of overwriting newer state.
-func (r *Reconciler) writeStatus(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, status copsev1alpha1.PodCliqueSetStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, status copsev1alpha1.PodCliqueSetStatus) (*copsev1alpha1.PodCliqueSet, error) {
+	updated := pcs.DeepCopy()
 	if apiequality.Semantic.DeepEqual(pcs.Status, status) {
+		return updated, nil
+	}
+	patch := client.MergeFromWithOptions(pcs, client.MergeFromWithOptimisticLock{})
+	updated.Status = status
+	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
+		return nil, fmt.Errorf("write status of %s/%s: %w", pcs.Namespace, pcs.Name, err)
+	}
+	r.written.Wrote(client.ObjectKeyFromObject(pcs).String(), updated.ResourceVersion)
+	return updated, nil
+}
+
+// noteFailures records this pass's failed steps in status.lastErrors, in a
+// second write that happens only when they changed (an error appears, or
+// the last one is gone).
+func (r *Reconciler) noteFailures(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, failures stepFailures, now time.Time) error {
+	lastErrors := failures.lastErrors(pcs.Status.LastErrors, now)
+	if apiequality.Semantic.DeepEqual(lastErrors, pcs.Status.LastErrors) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(pcs.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pcs.Status = status
-	if err := r.Client.Status().Patch(ctx, pcs, patch); err != nil {
-		return fmt.Errorf("write status of %s/%s: %w", pcs.Namespace, pcs.Name, err)
+	status := *pcs.Status.DeepCopy()
+	status.LastErrors = lastErrors
+	if _, err := r.writeStatus(ctx, pcs, status); err != nil && !apierrors.IsConflict(err) {
+		return err
 	}
 	return nil
 }

@@ -2,35 +2,77 @@ package podcliqueset
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/podwrite"
 )
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// overdueGrace is how long past its grace period a terminating pod may take
+// before the PodCliqueSet reports it as stuck: a kubelet normally finishes
+// well within it; an unreachable node never does.
+const overdueGrace = 30 * time.Second
 
 // terminateActivePods deletes every pod of a failed workload that has not
-// ended. The PodClique controller creates no pods for a failed workload, so
-// none come back.
-func (r *Reconciler) terminateActivePods(ctx context.Context, observed *children) error {
-	var errs []error
-	deleted := 0
-	for _, pod := range observed.activePods() {
-		if !pod.DeletionTimestamp.IsZero() {
+// ended, and releases the outcome finalizer of each (a failed workload
+// records no more outcomes). The PodClique controller creates no pods for a
+// failed workload, so none come back. Pods are never force-deleted: one on
+// an unreachable node stays terminating, and TerminationOverdue says so.
+func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
+	pods := budget.cut(obs.activePods())
+	if len(pods) == 0 {
+		return nil
+	}
+	log.FromContext(ctx).Info("terminating the pods of a failed workload", "pods", len(pods))
+	_, err := podwrite.InSlowStartBatches(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+		return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+	})
+	return err
+}
+
+// awaitedPods are the pods the controller waits to be gone: the previous
+// runs of replicas being recreated, and every pod still running of a failed
+// workload.
+func awaitedPods(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []podstate.Summary {
+	var out []podstate.Summary
+	if isFailing(pcs) {
+		out = append(out, obs.activePods()...)
+	}
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		if rec.CompletedAt == nil {
+			out = append(out, oldRunPods(obs.pods, int(rec.ReplicaIndex), rec.Attempt)...)
+		}
+	}
+	return out
+}
+
+// overduePods are the awaited pods still terminating overdueGrace after
+// their grace period ended.
+func overduePods(awaited []podstate.Summary, now time.Time) []podstate.Summary {
+	var out []podstate.Summary
+	for _, p := range awaited {
+		if p.Terminating && !now.Before(p.DeletionDeadline.Add(overdueGrace)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// overdueCheckAt is when the next awaited, terminating pod becomes overdue;
+// zero when none will.
+func overdueCheckAt(pcs *copsev1alpha1.PodCliqueSet, obs *observed) time.Time {
+	var next time.Time
+	for _, p := range awaitedPods(pcs, obs) {
+		if !p.Terminating {
 			continue
 		}
-		uid := pod.UID
-		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("terminate pod %s: %w", pod.Name, err))
-			continue
+		at := p.DeletionDeadline.Add(overdueGrace)
+		if next.IsZero() || at.Before(next) {
+			next = at
 		}
-		deleted++
 	}
-	if deleted > 0 {
-		log.FromContext(ctx).Info("terminating pods of a failed workload", "pods", deleted)
-	}
-	return errors.Join(errs...)
+	return next
 }

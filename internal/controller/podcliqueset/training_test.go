@@ -10,8 +10,11 @@ import (
 func TestDecideTraining(t *testing.T) {
 	hour := time.Hour
 	start := t0
-	breachedAt := func(idx int, since time.Time) replicaHealth {
-		return replicaHealth{index: idx, breached: true, breachedSince: since}
+	breachedAt := func(idx int, since time.Time) replicaAssessment {
+		return replicaAssessment{index: idx, breached: true, breachedSince: since}
+	}
+	succeededAt := func(idx int, at time.Time) replicaAssessment {
+		return replicaAssessment{index: idx, succeeded: true, succeededAt: at}
 	}
 	cases := []struct {
 		name string
@@ -20,68 +23,93 @@ func TestDecideTraining(t *testing.T) {
 	}{
 		{
 			name: "healthy, no limit: nothing to do",
-			in:   trainingInputs{replicas: []replicaHealth{{index: 0, available: true}}, now: t0},
-			want: trainingDecision{},
+			in:   trainingInputs{replicas: []replicaAssessment{{index: 0, available: true}}, now: t0},
+			want: trainingDecision{causeReplica: -1},
 		},
 		{
 			name: "failure with maxRestarts 0 fails at once",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, maxRestarts: 0, now: t0},
-			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, maxRestarts: 0, now: t0},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, causeReplica: 0},
 		},
 		{
 			name: "failure within budget restarts the replica and counts once",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, restartCount: 1, maxRestarts: 2, now: t0},
-			want: trainingDecision{restart: []int{0}, restartCount: 2},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, restartCount: 1, maxRestarts: 2, now: t0},
+			want: trainingDecision{restart: []int{0}, restartCount: 2, causeReplica: 0},
 		},
 		{
 			name: "only the failed replica restarts",
-			in:   trainingInputs{replicas: []replicaHealth{{index: 0, available: true}, breachedAt(1, t0)}, maxRestarts: 3, now: t0},
-			want: trainingDecision{restart: []int{1}, restartCount: 1},
+			in:   trainingInputs{replicas: []replicaAssessment{{index: 0, available: true}, breachedAt(1, t0)}, maxRestarts: 3, now: t0},
+			want: trainingDecision{restart: []int{1}, restartCount: 1, causeReplica: 1},
 		},
 		{
-			name: "two failures, budget for one: fail, restart none, count unchanged",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 1, now: t0},
-			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded},
+			name: "two failures, budget for one: the first judged restarts (counted), the second fails",
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 1, now: t0},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, restartCount: 1, causeReplica: 1},
 		},
 		{
 			name: "two failures, budget for both",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(1, t0), breachedAt(0, t0)}, maxRestarts: 2, now: t0},
-			want: trainingDecision{restart: []int{0, 1}, restartCount: 2},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(1, t0), breachedAt(0, t0)}, maxRestarts: 2, now: t0},
+			want: trainingDecision{restart: []int{0, 1}, restartCount: 2, causeReplica: 1},
 		},
 		{
 			name: "a replica already restarting is not counted again",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, inProgress: map[int]bool{0: true}, restartCount: 1, maxRestarts: 1, now: t0},
-			want: trainingDecision{restartCount: 1},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, inProgress: map[int]bool{0: true}, restartCount: 1, maxRestarts: 1, now: t0},
+			want: trainingDecision{restartCount: 1, causeReplica: -1},
 		},
 		{
 			name: "a terminationDelay set by the user is honoured",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, maxRestarts: 1, terminationDelay: 30 * time.Second, now: t0.Add(10 * time.Second)},
-			want: trainingDecision{requeueAfter: 20 * time.Second},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, maxRestarts: 1, terminationDelay: 30 * time.Second, now: t0.Add(10 * time.Second)},
+			want: trainingDecision{requeueAfter: 20 * time.Second, causeReplica: -1},
 		},
 		{
 			name: "before maxRuntime: requeue for the remainder",
 			in:   trainingInputs{maxRuntime: &hour, startTime: &start, now: t0.Add(45 * time.Minute)},
-			want: trainingDecision{requeueAfter: 15 * time.Minute},
+			want: trainingDecision{requeueAfter: 15 * time.Minute, causeReplica: -1},
 		},
 		{
 			name: "maxRuntime elapsed fails",
 			in:   trainingInputs{maxRuntime: &hour, startTime: &start, now: t0.Add(hour)},
-			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, causeReplica: -1},
 		},
 		{
-			name: "maxRuntime wins over a restart in the same pass",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded},
+			name: "a breach after the deadline: the deadline came first",
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0.Add(hour+time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, causeReplica: -1},
+		},
+		{
+			name: "a breach before the deadline, seen after it: counted as a restart, then the deadline fails the workload",
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, restartCount: 1, causeReplica: 0},
+		},
+		{
+			name: "a breach before the deadline with the budget spent, seen after it: MaxRestartsExceeded",
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, restartCount: 2, maxRestarts: 2, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, restartCount: 2, causeReplica: 0},
+		},
+		{
+			name: "success before the deadline, seen after it, is success",
+			in:   trainingInputs{replicas: []replicaAssessment{succeededAt(0, t0.Add(59*time.Minute)), succeededAt(1, t0.Add(time.Hour))}, maxRuntime: &hour, startTime: &start, now: t0.Add(3 * hour)},
+			want: trainingDecision{causeReplica: -1},
+		},
+		{
+			name: "success after the deadline is not",
+			in:   trainingInputs{replicas: []replicaAssessment{succeededAt(0, t0.Add(59*time.Minute)), succeededAt(1, t0.Add(61*time.Minute))}, maxRuntime: &hour, startTime: &start, now: t0.Add(3 * hour)},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, causeReplica: -1},
+		},
+		{
+			name: "breaches are judged in the order they happened, not by replica",
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0.Add(20*time.Minute)), breachedAt(1, t0.Add(10*time.Minute))}, maxRestarts: 1, now: t0.Add(30 * time.Minute)},
+			want: trainingDecision{restart: nil, restartCount: 1, failReason: copsev1alpha1.ReasonMaxRestartsExceeded, causeReplica: 0},
 		},
 		{
 			name: "already failing: no new decision",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, failing: true, restartCount: 2, maxRestarts: 5, now: t0},
-			want: trainingDecision{restartCount: 2},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, failing: true, restartCount: 2, maxRestarts: 5, now: t0},
+			want: trainingDecision{restartCount: 2, causeReplica: -1},
 		},
 		{
 			name: "terminal: no new decision",
-			in:   trainingInputs{replicas: []replicaHealth{breachedAt(0, t0)}, terminal: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-			want: trainingDecision{},
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, terminal: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+			want: trainingDecision{causeReplica: -1},
 		},
 	}
 	for _, c := range cases {
@@ -102,31 +130,33 @@ func TestDecideTraining(t *testing.T) {
 			if got.failReason != "" && got.failMessage == "" {
 				t.Errorf("a failure needs a message")
 			}
+			if got.causeReplica != c.want.causeReplica {
+				t.Errorf("cause replica %d, want %d", got.causeReplica, c.want.causeReplica)
+			}
 		})
 	}
 }
 
 func TestComputePhase(t *testing.T) {
-	training, inference := copsev1alpha1.WorkloadTypeTraining, copsev1alpha1.WorkloadTypeInference
 	P, R, S, F := copsev1alpha1.PodCliqueSetPhasePending, copsev1alpha1.PodCliqueSetPhaseRunning, copsev1alpha1.PodCliqueSetPhaseSucceeded, copsev1alpha1.PodCliqueSetPhaseFailed
 	cases := []struct {
 		name string
 		in   phaseInputs
 		want copsev1alpha1.PodCliqueSetPhase
 	}{
-		{"new workload is Pending", phaseInputs{workloadType: training}, P},
-		{"a running replica makes it Running", phaseInputs{workloadType: training, previous: P, anyRunning: true}, R},
-		{"Running is kept while a replica restarts", phaseInputs{workloadType: training, previous: R, activePods: 3}, R},
-		{"all PodCliques succeeded", phaseInputs{workloadType: training, previous: R, allSucceeded: true}, S},
-		{"succeeded straight from Pending (fast pods)", phaseInputs{workloadType: training, previous: P, allSucceeded: true}, S},
-		{"failing waits for pods to be terminated", phaseInputs{workloadType: training, previous: R, failing: true, activePods: 2}, R},
-		{"failing with no pod left is Failed", phaseInputs{workloadType: training, previous: R, failing: true}, F},
-		{"failing wins over a success seen later", phaseInputs{workloadType: training, previous: R, failing: true, allSucceeded: true}, F},
-		{"Succeeded is terminal", phaseInputs{workloadType: training, previous: S, failing: true}, S},
-		{"Failed is terminal", phaseInputs{workloadType: training, previous: F, anyRunning: true, allSucceeded: true}, F},
-		{"Inference never succeeds", phaseInputs{workloadType: inference, previous: R, allSucceeded: true, anyRunning: true}, R},
-		{"Inference never fails", phaseInputs{workloadType: inference, previous: R, failing: true}, R},
-		{"Inference Pending until a replica runs", phaseInputs{workloadType: inference}, P},
+		{"new workload is Pending", phaseInputs{training: true}, P},
+		{"a replica whose pods started makes it Running, ready or not", phaseInputs{training: true, previous: P, started: true}, R},
+		{"Running is kept while a replica restarts", phaseInputs{training: true, previous: R, activePods: 3}, R},
+		{"all PodCliques succeeded", phaseInputs{training: true, previous: R, succeeded: true}, S},
+		{"succeeded straight from Pending (fast pods)", phaseInputs{training: true, previous: P, succeeded: true}, S},
+		{"failing waits for pods to be terminated", phaseInputs{training: true, previous: R, failing: true, activePods: 2}, R},
+		{"failing with no pod left is Failed", phaseInputs{training: true, previous: R, failing: true}, F},
+		{"failing wins over a success seen later", phaseInputs{training: true, previous: R, failing: true, succeeded: true}, F},
+		{"Succeeded is terminal", phaseInputs{training: true, previous: S, failing: true}, S},
+		{"Failed is terminal", phaseInputs{training: true, previous: F, started: true, succeeded: true}, F},
+		{"Inference never succeeds", phaseInputs{previous: R, succeeded: true, started: true}, R},
+		{"Inference never fails", phaseInputs{previous: R, failing: true}, R},
+		{"Inference Pending until a replica runs", phaseInputs{}, P},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,7 @@
-package podclique
+// Package testfixtures holds the objects unit tests of several packages
+// share: PodCliqueSet "llm" in namespace "ml" and two of its PodCliques. It
+// is imported by tests only.
+package testfixtures
 
 import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -15,14 +18,16 @@ import (
 // The fixtures model PodCliqueSet "llm" in namespace "ml": replica 1 has a
 // standalone clique "leader" and a scaling group "decode" of cliques
 // "prefill" (2 pods) and "worker" (3 pods).
-const testNamespace = "ml"
+// Namespace of every fixture.
+const Namespace = "ml"
 
-func testPodCliqueSet(workload copsev1alpha1.WorkloadType) *copsev1alpha1.PodCliqueSet {
+// PodCliqueSet is "llm" with workload type workload.
+func PodCliqueSet(workload copsev1alpha1.WorkloadType) *copsev1alpha1.PodCliqueSet {
 	clique := func(name string, replicas int32) *grovecorev1alpha1.PodCliqueTemplateSpec {
 		return &grovecorev1alpha1.PodCliqueTemplateSpec{Name: name, Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: replicas}}
 	}
 	pcs := &copsev1alpha1.PodCliqueSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: testNamespace, UID: "pcs-uid"},
+		ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: Namespace, UID: "pcs-uid"},
 	}
 	pcs.Spec.WorkloadType = workload
 	pcs.Spec.Replicas = 2
@@ -35,13 +40,13 @@ func testPodCliqueSet(workload copsev1alpha1.WorkloadType) *copsev1alpha1.PodCli
 	return pcs
 }
 
-// testStandaloneClique is llm-1-leader with the labels the PodCliqueSet
+// StandaloneClique is llm-1-leader with the labels the PodCliqueSet
 // controller sets, a user template label and annotation, and replicas pods.
-func testStandaloneClique(replicas int32) *copsev1alpha1.PodClique {
+func StandaloneClique(replicas int32) *copsev1alpha1.PodClique {
 	name := naming.StandalonePodClique("llm", 1, "leader")
 	return &copsev1alpha1.PodClique{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNamespace, UID: "pclq-uid", Generation: 1,
+			Name: name, Namespace: Namespace, UID: "pclq-uid", Generation: 1,
 			Labels: labels.Merge(map[string]string{"team": "inference", labels.PartOfKey: "user-tried-to-override"},
 				labels.ForReplica("llm", 1),
 				map[string]string{
@@ -71,13 +76,13 @@ func testStandaloneClique(replicas int32) *copsev1alpha1.PodClique {
 	}
 }
 
-// testGroupedClique is llm-1-decode-2-worker, owned by scaling group llm-1-decode.
-func testGroupedClique(replicas int32) *copsev1alpha1.PodClique {
+// GroupedClique is llm-1-decode-2-worker, owned by scaling group llm-1-decode.
+func GroupedClique(replicas int32) *copsev1alpha1.PodClique {
 	group := naming.ScalingGroup("llm", 1, "decode")
 	name := naming.GroupedPodClique(group, 2, "worker")
 	return &copsev1alpha1.PodClique{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNamespace, UID: types.UID("grouped-uid"), Generation: 1,
+			Name: name, Namespace: Namespace, UID: types.UID("grouped-uid"), Generation: 1,
 			Labels: labels.Merge(labels.ForReplica("llm", 1), map[string]string{
 				labels.ComponentKey:           labels.ComponentPodCliqueOfGroup,
 				labels.PodCliqueKey:           name,

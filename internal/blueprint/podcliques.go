@@ -1,9 +1,7 @@
-// Package blueprint builds the objects a PodCliqueSet should have — replica
-// Services, PodCliqueScalingGroups and PodCliques — from its template. The
-// functions are pure: controllers compare their output with what exists.
 package blueprint
 
 import (
+	"maps"
 	"strconv"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -13,7 +11,6 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/naming"
-	"github.com/copse-dev/copse/internal/scheduler"
 )
 
 // ReplicaService is the headless Service of replica r. It selects every pod
@@ -39,7 +36,7 @@ func ReplicaService(pcs *copsev1alpha1.PodCliqueSet, replica int) *corev1.Servic
 
 // ScalingGroup is the PodCliqueScalingGroup of one scaling group in replica r.
 func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, replica int, group grovecorev1alpha1.PodCliqueScalingGroupConfig, attempt int32) *copsev1alpha1.PodCliqueScalingGroup {
-	minAvailable := scheduler.GroupMinAvailable(group)
+	minAvailable := copsev1alpha1.ScalingGroupMinAvailable(group)
 	return &copsev1alpha1.PodCliqueScalingGroup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   pcs.Namespace,
@@ -48,7 +45,7 @@ func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, replica int, group grovecorev
 			Annotations: copyMap(group.Annotations),
 		},
 		Spec: grovecorev1alpha1.PodCliqueScalingGroupSpec{
-			Replicas:     scheduler.GroupReplicas(group),
+			Replicas:     copsev1alpha1.ScalingGroupReplicas(group),
 			MinAvailable: &minAvailable,
 			CliqueNames:  append([]string(nil), group.CliqueNames...),
 		},
@@ -70,17 +67,13 @@ func StandalonePodClique(pcs *copsev1alpha1.PodCliqueSet, replica int, clique *g
 // PodCliqueSet replica's base gang; the others each form a gang of their own.
 func GroupedPodClique(pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup, groupReplica int32, clique *grovecorev1alpha1.PodCliqueTemplateSpec) *copsev1alpha1.PodClique {
 	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
-	minAvailable := int32(1)
-	if pcsg.Spec.MinAvailable != nil {
-		minAvailable = *pcsg.Spec.MinAvailable
-	}
 	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
 	name := naming.GroupedPodClique(pcsg.Name, int(groupReplica), clique.Name)
 	return podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
 		labels.ComponentKey:           labels.ComponentPodCliqueOfGroup,
 		labels.ScalingGroupKey:        pcsg.Name,
 		labels.ScalingGroupReplicaKey: strconv.Itoa(int(groupReplica)),
-		labels.PodGangKey:             scheduler.GangOfGroupReplica(pcs.Name, replica, pcsg.Name, groupReplica, minAvailable),
+		labels.PodGangKey:             GangOfGroupReplica(pcs.Name, replica, pcsg.Name, groupReplica, pcsg.MinAvailable()),
 	}), int32(attempt))
 }
 
@@ -93,7 +86,7 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 	})
 	spec := *clique.Spec.DeepCopy()
 	if spec.MinAvailable == nil {
-		minAvailable := spec.Replicas
+		minAvailable := copsev1alpha1.CliqueMinAvailable(spec)
 		spec.MinAvailable = &minAvailable
 	}
 	return &copsev1alpha1.PodClique{
@@ -107,27 +100,6 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 	}
 }
 
-// CliqueTemplate finds a clique of the PodCliqueSet template by name.
-func CliqueTemplate(pcs *copsev1alpha1.PodCliqueSet, name string) *grovecorev1alpha1.PodCliqueTemplateSpec {
-	for _, c := range pcs.Spec.Template.Cliques {
-		if c != nil && c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// GroupedCliques returns the names of the cliques that belong to a scaling group.
-func GroupedCliques(pcs *copsev1alpha1.PodCliqueSet) map[string]bool {
-	grouped := map[string]bool{}
-	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
-		for _, name := range g.CliqueNames {
-			grouped[name] = true
-		}
-	}
-	return grouped
-}
-
 // attemptLabel marks which run of its replica an object belongs to: 0 for
 // the first, n after the replica's n-th recreation.
 func attemptLabel(attempt int32) map[string]string {
@@ -138,9 +110,5 @@ func copyMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m)
 }

@@ -1,4 +1,4 @@
-package podclique
+package podwrite
 
 import (
 	"context"
@@ -11,18 +11,21 @@ import (
 
 func TestBatchSizes(t *testing.T) {
 	cases := []struct {
-		n, limit int
-		want     []int
+		n, start, limit int
+		want            []int
 	}{
-		{0, 8, nil},
-		{1, 8, []int{1}},
-		{10, 8, []int{1, 2, 4, 3}},
-		{20, 4, []int{1, 2, 4, 4, 4, 4, 1}},
-		{2, 0, []int{1, 1}},
+		{0, 1, 8, nil},
+		{1, 1, 8, []int{1}},
+		{10, 1, 8, []int{1, 2, 4, 3}},
+		{20, 1, 4, []int{1, 2, 4, 4, 4, 4, 1}},
+		{2, 1, 0, []int{1, 1}},
+		{20, 8, 8, []int{8, 8, 4}},
+		{20, 16, 8, []int{8, 8, 4}},
+		{5, 0, 8, []int{1, 2, 2}},
 	}
 	for _, c := range cases {
-		if diff := cmp.Diff(c.want, batchSizes(c.n, c.limit)); diff != "" {
-			t.Errorf("batchSizes(%d, %d) (-want +got):\n%s", c.n, c.limit, diff)
+		if diff := cmp.Diff(c.want, batchSizes(c.n, c.start, c.limit)); diff != "" {
+			t.Errorf("batchSizes(%d, %d, %d) (-want +got):\n%s", c.n, c.start, c.limit, diff)
 		}
 	}
 }
@@ -49,7 +52,7 @@ func TestInSlowStartBatches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			called := map[int]int{}
-			succeeded, err := inSlowStartBatches(context.Background(), c.n, 8, func(_ context.Context, item int) error {
+			succeeded, err := InSlowStartBatches(context.Background(), c.n, 1, 8, func(_ context.Context, item int) error {
 				mu.Lock()
 				called[item]++
 				mu.Unlock()
@@ -91,7 +94,7 @@ func TestInSlowStartBatchesRunsABatchConcurrently(t *testing.T) {
 	// run at the same time.
 	var barrier sync.WaitGroup
 	barrier.Add(4)
-	_, err := inSlowStartBatches(context.Background(), 7, 4, func(_ context.Context, item int) error {
+	_, err := InSlowStartBatches(context.Background(), 7, 1, 4, func(_ context.Context, item int) error {
 		if item >= 3 {
 			barrier.Done()
 			barrier.Wait()

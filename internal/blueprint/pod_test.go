@@ -1,6 +1,8 @@
-package podclique
+package blueprint
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,16 +12,29 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/testfixtures"
 )
 
-func testTemplate(t *testing.T, pclq *copsev1alpha1.PodClique, gang bool, groupPods int32) podTemplate {
+// buildTestPod builds the pod of index for pclq of the fixture PodCliqueSet,
+// with the given decorators.
+func buildTestPod(t *testing.T, pclq *copsev1alpha1.PodClique, index int, decorators ...PodDecorator) *corev1.Pod {
 	t.Helper()
-	id, err := identityOf(pclq, gang)
+	id, err := IdentityOf(pclq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := *metav1.NewControllerRef(pclq, copsev1alpha1.SchemeGroupVersion.WithKind("PodClique"))
-	return podTemplate{pclq: pclq, id: id, owner: owner, gangScheduling: gang, groupPods: groupPods}
+	pc := PodContext{
+		PodCliqueSet: testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference),
+		PodClique:    pclq,
+		Identity:     id,
+		Index:        index,
+		Owner:        *metav1.NewControllerRef(pclq, copsev1alpha1.SchemeGroupVersion.WithKind("PodClique")),
+	}
+	pod, err := BuildPod(pc, decorators)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }
 
 func envOf(c corev1.Container) map[string]string {
@@ -35,9 +50,9 @@ func envOf(c corev1.Container) map[string]string {
 }
 
 func TestBuildPodStandalone(t *testing.T) {
-	pclq := testStandaloneClique(3)
+	pclq := testfixtures.StandaloneClique(3)
 	before := pclq.DeepCopy()
-	pod := buildPod(testTemplate(t, pclq, true, 0), 2)
+	pod := buildTestPod(t, pclq, 2)
 
 	wantMeta := metav1.ObjectMeta{
 		Namespace:    "ml",
@@ -65,8 +80,8 @@ func TestBuildPodStandalone(t *testing.T) {
 	if pod.Spec.Hostname != "llm-1-leader-2" || pod.Spec.Subdomain != "llm-1" {
 		t.Errorf("hostname %q subdomain %q, want llm-1-leader-2 under llm-1", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
-	if diff := cmp.Diff(&corev1.PodSchedulingGroup{PodGroupName: ptr.To("llm-1")}, pod.Spec.SchedulingGroup); diff != "" {
-		t.Errorf("schedulingGroup (-want +got):\n%s", diff)
+	if pod.Spec.SchedulingGroup != nil {
+		t.Errorf("schedulingGroup %v: gang membership is a decorator's, not the builder's", pod.Spec.SchedulingGroup)
 	}
 
 	wantEnv := map[string]string{
@@ -90,12 +105,12 @@ func TestBuildPodStandalone(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff(before, pclq); diff != "" {
-		t.Errorf("buildPod changed the PodClique (-before +after):\n%s", diff)
+		t.Errorf("BuildPod changed the PodClique (-before +after):\n%s", diff)
 	}
 }
 
 func TestBuildPodGrouped(t *testing.T) {
-	pod := buildPod(testTemplate(t, testGroupedClique(3), true, 5), 0)
+	pod := buildTestPod(t, testfixtures.GroupedClique(3), 0)
 	want := map[string]string{
 		"GROVE_PCS_NAME":               "llm",
 		"GROVE_PCS_INDEX":              "1",
@@ -109,9 +124,6 @@ func TestBuildPodGrouped(t *testing.T) {
 	if diff := cmp.Diff(want, envOf(pod.Spec.Containers[0])); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
-	if got := ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, ""); got != "llm-1-decode-2" {
-		t.Errorf("podGroupName %q, want the scaled gang llm-1-decode-2", got)
-	}
 	if pod.Spec.Hostname != "llm-1-decode-2-worker-0" || pod.Spec.Subdomain != "llm-1" {
 		t.Errorf("hostname %q subdomain %q", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
@@ -120,12 +132,44 @@ func TestBuildPodGrouped(t *testing.T) {
 	}
 }
 
-func TestBuildPodWithoutGangScheduling(t *testing.T) {
-	pclq := testStandaloneClique(1)
-	pclq.Spec.PodSpec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("users-own")}
-	pod := buildPod(testTemplate(t, pclq, false, 0), 0)
-	if got := ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, ""); got != "users-own" {
-		t.Errorf("podGroupName %q: without gang scheduling the user's pod spec must be left alone", got)
+func TestBuildPodAppliesDecoratorsInOrder(t *testing.T) {
+	var order []string
+	mark := func(name string) PodDecorator {
+		return PodDecorator{Name: name, Decorate: func(pod *corev1.Pod, pc PodContext) error {
+			order = append(order, name)
+			pod.Labels["decorated-by"] = name
+			if pc.Index != 1 || pc.Identity.Clique != "leader" {
+				t.Errorf("decorator %s got context index %d clique %q", name, pc.Index, pc.Identity.Clique)
+			}
+			return nil
+		}}
+	}
+	pod := buildTestPod(t, testfixtures.StandaloneClique(2), 1, mark("first"), mark("second"))
+	if diff := cmp.Diff([]string{"first", "second"}, order); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if pod.Labels["decorated-by"] != "second" {
+		t.Errorf("the later decorator must see and may change the earlier one's result")
+	}
+}
+
+func TestBuildPodFailsWithItsDecorator(t *testing.T) {
+	pclq := testfixtures.StandaloneClique(1)
+	id, _ := IdentityOf(pclq)
+	failing := PodDecorator{Name: "gang", Decorate: func(*corev1.Pod, PodContext) error { return errors.New("no gang label") }}
+	_, err := BuildPod(PodContext{PodCliqueSet: testfixtures.PodCliqueSet(""), PodClique: pclq, Identity: id}, []PodDecorator{failing})
+	if err == nil || !strings.Contains(err.Error(), "pod decorator gang: no gang label") {
+		t.Errorf("error %v, want one naming the decorator", err)
+	}
+}
+
+func TestBuildPodOfBrokenScalingGroup(t *testing.T) {
+	pclq := testfixtures.GroupedClique(1)
+	id, _ := IdentityOf(pclq)
+	pcs := testfixtures.PodCliqueSet("")
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].CliqueNames = append(pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].CliqueNames, "ghost")
+	if _, err := Pod(PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id}); err == nil || !strings.Contains(err.Error(), "ghost") {
+		t.Errorf("error %v, want one naming the missing clique", err)
 	}
 }
 
@@ -133,9 +177,9 @@ func TestBuildPodWithoutGangScheduling(t *testing.T) {
 // labelled with the attempt, and their pods inherit it like every other
 // PodClique label.
 func TestBuildPodCarriesAttempt(t *testing.T) {
-	for _, pclq := range []*copsev1alpha1.PodClique{testStandaloneClique(2), testGroupedClique(2)} {
+	for _, pclq := range []*copsev1alpha1.PodClique{testfixtures.StandaloneClique(2), testfixtures.GroupedClique(2)} {
 		pclq.Labels[labels.AttemptKey] = "2"
-		pod := buildPod(testTemplate(t, pclq, true, 5), 1)
+		pod := buildTestPod(t, pclq, 1)
 		if got := pod.Labels[labels.AttemptKey]; got != "2" {
 			t.Errorf("%s: pod label %s=%q, want 2", pclq.Name, labels.AttemptKey, got)
 		}

@@ -1,0 +1,197 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// This file is the one home of spec defaults and of the values derived from
+// a spec. The defaulting webhook writes these defaults into new objects; the
+// controllers, internal/blueprint and internal/scheduler read the same
+// functions, so an object that was never defaulted (created while the
+// webhook was down, or by an older version) behaves exactly like one that was.
+
+// Defaults that do not depend on the workload type, as Grove sets them.
+const (
+	DefaultScalingGroupReplicas             int32 = 1
+	DefaultScalingGroupMinAvailable         int32 = 1
+	DefaultPodTerminationGracePeriodSeconds int64 = 30
+)
+
+// DefaultInferenceTerminationDelay is Grove's wait before a breached
+// Inference replica is torn down, so the scheduler has time to bring it back.
+const DefaultInferenceTerminationDelay = 4 * time.Hour
+
+// OrDefault is the workload type, Inference when unset.
+func (t WorkloadType) OrDefault() WorkloadType {
+	if t == "" {
+		return WorkloadTypeInference
+	}
+	return t
+}
+
+// DefaultTerminationDelay is the terminationDelay of a workload of this
+// type when the template sets none: Grove's 4h for Inference, 0 for
+// Training, where a missing worker stops all progress (GREP-0285).
+func (t WorkloadType) DefaultTerminationDelay() time.Duration {
+	if t.OrDefault() == WorkloadTypeTraining {
+		return 0
+	}
+	return DefaultInferenceTerminationDelay
+}
+
+// DefaultRestartPolicy is the pods' restartPolicy when the template sets
+// none: Always for Inference, as Grove; Never for Training, whose restarts
+// are the operator's, per replica and within the budget.
+func (t WorkloadType) DefaultRestartPolicy() corev1.RestartPolicy {
+	if t.OrDefault() == WorkloadTypeTraining {
+		return corev1.RestartPolicyNever
+	}
+	return corev1.RestartPolicyAlways
+}
+
+// IsTraining reports whether the PodCliqueSet is a Training workload; nil is not.
+func (pcs *PodCliqueSet) IsTraining() bool {
+	return pcs != nil && pcs.Spec.WorkloadType.OrDefault() == WorkloadTypeTraining
+}
+
+// TerminationDelay is how long a replica may stay below minAvailable before
+// it is recreated: the template's value, or the workload type's default.
+func (pcs *PodCliqueSet) TerminationDelay() time.Duration {
+	if d := pcs.Spec.Template.TerminationDelay; d != nil {
+		return d.Duration
+	}
+	return pcs.Spec.WorkloadType.DefaultTerminationDelay()
+}
+
+// MaxRestarts is trainingSpec.maxRestarts, 0 when unset.
+func (pcs *PodCliqueSet) MaxRestarts() int32 {
+	if ts := pcs.Spec.TrainingSpec; ts != nil && ts.MaxRestarts != nil {
+		return *ts.MaxRestarts
+	}
+	return 0
+}
+
+// MaxRuntime is trainingSpec.maxRuntime; nil means no limit.
+func (pcs *PodCliqueSet) MaxRuntime() *time.Duration {
+	if ts := pcs.Spec.TrainingSpec; ts != nil && ts.MaxRuntime != nil {
+		d := ts.MaxRuntime.Duration
+		return &d
+	}
+	return nil
+}
+
+// CliqueMinAvailable is a clique's minAvailable, which defaults to its replicas.
+func CliqueMinAvailable(spec grovecorev1alpha1.PodCliqueSpec) int32 {
+	if spec.MinAvailable != nil {
+		return *spec.MinAvailable
+	}
+	return spec.Replicas
+}
+
+// ScalingGroupReplicas is a scaling group's template replica count.
+func ScalingGroupReplicas(group grovecorev1alpha1.PodCliqueScalingGroupConfig) int32 {
+	if group.Replicas != nil {
+		return *group.Replicas
+	}
+	return DefaultScalingGroupReplicas
+}
+
+// ScalingGroupMinAvailable is a scaling group's template minAvailable.
+func ScalingGroupMinAvailable(group grovecorev1alpha1.PodCliqueScalingGroupConfig) int32 {
+	if group.MinAvailable != nil {
+		return *group.MinAvailable
+	}
+	return DefaultScalingGroupMinAvailable
+}
+
+// MinAvailable is the PodCliqueScalingGroup object's minAvailable.
+func (pcsg *PodCliqueScalingGroup) MinAvailable() int32 {
+	if pcsg.Spec.MinAvailable != nil {
+		return *pcsg.Spec.MinAvailable
+	}
+	return DefaultScalingGroupMinAvailable
+}
+
+// MinAvailable is the PodClique object's minAvailable.
+func (pclq *PodClique) MinAvailable() int32 {
+	return CliqueMinAvailable(pclq.Spec)
+}
+
+// GroupedCliqueNames are the names of the template's cliques that belong to
+// a scaling group.
+func (pcs *PodCliqueSet) GroupedCliqueNames() map[string]bool {
+	grouped := map[string]bool{}
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		for _, name := range g.CliqueNames {
+			grouped[name] = true
+		}
+	}
+	return grouped
+}
+
+// StandaloneCliques are the template's cliques that belong to no scaling
+// group, in template order: each replica has one PodClique per such clique.
+func (pcs *PodCliqueSet) StandaloneCliques() []*grovecorev1alpha1.PodCliqueTemplateSpec {
+	grouped := pcs.GroupedCliqueNames()
+	var out []*grovecorev1alpha1.PodCliqueTemplateSpec
+	for _, c := range pcs.Spec.Template.Cliques {
+		if c != nil && !grouped[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// CliqueTemplate finds a clique of the template by name; nil if none.
+func (pcs *PodCliqueSet) CliqueTemplate(name string) *grovecorev1alpha1.PodCliqueTemplateSpec {
+	for _, c := range pcs.Spec.Template.Cliques {
+		if c != nil && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// ScalingGroupPods is the number of pods in one replica of the scaling group
+// that clique belongs to: the sum of the template replicas of the group's
+// member cliques (Grove's GROVE_PCSG_TEMPLATE_NUM_PODS). It is read from the
+// template, not from live objects, so every pod of the group sees the same
+// number regardless of scaling or creation order.
+func (pcs *PodCliqueSet) ScalingGroupPods(clique string) (int32, error) {
+	for _, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		if !slices.Contains(group.CliqueNames, clique) {
+			continue
+		}
+		var total int32
+		for _, member := range group.CliqueNames {
+			c := pcs.CliqueTemplate(member)
+			if c == nil {
+				return 0, fmt.Errorf("scaling group %q lists clique %q, which the PodCliqueSet template does not define", group.Name, member)
+			}
+			total += c.Spec.Replicas
+		}
+		return total, nil
+	}
+	return 0, fmt.Errorf("no scaling group of the PodCliqueSet template contains clique %q", clique)
+}
+
+// MembersPerReplica is how many PodCliques make up one replica of a
+// Training PodCliqueSet with the given scaling-group replica counts (by
+// template name; a group without an entry uses its template count): every
+// standalone clique, and every member clique of every group replica.
+func (pcs *PodCliqueSet) MembersPerReplica(groupReplicas map[string]int32) int {
+	n := len(pcs.StandaloneCliques())
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		replicas, ok := groupReplicas[g.Name]
+		if !ok {
+			replicas = ScalingGroupReplicas(g)
+		}
+		n += int(replicas) * len(g.CliqueNames)
+	}
+	return n
+}

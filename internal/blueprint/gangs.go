@@ -1,0 +1,106 @@
+package blueprint
+
+import (
+	"sort"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/naming"
+)
+
+// Gang is a set of pods that must be scheduled together or not at all.
+// Which pods form a gang is copse's decision, whatever the scheduler; a
+// scheduler backend (internal/scheduler) turns gangs into its own objects.
+type Gang struct {
+	// Name of the gang; the backend's object (a PodGroup) has this name and
+	// PodCliques carry it in the grove.io/podgang label.
+	Name string
+	// Template groups gangs of the same shape: "base" for a replica's own
+	// gang, "scaled-<group>" for a scaling-group replica above minAvailable.
+	Template string
+	// ReplicaIndex is the PodCliqueSet replica the gang belongs to.
+	ReplicaIndex int
+	// MinCount is how many of the gang's pods must fit at once.
+	MinCount int32
+}
+
+// BaseTemplate is the template name of a replica's own gang.
+const BaseTemplate = "base"
+
+// ScaledTemplate is the template name of the gangs of one scaling group's
+// replicas above minAvailable.
+func ScaledTemplate(group string) string { return "scaled-" + group }
+
+// ReplicaGangs returns the gangs of replica r, base gang first.
+//
+// The base gang holds every standalone clique and the first minAvailable
+// replicas of each scaling group; its minCount is the sum of their cliques'
+// minAvailable. Scaling-group replicas at or above minAvailable are optional
+// capacity: each gets a gang of its own, so the base gang never waits for
+// them. groupReplicas gives the current replica count of each
+// PodCliqueScalingGroup object (by object name); a group with no entry uses
+// the template's count.
+func ReplicaGangs(pcs *copsev1alpha1.PodCliqueSet, r int, groupReplicas map[string]int32) []Gang {
+	template := pcs.Spec.Template
+	base := Gang{Name: naming.BaseGang(pcs.Name, r), Template: BaseTemplate, ReplicaIndex: r}
+	for _, clique := range pcs.StandaloneCliques() {
+		base.MinCount += copsev1alpha1.CliqueMinAvailable(clique.Spec)
+	}
+	var scaled []Gang
+	for _, group := range template.PodCliqueScalingGroupConfigs {
+		var perGroupReplica int32
+		for _, name := range group.CliqueNames {
+			if c := pcs.CliqueTemplate(name); c != nil {
+				perGroupReplica += copsev1alpha1.CliqueMinAvailable(c.Spec)
+			}
+		}
+		groupName := naming.ScalingGroup(pcs.Name, r, group.Name)
+		replicas, ok := groupReplicas[groupName]
+		if !ok {
+			replicas = copsev1alpha1.ScalingGroupReplicas(group)
+		}
+		minAvailable := min(copsev1alpha1.ScalingGroupMinAvailable(group), replicas)
+		base.MinCount += minAvailable * perGroupReplica
+		for j := minAvailable; j < replicas; j++ {
+			scaled = append(scaled, Gang{
+				Name:         naming.ScaledGang(groupName, int(j)),
+				Template:     ScaledTemplate(group.Name),
+				ReplicaIndex: r,
+				MinCount:     perGroupReplica,
+			})
+		}
+	}
+	return append([]Gang{base}, scaled...)
+}
+
+// DesiredGangs returns the gangs of every replica, in a stable order.
+func DesiredGangs(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[string]int32) []Gang {
+	var gangs []Gang
+	for r := range int(pcs.Spec.Replicas) {
+		gangs = append(gangs, ReplicaGangs(pcs, r, groupReplicas)...)
+	}
+	return gangs
+}
+
+// GangOfGroupReplica names the gang the pods of scaling-group replica j join.
+func GangOfGroupReplica(pcsName string, replica int, scalingGroup string, groupReplica, groupMinAvailable int32) string {
+	if groupReplica < groupMinAvailable {
+		return naming.BaseGang(pcsName, replica)
+	}
+	return naming.ScaledGang(scalingGroup, int(groupReplica))
+}
+
+// TemplateMinCounts returns each gang template's minCount, sorted by name.
+func TemplateMinCounts(gangs []Gang) []Gang {
+	byTemplate := map[string]Gang{}
+	for _, g := range gangs {
+		if _, seen := byTemplate[g.Template]; !seen {
+			byTemplate[g.Template] = Gang{Template: g.Template, MinCount: g.MinCount}
+		}
+	}
+	out := make([]Gang, 0, len(byTemplate))
+	for _, g := range byTemplate {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Template < out[j].Template })
+	return out
+}

@@ -1,0 +1,74 @@
+package blueprint
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/naming"
+)
+
+// PodContext is everything a pod of a PodClique is built from, and what
+// every PodDecorator may read.
+type PodContext struct {
+	PodCliqueSet *copsev1alpha1.PodCliqueSet
+	PodClique    *copsev1alpha1.PodClique
+	Identity     CliqueIdentity
+	// Index is the pod's place in the clique.
+	Index int
+	// Owner is the controller reference to the PodClique.
+	Owner metav1.OwnerReference
+}
+
+// Pod builds the pod for one index of a clique, before decorators.
+//
+// The name is generated, so a replacement never waits for its predecessor to
+// release a name; the stable identity is the hostname <podclique>-<index>
+// under the replica's headless Service. Labels are the PodClique's (template
+// labels under copse's) plus the clique and index labels; annotations are the
+// PodClique's, minus kubectl's bookkeeping. Every container gets Grove's
+// discovery variables it does not set itself.
+func Pod(pc PodContext) (*corev1.Pod, error) {
+	pclq, id := pc.PodClique, pc.Identity
+	var groupPods int32
+	if id.Grouped() {
+		n, err := pc.PodCliqueSet.ScalingGroupPods(id.Clique)
+		if err != nil {
+			return nil, fmt.Errorf("counting the pods of scaling group %s: %w", id.ScalingGroup, err)
+		}
+		groupPods = n
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    pclq.Namespace,
+			GenerateName: naming.PodGenerateName(pclq.Name),
+			Labels: labels.Merge(pclq.Labels, map[string]string{
+				labels.PodCliqueKey: pclq.Name,
+				labels.PodIndexKey:  strconv.Itoa(pc.Index),
+			}),
+			Annotations:     podAnnotations(pclq.Annotations),
+			OwnerReferences: []metav1.OwnerReference{pc.Owner},
+		},
+		Spec: *pclq.Spec.PodSpec.DeepCopy(),
+	}
+	pod.Spec.Hostname = naming.PodHostname(pclq.Name, pc.Index)
+	pod.Spec.Subdomain = naming.ReplicaService(id.PodCliqueSet, id.Replica)
+	env := discoveryEnv(id, pclq.Name, pclq.Namespace, pc.Index, groupPods)
+	addMissingEnv(pod.Spec.InitContainers, env)
+	addMissingEnv(pod.Spec.Containers, env)
+	return pod, nil
+}
+
+func podAnnotations(pclqAnnotations map[string]string) map[string]string {
+	out := maps.Clone(pclqAnnotations)
+	delete(out, corev1.LastAppliedConfigAnnotation)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package blueprint
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+// ReplicaInputs is what the objects of one replica are built from.
+type ReplicaInputs struct {
+	PodCliqueSet *copsev1alpha1.PodCliqueSet
+	Replica      int
+	// Attempt is the replica's current run (its copse.dev/attempt label).
+	Attempt int32
+	// GroupReplicas are the live replica counts of the replica's
+	// PodCliqueScalingGroups, by object name; a group without an entry uses
+	// its template count.
+	GroupReplicas map[string]int32
+}
+
+// ReplicaResource is one row of the table of kinds the PodCliqueSet
+// controller keeps per replica. The controller observes every row, builds
+// the missing objects of replicas that may run, deletes those of removed
+// replicas, and, for rows RecreatedWithReplica, deletes a replica's objects
+// when the replica is recreated so they are built afresh for the new run. A
+// new per-replica kind is one more row; the controller needs no change.
+type ReplicaResource struct {
+	// Kind names the kind in logs, errors and status.
+	Kind string
+	// NewObject returns an empty object of the kind, for watches.
+	NewObject func() client.Object
+	// NewList returns an empty list of the kind, for observing.
+	NewList func() client.ObjectList
+	// Desired builds the objects a replica needs. Nil for kinds that
+	// another controller creates (a scaling group's PodCliques): the
+	// PodCliqueSet controller then only observes and recreates them.
+	Desired func(in ReplicaInputs) []client.Object
+	// RecreatedWithReplica: deleted with the replica's run on a recreation.
+	RecreatedWithReplica bool
+}
+
+// ReplicaResources are copse's own per-replica kinds. A scheduler backend
+// adds its own rows (internal/scheduler).
+func ReplicaResources() []ReplicaResource {
+	return []ReplicaResource{
+		{
+			Kind:      "Service",
+			NewObject: func() client.Object { return &corev1.Service{} },
+			NewList:   func() client.ObjectList { return &corev1.ServiceList{} },
+			Desired: func(in ReplicaInputs) []client.Object {
+				return []client.Object{ReplicaService(in.PodCliqueSet, in.Replica)}
+			},
+			// The Service selects the replica's pods by replica label,
+			// whatever their run, so it outlives recreations.
+			RecreatedWithReplica: false,
+		},
+		{
+			Kind:      "PodCliqueScalingGroup",
+			NewObject: func() client.Object { return &copsev1alpha1.PodCliqueScalingGroup{} },
+			NewList:   func() client.ObjectList { return &copsev1alpha1.PodCliqueScalingGroupList{} },
+			Desired: func(in ReplicaInputs) []client.Object {
+				var out []client.Object
+				for _, group := range in.PodCliqueSet.Spec.Template.PodCliqueScalingGroupConfigs {
+					out = append(out, ScalingGroup(in.PodCliqueSet, in.Replica, group, in.Attempt))
+				}
+				return out
+			},
+			RecreatedWithReplica: true,
+		},
+		{
+			// Standalone PodCliques are built here; grouped ones by the
+			// PodCliqueScalingGroup controller, but observed and recreated
+			// with the replica all the same.
+			Kind:      "PodClique",
+			NewObject: func() client.Object { return &copsev1alpha1.PodClique{} },
+			NewList:   func() client.ObjectList { return &copsev1alpha1.PodCliqueList{} },
+			Desired: func(in ReplicaInputs) []client.Object {
+				var out []client.Object
+				for _, clique := range in.PodCliqueSet.StandaloneCliques() {
+					out = append(out, StandalonePodClique(in.PodCliqueSet, in.Replica, clique, in.Attempt))
+				}
+				return out
+			},
+			RecreatedWithReplica: true,
+		},
+	}
+}

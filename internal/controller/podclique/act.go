@@ -1,0 +1,212 @@
+package podclique
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/podwrite"
+)
+
+func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodClique, key string, deletions []podDeletion) (int, error) {
+	if len(deletions) == 0 {
+		return 0, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	deleted, err := podwrite.InSlowStartBatches(ctx, len(deletions), podwrite.MaxInFlight, podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+		d := deletions[i]
+		if err := podwrite.DeleteAndRelease(ctx, r.Client, pclq.Namespace, d.pod); err != nil {
+			return fmt.Errorf("%w (%s)", err, d.cause)
+		}
+		r.Expectations.ExpectDeletions(key, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: d.pod.Name, UID: d.pod.UID}})
+		log.V(1).Info("deleted pod", "pod", d.pod.Name, "index", d.pod.Index, "cause", d.cause)
+		return nil
+	})
+	if deleted > 0 {
+		causes := causeCounts(deletions)
+		log.Info("deleted pods", "deleted", deleted, "planned", len(deletions), "causes", causes)
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsDeleted, "DeletePods",
+			"Deleted %d pod(s) (planned: %s)", deleted, causes)
+	}
+	if err != nil {
+		log.Error(err, "deleting pods failed", "deleted", deleted, "planned", len(deletions))
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodDeleteFailed, "DeletePods",
+			"Deleted %d of %d pod(s): %v", deleted, len(deletions), err)
+		return deleted, fmt.Errorf("deleting pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	return deleted, nil
+}
+
+// releaseOutcome is what releaseRecorded did.
+type releaseOutcome struct {
+	// truncated: more pods wait for their finalizer than the budget allowed.
+	truncated bool
+}
+
+// releaseRecorded removes the outcome finalizer of every pod whose outcome
+// the written status records, or that is not to be accounted for
+// (outcomeReleasable), and of the strays. Pods being deleted this pass were
+// released with their deletion.
+func (r *Reconciler) releaseRecorded(ctx context.Context, pclq *copsev1alpha1.PodClique, ws workloadState,
+	owned, strays []podstate.Summary, deleted []podDeletion, budget int) (releaseOutcome, error) {
+	in := releaseInput{
+		cliqueUID:         pclq.UID,
+		cliqueGoing:       pclq.DeletionTimestamp != nil,
+		training:          ws.training(),
+		ended:             ws.ended,
+		desired:           int(pclq.Spec.Replicas),
+		recordedSucceeded: recordedSucceeded(pclq),
+		recordedReplacing: uidSet(pclq.Status.ReplacingPods),
+	}
+	skip := map[types.UID]bool{}
+	for _, d := range deleted {
+		skip[d.pod.UID] = true
+	}
+	var release []podstate.Summary
+	for _, p := range append(slices.Clone(owned), strays...) {
+		if !skip[p.UID] && outcomeReleasable(p, in) {
+			release = append(release, p)
+		}
+	}
+	if !ws.known && len(strays) == 0 {
+		// Without the PodCliqueSet the records cannot be trusted to be
+		// complete; only pods that are plainly not this clique's go.
+		release = nil
+	}
+	var out releaseOutcome
+	if budget = max(budget, podwrite.MaxInFlight); len(release) > budget {
+		release, out.truncated = release[:budget], true
+	}
+	return out, r.releaseAll(ctx, pclq.Namespace, release)
+}
+
+// releaseAll removes the outcome finalizer from each pod.
+func (r *Reconciler) releaseAll(ctx context.Context, namespace string, pods []podstate.Summary) error {
+	var withFinalizer []podstate.Summary
+	for _, p := range pods {
+		if p.HasOutcomeFinalizer {
+			withFinalizer = append(withFinalizer, p)
+		}
+	}
+	if len(withFinalizer) == 0 {
+		return nil
+	}
+	released, err := podwrite.InSlowStartBatches(ctx, len(withFinalizer), podwrite.MaxInFlight, podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+		return podwrite.ReleaseOutcome(ctx, r.Client, namespace, withFinalizer[i])
+	})
+	ctrl.LoggerFrom(ctx).V(1).Info("released outcome finalizers", "released", released, "planned", len(withFinalizer))
+	return err
+}
+
+// createPods creates the pods of the given indices, after the API server
+// confirms that the clique may still have them (blockedOnServer). A refusal
+// pauses creation with back-off and is reported in the PodCreationRefused
+// condition and an event that quote the API server.
+func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
+	id blueprint.CliqueIdentity, key string, indices []int) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if until := r.history.pausedUntil(key); !until.IsZero() {
+		log.V(1).Info("pod creation paused after a refusal", "until", until)
+		return ctrl.Result{RequeueAfter: until.Sub(r.Clock.Now())}, nil
+	}
+	why, err := r.blockedOnServer(ctx, pclq, id)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		log.Info("creating no pods: the API server shows what the cache does not yet", "reason", why, "planned", len(indices))
+		return ctrl.Result{}, nil
+	}
+	gvk, err := apiutil.GVKForObject(pclq, r.Scheme)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("resolving the PodClique kind: %w", err)
+	}
+	pc := blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Owner: *metav1.NewControllerRef(pclq, gvk)}
+	// Every pod is built before any is created: a clique whose pods cannot
+	// be built gets none, rather than some.
+	pods := make([]*corev1.Pod, len(indices))
+	for i, index := range indices {
+		pc.Index = index
+		if pods[i], err = blueprint.BuildPod(pc, r.Decorators); err != nil {
+			log.Error(err, "cannot build the clique's pods; not creating any")
+			r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", err)
+			return ctrl.Result{}, nil
+		}
+	}
+
+	created, err := podwrite.InSlowStartBatches(ctx, len(pods), r.history.startBatch(key), podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+		if err := r.Client.Create(ctx, pods[i]); err != nil {
+			return fmt.Errorf("creating pod with index %d: %w", indices[i], err)
+		}
+		r.Expectations.ExpectCreations(key, pods[i])
+		return nil
+	})
+	if created > 0 {
+		log.Info("created pods", "created", created, "planned", len(indices))
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsCreated, "CreatePods", "Created %d pod(s)", created)
+	}
+	switch {
+	case err == nil:
+		r.history.succeeded(key, pclq.Namespace)
+		return ctrl.Result{}, r.noteRefusal(ctx, pclq, nil)
+	case isRefusal(err):
+		until := r.history.refused(key, pclq.Namespace)
+		message := refusalMessage(err)
+		log.Info("the API server refuses the clique's pods; retrying with back-off", "created", created, "planned", len(indices),
+			"retryAt", until.Format(time.RFC3339), "message", message)
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodCreationRefused, "CreatePods",
+			"Created %d of %d pod(s); the API server refused the rest, retrying at %s: %s", created, len(indices), until.Format(time.RFC3339), message)
+		return ctrl.Result{RequeueAfter: until.Sub(r.Clock.Now())}, r.noteRefusal(ctx, pclq, &message)
+	default:
+		r.history.failed(key, pclq.Namespace)
+		log.Error(err, "creating pods failed", "created", created, "planned", len(indices))
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodCreateFailed, "CreatePods",
+			"Created %d of %d pod(s): %v", created, len(indices), err)
+		return ctrl.Result{}, fmt.Errorf("creating pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+}
+
+// noteRefusal keeps the PodCreationRefused condition in line with the last
+// creation attempt (refusalCondition). It writes only when the condition
+// changes, so a refusal that repeats itself does not rewrite status.
+func (r *Reconciler) noteRefusal(ctx context.Context, pclq *copsev1alpha1.PodClique, message *string) error {
+	previous := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)
+	cond := refusalCondition(previous, message, metav1.NewTime(r.Clock.Now()))
+	if cond == nil {
+		return nil
+	}
+	cond.ObservedGeneration = pclq.Generation
+	status := *pclq.Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, *cond)
+	if err := r.writeStatus(ctx, pclq, status); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+// causeCounts summarises why pods are deleted, e.g. "ended=1 scale-in=2".
+func causeCounts(deletions []podDeletion) string {
+	counts := map[deletionCause]int{}
+	for _, d := range deletions {
+		counts[d.cause]++
+	}
+	parts := make([]string, 0, len(counts))
+	for _, cause := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", cause, counts[cause]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,48 @@
+package podclique
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// releaseInput is what decides whether a pod's outcome finalizer may go.
+type releaseInput struct {
+	// cliqueUID is the live PodClique's UID; pods controlled by anything
+	// else (an earlier PodClique of the same name) are not this clique's
+	// to account for.
+	cliqueUID types.UID
+	// cliqueGoing: the PodClique is being deleted; its pods go with it.
+	cliqueGoing bool
+	training    bool
+	// ended: the Training workload is over; what is left needs no record.
+	ended   bool
+	desired int
+	// recordedSucceeded and recordedReplacing are the records as written to
+	// the API server: a pod is released only once its outcome is durable.
+	recordedSucceeded indexset.Set
+	recordedReplacing map[types.UID]bool
+}
+
+// outcomeReleasable reports whether the pod's copsev1alpha1.OutcomeFinalizer
+// may be removed: its outcome is recorded, or it is not to be accounted for.
+// A pod that exited 0 is released only once its index is recorded, so it can
+// never vanish before copse knows its index is done. A failed pod that is a
+// breach keeps the finalizer until the PodCliqueSet controller restarts its
+// replica or ends the workload (both release it).
+func outcomeReleasable(p podstate.Summary, in releaseInput) bool {
+	switch {
+	case !p.HasOutcomeFinalizer:
+		return false
+	case in.cliqueGoing, p.ControllerUID != in.cliqueUID, !in.training:
+		return true
+	case in.ended:
+		return p.Terminal() || p.Terminating
+	case p.Succeeded():
+		return !p.HasIndex || p.Index >= in.desired || in.recordedSucceeded.Has(p.Index)
+	case p.Failed():
+		return in.recordedReplacing[p.UID]
+	}
+	return false
+}

@@ -1,0 +1,88 @@
+package podclique
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// podsOf lists the pods labelled for the PodClique name. owned are those the
+// PodClique (uid) controls; strays are the others (left over from an
+// earlier PodClique of the same name), whose finalizers are released.
+func (r *Reconciler) podsOf(ctx context.Context, namespace, name string, uid string) (owned, strays []podstate.Summary, err error) {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{labels.PodCliqueKey: name}); err != nil {
+		return nil, nil, fmt.Errorf("listing pods of PodClique %s/%s: %w", namespace, name, err)
+	}
+	for i := range list.Items {
+		s := podstate.Of(&list.Items[i])
+		if uid != "" && string(s.ControllerUID) == uid {
+			owned = append(owned, s)
+		} else {
+			strays = append(strays, s)
+		}
+	}
+	return owned, strays, nil
+}
+
+// podCliqueSet returns the PodClique's PodCliqueSet from the cache, or nil
+// when it is gone or name is empty (the PodClique lacks the label).
+func (r *Reconciler) podCliqueSet(ctx context.Context, namespace, name string) (*copsev1alpha1.PodCliqueSet, error) {
+	if name == "" {
+		return nil, nil
+	}
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pcs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading PodCliqueSet %s/%s: %w", namespace, name, err)
+	}
+	return pcs, nil
+}
+
+// blockedOnServer re-reads the PodCliqueSet and the PodClique from the API
+// server, bypassing the cache, just before pods are created, and says why
+// no pod may be created, or "" when pods may be. Each pass creates a bounded
+// number of pods and asks again, so a deleted, replaced, recreating or ended
+// owner stops pod creation within one pass, even while the cache has not
+// caught up (the pod, PodClique and PodCliqueSet informers are independent:
+// the cache may show the pods gone before it shows why).
+func (r *Reconciler) blockedOnServer(ctx context.Context, pclq *copsev1alpha1.PodClique, id blueprint.CliqueIdentity) (string, error) {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: id.PodCliqueSet}, pcs); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("reading PodCliqueSet %s/%s from the API server: %w", pclq.Namespace, id.PodCliqueSet, err)
+		}
+		pcs = nil
+	}
+	if why := lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, id.Replica, id.Attempt)); why != "" {
+		return why, nil
+	}
+	live := &copsev1alpha1.PodClique{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pclq), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "the PodClique is gone", nil
+		}
+		return "", fmt.Errorf("reading PodClique %s/%s from the API server: %w", pclq.Namespace, pclq.Name, err)
+	}
+	switch {
+	case live.UID != pclq.UID:
+		return "the PodClique was replaced", nil
+	case live.DeletionTimestamp != nil:
+		return "the PodClique is being deleted", nil
+	case meta.IsStatusConditionTrue(live.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded):
+		return "the PodClique has succeeded", nil
+	}
+	return "", nil
+}

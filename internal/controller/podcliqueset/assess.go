@@ -1,0 +1,244 @@
+package podcliqueset
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ai-dynamo/grove/operator/api/common/constants"
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/naming"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// replicaAssessment is what the PodCliqueSet controller knows of one replica
+// from its children's conditions and its pods.
+type replicaAssessment struct {
+	index int
+	// complete: every member of the replica (see assessReplicas) exists.
+	complete bool
+	// available: complete, and no member reports MinAvailableBreached
+	// other than False.
+	available bool
+	// breached: at least one member reports MinAvailableBreached=True;
+	// breachedSince is when the breach began: the earliest such transition,
+	// or, for Training, the earlier finish time of the first pod that
+	// failed. For Inference the condition is only True for a member that
+	// was available before, so a replica that never became healthy is never
+	// torn down. For Training a failed pod is a breach at once.
+	breached      bool
+	breachedSince time.Time
+	// breachedBy names the breached members, for events.
+	breachedBy []string
+	// started: every member of the replica's base gang has minAvailable
+	// pods whose containers started (running, ready or not, or ended).
+	// startedAt is the earliest container start among them.
+	started   bool
+	startedAt time.Time
+	// succeeded (Training): complete, and every member's pods all exited
+	// 0; succeededAt is when the last of them finished.
+	succeeded   bool
+	succeededAt time.Time
+	// firstFailure is the root cause: the current run's pod that failed
+	// first, if any.
+	firstFailure *podstate.Summary
+}
+
+// member is one member of a replica, reduced to what replica health
+// depends on.
+type member struct {
+	name       string
+	conditions []metav1.Condition
+	// baseGang: the member's pods are in the replica's base gang.
+	baseGang bool
+	// The rest is set for PodClique members only.
+	minAvailable int
+	pods         []podstate.Summary
+	completion   lifecycle.Completion
+}
+
+// assessReplicas assesses every desired replica.
+//
+// For Inference, as in Grove, a replica's members for health are its
+// standalone PodCliques and its scaling groups: a scaling group tolerates
+// the loss of replicas above its minAvailable. For Training every PodClique
+// of the replica's current run is a member, grouped ones included:
+// GREP-0285 restarts the replica when any of its PodCliques is breached,
+// and the replica has succeeded only when all of them have. Whether a
+// replica started is judged on its base gang's PodCliques for both types.
+func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAssessment {
+	training := pcs.IsTraining()
+	podsByClique := map[string][]podstate.Summary{}
+	for _, p := range obs.pods {
+		podsByClique[p.PodClique] = append(podsByClique[p.PodClique], p)
+	}
+	groupMinAvailable := map[string]int32{}
+	groupReplicasByTemplate := map[int]map[string]int32{}
+	for _, g := range obs.scalingGroups {
+		groupMinAvailable[g.Name] = g.MinAvailable()
+		r := replicaOf(g)
+		if groupReplicasByTemplate[r] == nil {
+			groupReplicasByTemplate[r] = map[string]int32{}
+		}
+		groupReplicasByTemplate[r][templateGroupName(pcs, g.Name, r)] = g.Spec.Replicas
+	}
+
+	members := map[int][]member{}
+	startMembers := map[int][]member{}
+	for _, pclq := range obs.podCliques {
+		r := replicaOf(pclq)
+		if training && attemptOf(pclq) != int(lifecycle.CurrentAttempt(pcs, r)) {
+			continue
+		}
+		m := member{name: pclq.Name, conditions: pclq.Status.Conditions, minAvailable: int(pclq.MinAvailable()), baseGang: true}
+		for _, p := range podsByClique[pclq.Name] {
+			if p.ControllerUID == pclq.UID {
+				m.pods = append(m.pods, p)
+			}
+		}
+		if group := pclq.Labels[labels.ScalingGroupKey]; group != "" {
+			j, _ := labels.Index(pclq.Labels, labels.ScalingGroupReplicaKey)
+			m.baseGang = int32(j) < groupMinAvailable[group]
+		}
+		if training {
+			m.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, m.pods)
+		}
+		if training || metav1.IsControlledBy(pclq, pcs) {
+			members[r] = append(members[r], m)
+		}
+		if m.baseGang {
+			startMembers[r] = append(startMembers[r], m)
+		}
+	}
+	if !training {
+		for _, g := range obs.scalingGroups {
+			members[replicaOf(g)] = append(members[replicaOf(g)], member{name: g.Name, conditions: g.Status.Conditions})
+		}
+	}
+
+	out := make([]replicaAssessment, 0, pcs.Spec.Replicas)
+	for r := range int(pcs.Spec.Replicas) {
+		expected := len(pcs.StandaloneCliques()) + len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
+		if training {
+			expected = pcs.MembersPerReplica(groupReplicasByTemplate[r])
+		}
+		a := assessReplica(r, expected, members[r], training)
+		a.started, a.startedAt = replicaStarted(startMembers[r], expectedBaseMembers(pcs, groupReplicasByTemplate[r]))
+		out = append(out, a)
+	}
+	return out
+}
+
+// assessReplica derives a replica's health, completion and root cause from
+// its members. expected is how many members a complete replica has.
+func assessReplica(index, expected int, members []member, training bool) replicaAssessment {
+	a := replicaAssessment{index: index, complete: len(members) >= expected && expected > 0}
+	allFalse, allSucceeded := true, true
+	var pods []podstate.Summary
+	for _, m := range members {
+		pods = append(pods, m.pods...)
+		switch {
+		case meta.IsStatusConditionTrue(m.conditions, copsev1alpha1.ConditionTypeSucceeded):
+			if at := meta.FindStatusCondition(m.conditions, copsev1alpha1.ConditionTypeSucceeded).LastTransitionTime.Time; at.After(a.succeededAt) {
+				a.succeededAt = at
+			}
+		case m.completion.Complete:
+			if m.completion.LastSucceeded.After(a.succeededAt) {
+				a.succeededAt = m.completion.LastSucceeded
+			}
+		default:
+			allSucceeded = false
+		}
+		cond := meta.FindStatusCondition(m.conditions, constants.ConditionTypeMinAvailableBreached)
+		if cond == nil || cond.Status != metav1.ConditionFalse {
+			allFalse = false
+		}
+		if cond != nil && cond.Status == metav1.ConditionTrue {
+			since := cond.LastTransitionTime.Time
+			if !a.breached || since.Before(a.breachedSince) {
+				a.breachedSince = since
+			}
+			a.breached = true
+			a.breachedBy = append(a.breachedBy, fmt.Sprintf("%s (%s)", m.name, cond.Reason))
+		}
+	}
+	a.available = a.complete && allFalse
+	a.succeeded = training && a.complete && allSucceeded
+	if training {
+		a.firstFailure = lifecycle.FirstFailure(pods)
+		if f := a.firstFailure; a.breached && f != nil && !f.FinishedAt.IsZero() && f.FinishedAt.Before(a.breachedSince) {
+			// The pod's own finish time is when the breach happened; the
+			// condition only says when the operator saw it.
+			a.breachedSince = f.FinishedAt
+		}
+	}
+	return a
+}
+
+// replicaStarted reports whether every base-gang member has minAvailable
+// pods that started (or indices that exited 0), and the earliest container
+// start among them. expected is how many base-gang members there are.
+func replicaStarted(members []member, expected int) (bool, time.Time) {
+	if expected == 0 || len(members) < expected {
+		return false, time.Time{}
+	}
+	var earliest time.Time
+	for _, m := range members {
+		startedIndices := indexset.Set{}
+		for i := range m.completion.Succeeded {
+			startedIndices.Add(i)
+		}
+		unindexed := 0
+		for _, p := range m.pods {
+			if !p.Started {
+				continue
+			}
+			if earliest.IsZero() || p.StartedAt.Before(earliest) {
+				earliest = p.StartedAt
+			}
+			if p.HasIndex {
+				startedIndices.Add(p.Index)
+			} else {
+				unindexed++
+			}
+		}
+		if len(startedIndices)+unindexed < max(m.minAvailable, 1) {
+			return false, time.Time{}
+		}
+	}
+	return true, earliest
+}
+
+// expectedBaseMembers is how many PodCliques a replica's base gang has:
+// every standalone clique, and every member clique of the group replicas
+// below the group's minAvailable.
+func expectedBaseMembers(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[string]int32) int {
+	n := len(pcs.StandaloneCliques())
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		replicas, ok := groupReplicas[g.Name]
+		if !ok {
+			replicas = copsev1alpha1.ScalingGroupReplicas(g)
+		}
+		n += int(min(replicas, copsev1alpha1.ScalingGroupMinAvailable(g))) * len(g.CliqueNames)
+	}
+	return n
+}
+
+// templateGroupName finds the template name of scaling group object name
+// in replica r; "" when no template group has that name.
+func templateGroupName(pcs *copsev1alpha1.PodCliqueSet, name string, r int) string {
+	i := slices.IndexFunc(pcs.Spec.Template.PodCliqueScalingGroupConfigs, func(g grovecorev1alpha1.PodCliqueScalingGroupConfig) bool {
+		return naming.ScalingGroup(pcs.Name, r, g.Name) == name
+	})
+	if i < 0 {
+		return ""
+	}
+	return pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].Name
+}

@@ -1,0 +1,346 @@
+package podcliqueset
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// minRequeue stands in for a remaining time that is zero or negative (clock
+// skew between the operator and a recorded time): look again soon, without
+// busy looping.
+const minRequeue = time.Second
+
+// recreationProgress is what this pass found of the recorded recreations.
+type recreationProgress struct {
+	// inProgress holds every replica with an unfinished recreation; its new
+	// objects and pods are not created until the completion is recorded.
+	inProgress map[int]bool
+	// finished holds the replicas whose old run is entirely gone: every
+	// recorded object and every pod of an earlier attempt.
+	finished map[int]bool
+	// remaining counts, per replica in progress, the objects and pods of the
+	// old run still present.
+	remaining map[int]int
+}
+
+// assessRecreations checks each recorded, unfinished recreation against
+// what exists. A recreation is finished only when the old run's pods are
+// gone too, not just its PodCliques and gangs: the new run's pods never
+// meet the old run's, and the new gang never counts a dying pod.
+func assessRecreations(recs []copsev1alpha1.ReplicaRecreation, objectUIDs map[types.UID]bool, pods []podstate.Summary) recreationProgress {
+	p := recreationProgress{inProgress: map[int]bool{}, finished: map[int]bool{}, remaining: map[int]int{}}
+	for _, rec := range recs {
+		if rec.CompletedAt != nil {
+			continue
+		}
+		replica := int(rec.ReplicaIndex)
+		p.inProgress[replica] = true
+		remaining := 0
+		for _, uid := range rec.Deleting {
+			if objectUIDs[uid] {
+				remaining++
+			}
+		}
+		remaining += len(oldRunPods(pods, replica, rec.Attempt))
+		if remaining == 0 {
+			p.finished[replica] = true
+		} else {
+			p.remaining[replica] = remaining
+		}
+	}
+	return p
+}
+
+// oldRunPods are the replica's pods of attempts before attempt.
+func oldRunPods(pods []podstate.Summary, replica int, attempt int32) []podstate.Summary {
+	var out []podstate.Summary
+	for _, pod := range pods {
+		if pod.Replica == replica && pod.Attempt < int(attempt) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// terminationDecision says which replicas to recreate now and when to look
+// again for breaches that have not yet lasted terminationDelay.
+type terminationDecision struct {
+	recreate     []int
+	requeueAfter time.Duration
+}
+
+// decideGangTerminations picks the breached replicas whose breach has lasted
+// longer than delay (Grove's gang termination). Replicas already being
+// recreated are skipped: their breach is the one being handled.
+func decideGangTerminations(replicas []replicaAssessment, inProgress map[int]bool, delay time.Duration, now time.Time) terminationDecision {
+	var d terminationDecision
+	for _, h := range replicas {
+		if !h.breached || inProgress[h.index] {
+			continue
+		}
+		remaining := h.breachedSince.Add(delay).Sub(now)
+		if remaining <= 0 {
+			d.recreate = append(d.recreate, h.index)
+			continue
+		}
+		if d.requeueAfter == 0 || remaining < d.requeueAfter {
+			d.requeueAfter = remaining
+		}
+	}
+	return d
+}
+
+// trainingInputs is what the lifecycle decision of a Training PodCliqueSet
+// depends on, as plain values.
+type trainingInputs struct {
+	replicas   []replicaAssessment
+	inProgress map[int]bool
+	// restartCount is status.restartCount before this pass.
+	restartCount int32
+	maxRestarts  int32
+	// maxRuntime is nil when unlimited; startTime nil before the first run.
+	maxRuntime       *time.Duration
+	startTime        *time.Time
+	terminationDelay time.Duration
+	// failing: the Failed condition is already True; the decision is made
+	// and the pods are being terminated.
+	failing  bool
+	terminal bool
+	now      time.Time
+}
+
+// trainingDecision is what one pass decides for a Training PodCliqueSet.
+type trainingDecision struct {
+	// restart lists the replicas to recreate, each consuming one restart.
+	restart []int
+	// restartCount is status.restartCount after this pass.
+	restartCount int32
+	// failReason is set when the workload fails in this pass
+	// (copsev1alpha1.ReasonMaxRestartsExceeded or ReasonMaxRuntimeExceeded).
+	failReason  string
+	failMessage string
+	// causeReplica is the replica whose first failed pod is the root cause
+	// of this pass's restart or failure; -1 when there is none.
+	causeReplica int
+	// requeueAfter is when to look again without any event: the runtime
+	// deadline, or the end of a breach's terminationDelay.
+	requeueAfter time.Duration
+}
+
+// decideTraining applies GREP-0285's lifecycle rules, judging every event by
+// when it happened, not by when the operator saw it:
+//
+//   - A terminal or already failing workload takes no new decision.
+//   - Success in time is success: when every replica succeeded and the last
+//     pod exited 0 at or before startTime + maxRuntime, nothing fails, even
+//     if the operator only sees it after the deadline.
+//   - Breaches are judged one at a time, in the order they became due (their
+//     start plus terminationDelay; ties by replica index). Each consumes one
+//     restart while the budget lasts; the first that finds the budget spent
+//     fails the workload with MaxRestartsExceeded. Restarts judged before it
+//     still count.
+//   - A deadline that passed before a breach became due comes first: the
+//     workload fails with MaxRuntimeExceeded, counting the restarts of the
+//     breaches that were due before it, and restarts nothing.
+func decideTraining(in trainingInputs) trainingDecision {
+	d := trainingDecision{restartCount: in.restartCount, causeReplica: -1}
+	if in.terminal || in.failing {
+		return d
+	}
+	var deadline *time.Time
+	if in.maxRuntime != nil && in.startTime != nil {
+		at := in.startTime.Add(*in.maxRuntime)
+		deadline = &at
+	}
+	if succeededAt, ok := allSucceeded(in.replicas); ok && (deadline == nil || !succeededAt.After(*deadline)) {
+		return d
+	}
+
+	type dueBreach struct {
+		replica int
+		at      time.Time
+	}
+	var due []dueBreach
+	var nextDue time.Time
+	for _, r := range in.replicas {
+		if !r.breached || in.inProgress[r.index] {
+			continue
+		}
+		at := r.breachedSince.Add(in.terminationDelay)
+		if at.After(in.now) {
+			if nextDue.IsZero() || at.Before(nextDue) {
+				nextDue = at
+			}
+			continue
+		}
+		due = append(due, dueBreach{replica: r.index, at: at})
+	}
+	slices.SortFunc(due, func(a, b dueBreach) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.replica, b.replica)
+	})
+
+	pastDeadline := deadline != nil && !in.now.Before(*deadline)
+	count := in.restartCount
+	var restart []int
+	for _, b := range due {
+		if pastDeadline && !b.at.Before(*deadline) {
+			break
+		}
+		d.causeReplica = b.replica
+		if count >= in.maxRestarts {
+			d.restartCount = count
+			d.failReason = copsev1alpha1.ReasonMaxRestartsExceeded
+			d.failMessage = fmt.Sprintf("replica %d failed after %d of %d allowed restarts", b.replica, count, in.maxRestarts)
+			return d
+		}
+		count++
+		restart = append(restart, b.replica)
+	}
+	d.restartCount = count
+	if pastDeadline {
+		d.failReason = copsev1alpha1.ReasonMaxRuntimeExceeded
+		d.failMessage = fmt.Sprintf("maxRuntime %s elapsed at %s, %s after startTime %s",
+			*in.maxRuntime, deadline.UTC().Format(time.RFC3339), *in.maxRuntime, in.startTime.UTC().Format(time.RFC3339))
+		if len(restart) > 0 {
+			d.failMessage += fmt.Sprintf("; the restart of replica(s) %v, due before it, would have started after it", restart)
+		}
+		return d
+	}
+	d.restart = restart
+	if deadline != nil {
+		d.requeueAfter = max(deadline.Sub(in.now), minRequeue)
+	}
+	if !nextDue.IsZero() && (d.requeueAfter == 0 || nextDue.Sub(in.now) < d.requeueAfter) {
+		d.requeueAfter = max(nextDue.Sub(in.now), minRequeue)
+	}
+	return d
+}
+
+// allSucceeded reports whether every replica succeeded, and when the last
+// one did.
+func allSucceeded(replicas []replicaAssessment) (time.Time, bool) {
+	var last time.Time
+	for _, r := range replicas {
+		if !r.succeeded {
+			return time.Time{}, false
+		}
+		if r.succeededAt.After(last) {
+			last = r.succeededAt
+		}
+	}
+	return last, len(replicas) > 0
+}
+
+// phaseInputs is what the phase of a PodCliqueSet depends on.
+type phaseInputs struct {
+	training bool
+	previous copsev1alpha1.PodCliqueSetPhase
+	// failing: the Failed condition is True (decided in an earlier pass or this one).
+	failing bool
+	// activePods counts pods that have not ended, terminating ones included.
+	activePods int
+	// succeeded: every replica succeeded, in time.
+	succeeded bool
+	// started: at least one replica's base gang started, or succeeded.
+	started bool
+}
+
+// computePhase is the phase after this pass. Succeeded and Failed are
+// terminal. Failed is entered only once no pod is left running, so the
+// phase never claims a failure whose pods still hold GPUs. Running is
+// entered when a replica's pods started, ready or not, and kept while
+// replicas restart: the workload has started, and its maxRuntime clock runs.
+func computePhase(in phaseInputs) copsev1alpha1.PodCliqueSetPhase {
+	if in.previous.IsTerminal() {
+		return in.previous
+	}
+	if in.training {
+		switch {
+		case in.failing && in.activePods == 0:
+			return copsev1alpha1.PodCliqueSetPhaseFailed
+		case !in.failing && in.succeeded:
+			return copsev1alpha1.PodCliqueSetPhaseSucceeded
+		}
+	}
+	if in.started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning {
+		return copsev1alpha1.PodCliqueSetPhaseRunning
+	}
+	return copsev1alpha1.PodCliqueSetPhasePending
+}
+
+// passDecision is what one pass decided, for either workload type.
+type passDecision struct {
+	recreate     []int
+	reason       copsev1alpha1.RecreationReason
+	restartCount int32
+	failReason   string
+	failMessage  string
+	// causeReplica is the replica whose root cause status.lastFailure
+	// records; -1 when this pass records none.
+	causeReplica int
+	requeueAfter time.Duration
+}
+
+// decide gathers the inputs of the workload type's pure decision function.
+// startTime is the workload's start as this pass sets it (nil before).
+func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inProgress map[int]bool, startTime *time.Time, now time.Time) passDecision {
+	if !pcs.IsTraining() {
+		g := decideGangTerminations(replicas, inProgress, pcs.TerminationDelay(), now)
+		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
+			restartCount: pcs.Status.RestartCount, causeReplica: -1, requeueAfter: g.requeueAfter}
+	}
+	t := decideTraining(trainingInputs{
+		replicas:         replicas,
+		inProgress:       inProgress,
+		restartCount:     pcs.Status.RestartCount,
+		maxRestarts:      pcs.MaxRestarts(),
+		maxRuntime:       pcs.MaxRuntime(),
+		startTime:        startTime,
+		terminationDelay: pcs.TerminationDelay(),
+		failing:          isFailing(pcs),
+		terminal:         pcs.Status.Phase.IsTerminal(),
+		now:              now,
+	})
+	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart,
+		restartCount: t.restartCount, failReason: t.failReason, failMessage: t.failMessage,
+		causeReplica: t.causeReplica, requeueAfter: t.requeueAfter}
+}
+
+// startTimeCandidate is status.startTime as this pass sets it: kept once
+// set; otherwise, once a replica started or succeeded, the earliest
+// container start among those replicas, so that operator downtime at the
+// start does not extend maxRuntime. nil while nothing started.
+func startTimeCandidate(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, now time.Time) *time.Time {
+	if pcs.Status.StartTime != nil {
+		t := pcs.Status.StartTime.Time
+		return &t
+	}
+	var earliest time.Time
+	anyStarted := false
+	for _, r := range replicas {
+		if !r.started && !r.succeeded {
+			continue
+		}
+		anyStarted = true
+		if !r.startedAt.IsZero() && (earliest.IsZero() || r.startedAt.Before(earliest)) {
+			earliest = r.startedAt
+		}
+	}
+	if !anyStarted {
+		return nil
+	}
+	if earliest.IsZero() || earliest.After(now) {
+		earliest = now
+	}
+	return &earliest
+}

@@ -1,0 +1,86 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podwrite"
+)
+
+// planRecreations records, for each replica to recreate, the objects of its
+// current run: the UIDs of every object of a row RecreatedWithReplica.
+// Nothing is deleted here: the plan is written to status first, and the
+// old run's pods are found later by their attempt label.
+func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *observed, replicas []int,
+	reason copsev1alpha1.RecreationReason, now time.Time) []copsev1alpha1.ReplicaRecreation {
+	var out []copsev1alpha1.ReplicaRecreation
+	for _, replica := range replicas {
+		rec := copsev1alpha1.ReplicaRecreation{
+			ReplicaIndex: int32(replica),
+			Reason:       reason,
+			Attempt:      lifecycle.CurrentAttempt(pcs, replica) + 1,
+			StartedAt:    metav1.NewTime(now),
+		}
+		for _, row := range r.resources() {
+			if !row.RecreatedWithReplica {
+				continue
+			}
+			for _, obj := range obs.ofReplica(row.Kind, replica) {
+				rec.Deleting = append(rec.Deleting, obj.GetUID())
+			}
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// deleteOldRuns carries out the recreations recorded in status: it deletes
+// the recorded objects that still exist, and the old run's pods itself, in
+// parallel, rather than leaving them to the garbage collector, so that the
+// new run starts as soon as the old one is gone. Only recorded entries are
+// acted on, so each deletion follows a durable decision; UID preconditions
+// keep it from touching anything created afterwards.
+func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
+	var errs []error
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		if rec.CompletedAt != nil {
+			continue
+		}
+		replica := int(rec.ReplicaIndex)
+		doomed := map[types.UID]bool{}
+		for _, uid := range rec.Deleting {
+			doomed[uid] = true
+		}
+		for _, row := range r.resources() {
+			for _, obj := range obs.ofReplica(row.Kind, replica) {
+				if !doomed[obj.GetUID()] || !obj.GetDeletionTimestamp().IsZero() || !budget.take(1) {
+					continue
+				}
+				uid := obj.GetUID()
+				err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errs = append(errs, fmt.Errorf("delete %s %s of replica %d: %w", row.Kind, obj.GetName(), replica, err))
+				}
+			}
+		}
+		pods := budget.cut(oldRunPods(obs.pods, replica, rec.Attempt))
+		if len(pods) > 0 {
+			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods))
+		}
+		_, err := podwrite.InSlowStartBatches(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+			return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,55 @@
+package lifecycle
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// Completion is how far a Training clique got.
+type Completion struct {
+	// Succeeded are the indices below the clique's replicas whose pod exited
+	// 0: those recorded in the clique's status and those its pods show.
+	Succeeded indexset.Set
+	// LastSucceeded is the latest finish time among them (zero if none or
+	// unknown).
+	LastSucceeded time.Time
+	// Complete: every index 0..replicas-1 succeeded. A clique of no
+	// replicas is never complete.
+	Complete bool
+}
+
+// CliqueCompletion merges a clique's durable record (status.succeededIndexes
+// and status.lastSucceededTime) with what its pods show now. Pods whose
+// index is at or above replicas do not count. A malformed record is read as
+// empty: the pods still show what they show, and the next status write
+// repairs the record.
+func CliqueCompletion(replicas int, recorded string, recordedLast *metav1.Time, pods []podstate.Summary) Completion {
+	done, err := indexset.Parse(recorded)
+	if err != nil {
+		done = indexset.Set{}
+	}
+	c := Completion{Succeeded: indexset.Set{}}
+	for i := range done {
+		if i < replicas {
+			c.Succeeded.Add(i)
+		}
+	}
+	if recordedLast != nil {
+		c.LastSucceeded = recordedLast.Time
+	}
+	for _, p := range pods {
+		if !p.Succeeded() || !p.HasIndex || p.Index >= replicas {
+			continue
+		}
+		c.Succeeded.Add(p.Index)
+		if p.FinishedAt.After(c.LastSucceeded) {
+			c.LastSucceeded = p.FinishedAt
+		}
+	}
+	c.Complete = replicas > 0 && c.Succeeded.CountBelow(replicas) == replicas
+	return c
+}

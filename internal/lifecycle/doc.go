@@ -1,0 +1,13 @@
+// Package lifecycle holds the pure rules of a workload's lifecycle that more
+// than one controller applies, so that each is written once:
+//
+//   - MayCreatePods: may a replica get new pods (and new children) now?
+//   - CliqueCompletion: which indices of a Training clique are done, and when
+//     the clique completed, from its durable record and its pods;
+//   - FirstFailure / DescribeFailure: the root cause of a replica's failure;
+//   - ReplacementBackoff: how long a Training clique waits before replacing a
+//     failed pod, as the Job API does.
+//
+// Everything here is a function of plain values; the controllers gather the
+// values and apply the results.
+package lifecycle

@@ -1,0 +1,100 @@
+package lifecycle
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+// ReplicaState is what decides whether a PodCliqueSet replica may get new
+// pods, as plain values.
+type ReplicaState struct {
+	// Known is false when the PodCliqueSet could not be found.
+	Known bool
+	// Deleting: the PodCliqueSet has a deletion timestamp.
+	Deleting bool
+	// Ended: a Training workload reached Succeeded or Failed, or its Failed
+	// condition is True (its pods are being terminated).
+	Ended bool
+	// Recreating: a recreation of the replica is recorded and not completed;
+	// the old run's objects and pods are still going away.
+	Recreating bool
+	// Superseded: the object asking belongs to an earlier run (attempt) of
+	// the replica than the current one.
+	Superseded bool
+}
+
+// Reasons MayCreatePods gives for saying no.
+const (
+	ReasonUnknownWorkload = "the PodCliqueSet is not found"
+	ReasonDeleting        = "the PodCliqueSet is being deleted"
+	ReasonEnded           = "the Training workload has ended"
+	ReasonRecreating      = "the replica is being recreated; the previous run's pods are still going away"
+	ReasonSuperseded      = "the object belongs to an earlier run of the replica"
+)
+
+// MayCreatePods is the one predicate that says whether a replica may get new
+// pods, or new children that would create pods. Both the PodClique
+// controller (before creating pods) and the PodCliqueSet controller (before
+// creating a replica's children and gangs) ask it. It returns "" when the
+// replica may, else the reason why not.
+func MayCreatePods(s ReplicaState) string {
+	switch {
+	case !s.Known:
+		return ReasonUnknownWorkload
+	case s.Deleting:
+		return ReasonDeleting
+	case s.Ended:
+		return ReasonEnded
+	case s.Superseded:
+		return ReasonSuperseded
+	case s.Recreating:
+		return ReasonRecreating
+	}
+	return ""
+}
+
+// ReplicaStateOf reads the state of one replica from its PodCliqueSet (nil
+// when not found). attempt is the run the asking object belongs to (its
+// copse.dev/attempt label); -1 when the asker is the PodCliqueSet itself.
+func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) ReplicaState {
+	if pcs == nil {
+		return ReplicaState{}
+	}
+	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs)}
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		if int(rec.ReplicaIndex) != replica {
+			continue
+		}
+		if rec.CompletedAt == nil {
+			s.Recreating = true
+		}
+		if attempt >= 0 && attempt < int(rec.Attempt) {
+			s.Superseded = true
+		}
+	}
+	return s
+}
+
+// WorkloadEnded reports whether a Training workload is over: its phase is
+// terminal or its Failed condition is True (the PodCliqueSet controller
+// records the failure before it terminates the pods). Always false for
+// Inference.
+func WorkloadEnded(pcs *copsev1alpha1.PodCliqueSet) bool {
+	if !pcs.IsTraining() {
+		return false
+	}
+	return pcs.Status.Phase.IsTerminal() ||
+		meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
+}
+
+// CurrentAttempt is the run a replica's objects belong to: the attempt of
+// its latest recreation, 0 if it was never recreated.
+func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		if int(rec.ReplicaIndex) == replica {
+			return rec.Attempt
+		}
+	}
+	return 0
+}

@@ -1,0 +1,75 @@
+package lifecycle
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+func TestMayCreatePods(t *testing.T) {
+	training, inference := copsev1alpha1.WorkloadTypeTraining, copsev1alpha1.WorkloadTypeInference
+	failed := func(status metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: copsev1alpha1.ConditionTypeFailed, Status: status, Reason: copsev1alpha1.ReasonMaxRestartsExceeded}}
+	}
+	now := metav1.Now()
+	recreating := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 2}}
+	recreated := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 2, CompletedAt: &now}}
+	cases := []struct {
+		name         string
+		missing      bool
+		deleting     bool
+		workload     copsev1alpha1.WorkloadType
+		phase        copsev1alpha1.PodCliqueSetPhase
+		conditions   []metav1.Condition
+		recreations  []copsev1alpha1.ReplicaRecreation
+		replica      int
+		attempt      int
+		want         string
+		wantTraining bool
+	}{
+		{name: "training, running", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning},
+		{name: "training, no phase yet", workload: training},
+		{name: "training, succeeded", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseSucceeded, want: ReasonEnded},
+		{name: "training, failed", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseFailed, want: ReasonEnded},
+		{name: "training, Failed condition before the phase", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning,
+			conditions: failed(metav1.ConditionTrue), want: ReasonEnded},
+		{name: "training, Failed condition False", workload: training, conditions: failed(metav1.ConditionFalse)},
+		{name: "inference ignores a phase", workload: inference, phase: copsev1alpha1.PodCliqueSetPhaseFailed, conditions: failed(metav1.ConditionTrue)},
+		{name: "unset workload type is inference", phase: copsev1alpha1.PodCliqueSetPhaseSucceeded},
+		{name: "not found", missing: true, want: ReasonUnknownWorkload},
+		{name: "being deleted", workload: inference, deleting: true, want: ReasonDeleting},
+		{name: "the replica is being recreated", workload: training, recreations: recreating, replica: 1, attempt: 2, want: ReasonRecreating},
+		{name: "another replica is being recreated", workload: training, recreations: recreating, replica: 0},
+		{name: "an object of the previous run", workload: training, recreations: recreated, replica: 1, attempt: 1, want: ReasonSuperseded},
+		{name: "an object of the current run after the recreation", workload: training, recreations: recreated, replica: 1, attempt: 2},
+		{name: "the PodCliqueSet asks for itself (attempt -1)", workload: training, recreations: recreated, replica: 1, attempt: -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var pcs *copsev1alpha1.PodCliqueSet
+			if !c.missing {
+				pcs = &copsev1alpha1.PodCliqueSet{}
+				pcs.Spec.WorkloadType = c.workload
+				pcs.Status.Phase = c.phase
+				pcs.Status.Conditions = c.conditions
+				pcs.Status.ReplicaRecreations = c.recreations
+				if c.deleting {
+					pcs.DeletionTimestamp = &now
+				}
+			}
+			if got := MayCreatePods(ReplicaStateOf(pcs, c.replica, c.attempt)); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestCurrentAttempt(t *testing.T) {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	pcs.Status.ReplicaRecreations = []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 3}}
+	if CurrentAttempt(pcs, 0) != 0 || CurrentAttempt(pcs, 1) != 3 {
+		t.Errorf("attempts %d %d, want 0 3", CurrentAttempt(pcs, 0), CurrentAttempt(pcs, 1))
+	}
+}

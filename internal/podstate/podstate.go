@@ -1,0 +1,214 @@
+// Package podstate reduces a pod to the plain values copse's decisions need:
+// where it sits (PodClique, index, replica, attempt), how far it got
+// (scheduled, started, ready, ended) and, when it failed, why. Both the
+// PodClique and the PodCliqueSet controller read pods through it, so a
+// pod's state and its failure are described in one place.
+package podstate
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// Summary is one pod as copse's decisions see it.
+type Summary struct {
+	Name string
+	UID  types.UID
+	// PodClique is the pod's PodClique (labels.PodCliqueKey).
+	PodClique string
+	// Index is the pod's place in its clique (labels.PodIndexKey);
+	// HasIndex is false when the label is absent or malformed.
+	Index    int
+	HasIndex bool
+	// Replica is the PodCliqueSet replica (labels.ReplicaKey), -1 if unknown.
+	Replica int
+	// Attempt is the run of the replica the pod belongs to (labels.AttemptKey).
+	Attempt int
+	Phase   corev1.PodPhase
+	// Terminating is true once the pod has a deletion timestamp;
+	// DeletionDeadline is that timestamp, when its grace period ends.
+	Terminating      bool
+	DeletionDeadline time.Time
+	Node             string
+	Scheduled        bool
+	ScheduleGated    bool
+	// Started: a container has started (it runs, or ran and ended).
+	// StartedAt is the earliest container start.
+	Started   bool
+	StartedAt time.Time
+	Ready     bool
+	// FinishedAt is when the last container of an ended pod terminated
+	// (zero when unknown or not ended).
+	FinishedAt time.Time
+	// Failure says why a Failed pod failed; nil for other pods.
+	Failure *Failure
+	// HasOutcomeFinalizer: the pod carries copsev1alpha1.OutcomeFinalizer.
+	HasOutcomeFinalizer bool
+	// ControllerUID is the UID of the pod's controller owner, if any.
+	ControllerUID types.UID
+}
+
+// Failure is why a pod failed: the first container that terminated with a
+// non-zero exit code, or the pod's own reason (e.g. Evicted).
+type Failure struct {
+	Container string
+	// ExitCode is meaningful only when Container is set.
+	ExitCode int32
+	Reason   string
+	Message  string
+}
+
+// String is e.g. "container train exited 137, OOMKilled", or "Evicted".
+func (f Failure) String() string {
+	if f.Container == "" {
+		if f.Reason == "" {
+			return "failed"
+		}
+		return f.Reason
+	}
+	out := fmt.Sprintf("container %s exited %d", f.Container, f.ExitCode)
+	if f.Reason != "" {
+		out += ", " + f.Reason
+	}
+	return out
+}
+
+// Terminal reports whether the pod's containers have all stopped for good.
+func (s Summary) Terminal() bool {
+	return s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed
+}
+
+// Succeeded reports whether every container exited 0 (phase Succeeded).
+// That stays true while the pod is being deleted.
+func (s Summary) Succeeded() bool { return s.Phase == corev1.PodSucceeded }
+
+// Failed reports whether the pod ended in failure (phase Failed).
+func (s Summary) Failed() bool { return s.Phase == corev1.PodFailed }
+
+// Active reports whether the pod is, or may become, a running member of its
+// clique: it neither ended nor is being deleted.
+func (s Summary) Active() bool { return !s.Terminal() && !s.Terminating }
+
+// HoldsNode reports whether the pod may still hold its node's resources:
+// it has not ended (terminating pods included).
+func (s Summary) HoldsNode() bool { return !s.Terminal() }
+
+// Of summarises a pod.
+func Of(pod *corev1.Pod) Summary {
+	index, hasIndex := labels.Index(pod.Labels, labels.PodIndexKey)
+	replica, ok := labels.Index(pod.Labels, labels.ReplicaKey)
+	if !ok {
+		replica = -1
+	}
+	attempt, _ := labels.Index(pod.Labels, labels.AttemptKey)
+	s := Summary{
+		Name:          pod.Name,
+		UID:           pod.UID,
+		PodClique:     pod.Labels[labels.PodCliqueKey],
+		Index:         index,
+		HasIndex:      hasIndex,
+		Replica:       replica,
+		Attempt:       attempt,
+		Phase:         pod.Status.Phase,
+		Terminating:   pod.DeletionTimestamp != nil,
+		Node:          pod.Spec.NodeName,
+		Scheduled:     pod.Spec.NodeName != "",
+		ScheduleGated: len(pod.Spec.SchedulingGates) > 0,
+		Ready:         podReady(pod),
+	}
+	if pod.DeletionTimestamp != nil {
+		s.DeletionDeadline = pod.DeletionTimestamp.Time
+	}
+	for _, f := range pod.Finalizers {
+		if f == copsev1alpha1.OutcomeFinalizer {
+			s.HasOutcomeFinalizer = true
+		}
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			s.ControllerUID = ref.UID
+		}
+	}
+	s.StartedAt, s.FinishedAt = containerTimes(pod)
+	s.Started = !s.StartedAt.IsZero()
+	if s.FinishedAt.IsZero() && s.Terminal() {
+		// A pod that ended without container records (evicted before its
+		// containers started, say) is dated by its last condition change, a
+		// fixed time, so decisions that count from the end do not drift.
+		s.FinishedAt = lastConditionChange(pod)
+	}
+	if pod.Status.Phase == corev1.PodFailed {
+		f := failureOf(pod)
+		s.Failure = &f
+	}
+	return s
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// containerTimes returns the earliest start of any app container (running or
+// terminated) and, when every app container terminated, the latest finish.
+func containerTimes(pod *corev1.Pod) (startedAt, finishedAt time.Time) {
+	allTerminated := len(pod.Status.ContainerStatuses) > 0
+	for _, cs := range pod.Status.ContainerStatuses {
+		var start time.Time
+		switch {
+		case cs.State.Running != nil:
+			start = cs.State.Running.StartedAt.Time
+			allTerminated = false
+		case cs.State.Terminated != nil:
+			start = cs.State.Terminated.StartedAt.Time
+			if end := cs.State.Terminated.FinishedAt.Time; end.After(finishedAt) {
+				finishedAt = end
+			}
+		default:
+			allTerminated = false
+		}
+		if !start.IsZero() && (startedAt.IsZero() || start.Before(startedAt)) {
+			startedAt = start
+		}
+	}
+	if !allTerminated {
+		finishedAt = time.Time{}
+	}
+	return startedAt, finishedAt
+}
+
+// failureOf describes why a Failed pod failed: the first container (app
+// containers before init containers) that terminated with a non-zero exit
+// code; without one, the pod's reason and message.
+func failureOf(pod *corev1.Pod) Failure {
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, cs := range statuses {
+			t := cs.State.Terminated
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			return Failure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
+		}
+	}
+	return Failure{Reason: pod.Status.Reason, Message: pod.Status.Message}
+}
+
+func lastConditionChange(pod *corev1.Pod) time.Time {
+	var latest time.Time
+	for _, c := range pod.Status.Conditions {
+		if c.LastTransitionTime.After(latest) {
+			latest = c.LastTransitionTime.Time
+		}
+	}
+	return latest
+}

@@ -1,0 +1,56 @@
+package podwrite
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// MaxInFlight bounds how many pod writes one reconcile has in flight at
+// once. The API server's priority and fairness queues the rest of a burst;
+// this bound keeps one reconcile from holding more connections than that.
+const MaxInFlight = 64
+
+// InSlowStartBatches calls fn for items 0..n-1 in batches of start, 2*start,
+// ... (at most limit), the calls of one batch running concurrently. It stops
+// after the first batch in which a call fails, so a systematic failure (a
+// quota, an admission webhook refusing pods) costs a handful of calls rather
+// than n. Callers start at 1 after a failure and at limit when the last run
+// went through, so a healthy burst does not pay the slow start every pass.
+// It returns how many calls succeeded and the failures joined.
+func InSlowStartBatches(ctx context.Context, n, start, limit int, fn func(ctx context.Context, item int) error) (succeeded int, err error) {
+	next := 0
+	for _, size := range batchSizes(n, start, limit) {
+		errs := make([]error, size)
+		var wg sync.WaitGroup
+		for i := range size {
+			item := next + i
+			wg.Go(func() { errs[i] = fn(ctx, item) })
+		}
+		wg.Wait()
+		next += size
+		failed := 0
+		for _, e := range errs {
+			if e != nil {
+				failed++
+			}
+		}
+		succeeded += size - failed
+		if failed > 0 {
+			return succeeded, errors.Join(errs...)
+		}
+	}
+	return succeeded, nil
+}
+
+// batchSizes splits n items into batches that double from start up to limit.
+func batchSizes(n, start, limit int) []int {
+	limit = max(limit, 1)
+	var sizes []int
+	for size := min(max(start, 1), limit); n > 0; size = min(2*size, limit) {
+		batch := min(size, n)
+		sizes = append(sizes, batch)
+		n -= batch
+	}
+	return sizes
+}

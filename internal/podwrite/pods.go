@@ -1,0 +1,60 @@
+// Package podwrite holds the pod writes more than one controller makes:
+// deleting a pod that was decided on, releasing copse's outcome finalizer,
+// and sending many writes in bounded, slow-starting batches.
+package podwrite
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// Delete deletes the pod that was decided on: the UID precondition makes sure
+// a pod created later under the same name is never touched. A pod already
+// gone, or replaced, is not an error.
+func Delete(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+	uid := pod.UID
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod.Name, UID: uid}}
+	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s/%s: %w", namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// ReleaseOutcome removes copsev1alpha1.OutcomeFinalizer from the pod, and
+// only that finalizer (a strategic-merge directive, so finalizers others
+// added concurrently stay). The patch names the pod's UID, so it never
+// applies to a namesake. A pod without the finalizer is left alone.
+func ReleaseOutcome(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+	if !pod.HasOutcomeFinalizer {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"$deleteFromPrimitiveList/finalizers":[%q]}}`, pod.UID, copsev1alpha1.OutcomeFinalizer)
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod.Name, UID: pod.UID}}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil &&
+		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) {
+		return fmt.Errorf("releasing the %s finalizer of pod %s/%s: %w", copsev1alpha1.OutcomeFinalizer, namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// DeleteAndRelease deletes the pod and releases its outcome finalizer: the
+// pod is no longer to be accounted for (its replica restarts, its workload
+// failed, it was replaced). The pod still goes through its grace period; the
+// finalizer only no longer holds it afterwards.
+func DeleteAndRelease(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+	if !pod.Terminating {
+		if err := Delete(ctx, c, namespace, pod); err != nil {
+			return err
+		}
+	}
+	return ReleaseOutcome(ctx, c, namespace, pod)
+}
