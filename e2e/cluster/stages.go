@@ -28,6 +28,12 @@ const (
 	// (restartPolicy Always, or OnFailure after a failure) stays terminated
 	// before it runs again, as a Go duration. Default 1s.
 	AnnotationRestartDelay = "sim.copse.dev/restart-delay"
+	// AnnotationNeverReady "true" keeps the pod's containers running but
+	// never Ready, as a readiness probe that never passes.
+	AnnotationNeverReady = "sim.copse.dev/never-ready"
+	// AnnotationUnreachable "true" puts the pod on a node that no longer
+	// answers: once deleted it stays terminating for good.
+	AnnotationUnreachable = "sim.copse.dev/unreachable"
 )
 
 //go:embed stages/*.yaml
