@@ -62,7 +62,8 @@ func TestEmbeddedStagesAreWellFormed(t *testing.T) {
 // The stages spell the annotation keys out; they must match the exported
 // constants that users of the package write.
 func TestStagesUseOnlyDocumentedAnnotations(t *testing.T) {
-	known := map[string]bool{AnnotationRunDuration: true, AnnotationExitCode: true, AnnotationRestartDelay: true, AnnotationExitCodesByAttempt: true}
+	known := map[string]bool{AnnotationRunDuration: true, AnnotationExitCode: true, AnnotationRestartDelay: true, AnnotationExitCodesByAttempt: true,
+		AnnotationNeverReady: true, AnnotationUnreachable: true}
 	used := map[string]bool{}
 	re := regexp.MustCompile(`sim\.copse\.dev/[a-z-]+`)
 	paths, err := writeStageFiles(t.TempDir())

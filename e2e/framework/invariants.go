@@ -1,0 +1,100 @@
+package framework
+
+import (
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// The invariants below replay a History's events in the API server's order.
+// Each returns one line per violation; none means the invariant held.
+
+type replicaKey struct{ pcs, replica string }
+
+// AttemptOverlaps reports every moment at which pods of two runs (attempts)
+// of one replica existed at once, terminating ones included: a restarted
+// replica's new pods must wait until every pod of the previous run is gone.
+func AttemptOverlaps(events []ObjectEvent) []string {
+	live := map[replicaKey]map[string]map[string]bool{} // replica -> attempt -> pod UIDs
+	var out []string
+	for _, e := range events {
+		if e.Kind != "Pod" || e.PodCliqueSet == "" {
+			continue
+		}
+		k := replicaKey{e.PodCliqueSet, e.Replica}
+		if live[k] == nil {
+			live[k] = map[string]map[string]bool{}
+		}
+		if live[k][e.Attempt] == nil {
+			live[k][e.Attempt] = map[string]bool{}
+		}
+		if e.Type == watch.Deleted {
+			delete(live[k][e.Attempt], e.UID)
+			continue
+		}
+		live[k][e.Attempt][e.UID] = true
+		for attempt, pods := range live[k] {
+			if attempt != e.Attempt && len(pods) > 0 {
+				out = append(out, fmt.Sprintf("%s replica %s: pod %s of attempt %s exists while %d pod(s) of attempt %s still exist (rv %s)",
+					e.PodCliqueSet, e.Replica, e.Name, e.Attempt, len(pods), attempt, e.ResourceVersion))
+			}
+		}
+	}
+	return out
+}
+
+// EarlyGangs reports a PodGroup created for a run of a replica while a pod
+// of an earlier run of that replica still existed: the new gang must never
+// count a dying pod.
+func EarlyGangs(events []ObjectEvent) []string {
+	live := map[replicaKey]map[string]int{} // replica -> pod UID -> attempt
+	var out []string
+	for _, e := range events {
+		k := replicaKey{e.PodCliqueSet, e.Replica}
+		attempt, _ := strconv.Atoi(e.Attempt)
+		switch {
+		case e.Kind == "Pod" && e.Type == watch.Deleted:
+			delete(live[k], e.UID)
+		case e.Kind == "Pod":
+			if live[k] == nil {
+				live[k] = map[string]int{}
+			}
+			live[k][e.UID] = attempt
+		case e.Kind == "PodGroup" && e.Type == watch.Added:
+			for _, podAttempt := range live[k] {
+				if podAttempt < attempt {
+					out = append(out, fmt.Sprintf("%s replica %s: PodGroup %s of attempt %d created while a pod of attempt %d still exists (rv %s)",
+						e.PodCliqueSet, e.Replica, e.Name, attempt, podAttempt, e.ResourceVersion))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// RerunSuccesses reports a pod created for an index of a run that already
+// had a pod exit 0: exit 0 is final, whatever happens to the pod afterwards.
+func RerunSuccesses(events []ObjectEvent) []string {
+	type slot struct{ podClique, attempt, index string }
+	succeeded := map[slot]string{}
+	var out []string
+	for _, e := range events {
+		if e.Kind != "Pod" || e.Index == "" {
+			continue
+		}
+		s := slot{e.PodClique, e.Attempt, e.Index}
+		if e.Phase == "Succeeded" {
+			if _, seen := succeeded[s]; !seen {
+				succeeded[s] = e.UID
+			}
+			continue
+		}
+		if first, done := succeeded[s]; done && e.Type == watch.Added && e.UID != first {
+			out = append(out, fmt.Sprintf("%s index %s (attempt %s) exited 0 in pod %s, yet pod %s was created for it (rv %s)",
+				e.PodClique, e.Index, e.Attempt, first, e.Name, e.ResourceVersion))
+		}
+	}
+	return out
+}
