@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/copse-dev/copse/e2e/cluster"
@@ -193,6 +194,45 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 			return apierrors.IsNotFound(err)
 		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
 		Expect(time.Since(deleted)).To(BeNumerically(">=", 2500*time.Millisecond), "gone before its grace period")
+	})
+
+	It("runs a never-ready pod without making it Ready", func(ctx context.Context) {
+		createPod(ctx, ns, simPod("unready", corev1.RestartPolicyNever, map[string]string{cluster.AnnotationNeverReady: "true"}))
+		waitForPod(ctx, ns, "unready", 30*time.Second, func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning
+		})
+		Consistently(func(g Gomega) {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, "unready", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(p.Status.ContainerStatuses[0].State.Running).NotTo(BeNil())
+			g.Expect(p.Status.ContainerStatuses[0].Ready).To(BeFalse())
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+				}
+			}
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	})
+
+	It("keeps a deleted pod of an unreachable node terminating until the node answers", func(ctx context.Context) {
+		createPod(ctx, ns, simPod("lost", corev1.RestartPolicyNever, map[string]string{cluster.AnnotationUnreachable: "true"}))
+		waitForPod(ctx, ns, "lost", 30*time.Second, func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning
+		})
+		Expect(client.CoreV1().Pods(ns).Delete(ctx, "lost", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)})).To(Succeed())
+		Consistently(func(g Gomega) {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, "lost", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(4 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		patch := []byte(`{"metadata":{"annotations":{"` + cluster.AnnotationUnreachable + `":"false"}}}`)
+		_, err := client.CoreV1().Pods(ns).Patch(ctx, "lost", types.MergePatchType, patch, metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool {
+			_, err := client.CoreV1().Pods(ns).Get(ctx, "lost", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
 	})
 
 	It("deletes unbound and terminal pods at once", func(ctx context.Context) {

@@ -10,6 +10,7 @@ import (
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -176,6 +177,26 @@ var _ = Describe("Training admission (webhook)", Label("training"), Ordered, fun
 			p.Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 2}
 		})
 		expectAdmissionInvalid(err, validatePodClique, "spec.autoScalingConfig: Forbidden: is not allowed because "+trainingOwner)
+	})
+
+	It("rejects a kubelet restart policy, and changes of a Training PodClique's pods or minAvailable", func(ctx context.Context) {
+		By("a new Training PodCliqueSet whose pods would restart in place")
+		always := newSet("restarts-in-place", copsev1alpha1.WorkloadTypeTraining)
+		always.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
+		expectAdmissionInvalid(env.Client.Create(ctx, always), validatePodCliqueSet,
+			`spec.template.cliques[1].spec.podSpec.restartPolicy: Invalid value: "Always": must be Never when the workload is Training`)
+
+		By("direct edits of a Training PodClique")
+		err := webhookSpecUpdate(ctx, jobWorker, func(p *copsev1alpha1.PodClique) {
+			p.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
+		})
+		expectAdmissionInvalid(err, validatePodClique, "spec.podSpec.restartPolicy", "must be Never", "spec.podSpec: Forbidden: is immutable because "+trainingOwner)
+		err = webhookSpecUpdate(ctx, jobLeader, func(p *copsev1alpha1.PodClique) {
+			p.Spec.PodSpec.Containers[0].Image = "example.com/app:2"
+		})
+		expectAdmissionInvalid(err, validatePodClique, "spec.podSpec: Forbidden: is immutable because "+trainingOwner)
+		err = webhookSpecUpdate(ctx, jobWorker, func(p *copsev1alpha1.PodClique) { p.Spec.MinAvailable = ptr.To[int32](1) })
+		expectAdmissionInvalid(err, validatePodClique, "spec.minAvailable: Forbidden: is immutable because "+trainingOwner)
 	})
 
 	It("keeps the Training workload running, with the pods it was created with", func(ctx context.Context) {

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -19,7 +22,16 @@ import (
 const (
 	replicasImmutable = "spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/job has workloadType Training"
 	noAutoScaling     = "spec.autoScalingConfig: Forbidden: is not allowed because the owning PodCliqueSet ml/job has workloadType Training"
+	podSpecImmutable  = "spec.podSpec: Forbidden: is immutable because the owning PodCliqueSet ml/job has workloadType Training"
+	minAvailImmutable = "spec.minAvailable: Forbidden: is immutable because the owning PodCliqueSet ml/job has workloadType Training"
+	neverRestart      = `spec.podSpec.restartPolicy: Invalid value: "Always": must be Never when the workload is Training`
 )
+
+func withRoleName(p *copsev1alpha1.PodClique) { p.Spec.RoleName = "renamed" }
+
+func withRestartPolicy(policy corev1.RestartPolicy) func(*copsev1alpha1.PodClique) {
+	return func(p *copsev1alpha1.PodClique) { p.Spec.PodSpec.RestartPolicy = policy }
+}
 
 func withReplicas(replicas int32) func(*copsev1alpha1.PodClique) {
 	return func(p *copsev1alpha1.PodClique) { p.Spec.Replicas = replicas }
@@ -50,7 +62,14 @@ func TestValidateTraining(t *testing.T) {
 		{name: "Training: adding autoscaling and scaling", workload: copsev1alpha1.WorkloadTypeTraining,
 			change: func(p *copsev1alpha1.PodClique) { withAutoScaling(p); p.Spec.Replicas = 4 },
 			want:   []string{replicasImmutable, noAutoScaling}},
-		{name: "Training: other spec changes", workload: copsev1alpha1.WorkloadTypeTraining, change: withImage},
+		{name: "Training: a new image", workload: copsev1alpha1.WorkloadTypeTraining, change: withImage, want: []string{podSpecImmutable}},
+		{name: "Training: a new minAvailable", workload: copsev1alpha1.WorkloadTypeTraining,
+			change: func(p *copsev1alpha1.PodClique) { p.Spec.MinAvailable = ptr.To[int32](1) }, want: []string{minAvailImmutable}},
+		{name: "Training: creating with restartPolicy Always", create: true, workload: copsev1alpha1.WorkloadTypeTraining,
+			change: withRestartPolicy(corev1.RestartPolicyAlways), want: []string{neverRestart}},
+		{name: "Training: other spec changes", workload: copsev1alpha1.WorkloadTypeTraining, change: withRoleName},
+		{name: "Inference: a new image", workload: copsev1alpha1.WorkloadTypeInference, change: withImage},
+		{name: "Inference: restartPolicy Always", create: true, workload: copsev1alpha1.WorkloadTypeInference, change: withRestartPolicy(corev1.RestartPolicyAlways)},
 		{name: "Inference: scaling", workload: copsev1alpha1.WorkloadTypeInference, change: withReplicas(5)},
 		{name: "Inference: autoscaling", workload: copsev1alpha1.WorkloadTypeInference, change: withAutoScaling},
 		{name: "Inference: creating with autoscaling", create: true, workload: copsev1alpha1.WorkloadTypeInference, change: withAutoScaling},
@@ -94,7 +113,8 @@ func TestValidatorFindsTheOwner(t *testing.T) {
 		{name: "creating a Training PodClique with autoscaling", create: true, pclq: training.Grouped, change: withAutoScaling,
 			want: noAutoScaling},
 		{name: "creating a Training PodClique", create: true, pclq: training.Grouped, change: func(*copsev1alpha1.PodClique) {}},
-		{name: "a new image on a Training PodClique", pclq: training.Grouped, change: withImage},
+		{name: "a new image on a Training PodClique", pclq: training.Grouped, change: withImage,
+			want: `PodClique.grove.io "job-0-decode-0-worker" is invalid: ` + podSpecImmutable},
 		{name: "scaling an Inference PodClique", pclq: inference.Grouped, change: withReplicas(3)},
 		{name: "the existing rules still apply", pclq: inference.Grouped, change: withReplicas(1),
 			want: "spec.minAvailable: Invalid value: 2: must not be greater than spec.replicas (1)"},
@@ -133,12 +153,12 @@ func TestValidatorReadsOnlyWhenATrainingRuleConcernsTheChange(t *testing.T) {
 	ctx := context.Background()
 
 	changed := f.Standalone.DeepCopy()
-	withImage(changed)
+	withRoleName(changed)
 	if _, err := v.ValidateCreate(ctx, f.Standalone); err != nil {
 		t.Errorf("create: %v", err)
 	}
 	if _, err := v.ValidateUpdate(ctx, f.Standalone, changed); err != nil {
-		t.Errorf("update of the image: %v", err)
+		t.Errorf("update of the role name: %v", err)
 	}
 	if reads != 0 {
 		t.Errorf("%d owner reads for changes no Training rule concerns", reads)

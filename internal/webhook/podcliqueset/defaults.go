@@ -6,40 +6,12 @@
 package podcliqueset
 
 import (
-	"time"
-
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
-
-// Defaults that do not depend on the workload type, as Grove sets them.
-const (
-	defaultPodTerminationGracePeriodSeconds int64 = 30
-	defaultScalingGroupReplicas             int32 = 1
-	defaultScalingGroupMinAvailable         int32 = 1
-)
-
-// workloadDefaults are the defaults that differ between workload types.
-type workloadDefaults struct {
-	// terminationDelay is how long a replica may stay below minAvailable
-	// before it is recreated.
-	terminationDelay time.Duration
-	// restartPolicy is each pod's restartPolicy.
-	restartPolicy corev1.RestartPolicy
-}
-
-// defaultsByWorkloadType holds one entry per workload type. Inference keeps
-// Grove's values. Training recreates a failed replica at once, and its pods
-// are never restarted in place by the kubelet: the operator restarts the
-// whole replica, within trainingSpec.maxRestarts.
-var defaultsByWorkloadType = map[copsev1alpha1.WorkloadType]workloadDefaults{
-	copsev1alpha1.WorkloadTypeInference: {terminationDelay: 4 * time.Hour, restartPolicy: corev1.RestartPolicyAlways},
-	copsev1alpha1.WorkloadTypeTraining:  {terminationDelay: 0, restartPolicy: corev1.RestartPolicyNever},
-}
 
 // Default fills every unset field of pcs that has a default, leaving the
 // fields the user set alone. It is idempotent, so it is safe on update too.
@@ -48,11 +20,9 @@ var defaultsByWorkloadType = map[copsev1alpha1.WorkloadType]workloadDefaults{
 // decodes the object; they are set here as well so that the result does not
 // depend on which of the two ran.
 func Default(pcs *copsev1alpha1.PodCliqueSet) {
-	if pcs.Spec.WorkloadType == "" {
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeInference
-	}
-	workload, known := defaultsByWorkloadType[pcs.Spec.WorkloadType]
-	if !known {
+	pcs.Spec.WorkloadType = pcs.Spec.WorkloadType.OrDefault()
+	workload := pcs.Spec.WorkloadType
+	if workload != copsev1alpha1.WorkloadTypeInference && workload != copsev1alpha1.WorkloadTypeTraining {
 		// The CRD's enum rejects unknown types; defaulting is not the place
 		// to guess for one.
 		return
@@ -67,12 +37,15 @@ func Default(pcs *copsev1alpha1.PodCliqueSet) {
 	defaultTemplate(&pcs.Spec.Template, workload)
 }
 
-func defaultTemplate(template *grovecorev1alpha1.PodCliqueSetTemplateSpec, workload workloadDefaults) {
+// The values come from api/core/v1alpha1 (derived.go), the one home of every
+// default, so that the controllers treat an object the webhook never saw
+// exactly as one it defaulted.
+func defaultTemplate(template *grovecorev1alpha1.PodCliqueSetTemplateSpec, workload copsev1alpha1.WorkloadType) {
 	if template.StartupType == nil {
 		template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeAnyOrder)
 	}
 	if template.TerminationDelay == nil {
-		template.TerminationDelay = &metav1.Duration{Duration: workload.terminationDelay}
+		template.TerminationDelay = &metav1.Duration{Duration: workload.DefaultTerminationDelay()}
 	}
 	if template.HeadlessServiceConfig == nil {
 		// Pods find their peers through the replica's headless Service
@@ -89,31 +62,31 @@ func defaultTemplate(template *grovecorev1alpha1.PodCliqueSetTemplateSpec, workl
 	}
 }
 
-func defaultClique(spec *grovecorev1alpha1.PodCliqueSpec, workload workloadDefaults) {
+func defaultClique(spec *grovecorev1alpha1.PodCliqueSpec, workload copsev1alpha1.WorkloadType) {
 	// Grove treats a missing (zero) replica count as one pod.
 	if spec.Replicas == 0 {
 		spec.Replicas = 1
 	}
 	if spec.MinAvailable == nil {
-		spec.MinAvailable = ptr.To(spec.Replicas)
+		spec.MinAvailable = ptr.To(copsev1alpha1.CliqueMinAvailable(*spec))
 	}
 	if spec.ScaleConfig != nil && spec.ScaleConfig.MinReplicas == nil {
 		spec.ScaleConfig.MinReplicas = ptr.To(spec.Replicas)
 	}
 	if spec.PodSpec.RestartPolicy == "" {
-		spec.PodSpec.RestartPolicy = workload.restartPolicy
+		spec.PodSpec.RestartPolicy = workload.DefaultRestartPolicy()
 	}
 	if spec.PodSpec.TerminationGracePeriodSeconds == nil {
-		spec.PodSpec.TerminationGracePeriodSeconds = ptr.To(defaultPodTerminationGracePeriodSeconds)
+		spec.PodSpec.TerminationGracePeriodSeconds = ptr.To(copsev1alpha1.DefaultPodTerminationGracePeriodSeconds)
 	}
 }
 
 func defaultScalingGroup(group *grovecorev1alpha1.PodCliqueScalingGroupConfig) {
 	if group.Replicas == nil {
-		group.Replicas = ptr.To(defaultScalingGroupReplicas)
+		group.Replicas = ptr.To(copsev1alpha1.ScalingGroupReplicas(*group))
 	}
 	if group.MinAvailable == nil {
-		group.MinAvailable = ptr.To(defaultScalingGroupMinAvailable)
+		group.MinAvailable = ptr.To(copsev1alpha1.ScalingGroupMinAvailable(*group))
 	}
 	if group.ScaleConfig != nil && group.ScaleConfig.MinReplicas == nil {
 		group.ScaleConfig.MinReplicas = ptr.To(*group.Replicas)

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/generationhash"
@@ -59,11 +59,11 @@ func validateTemplateReplicasUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) fie
 	}
 	oldGroupReplicas := map[string]int32{}
 	for _, group := range old.Spec.Template.PodCliqueScalingGroupConfigs {
-		oldGroupReplicas[group.Name] = ptr.Deref(group.Replicas, defaultScalingGroupReplicas)
+		oldGroupReplicas[group.Name] = copsev1alpha1.ScalingGroupReplicas(group)
 	}
 	for g, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
 		replicas, existed := oldGroupReplicas[group.Name]
-		if existed && replicas != ptr.Deref(group.Replicas, defaultScalingGroupReplicas) {
+		if existed && replicas != copsev1alpha1.ScalingGroupReplicas(group) {
 			errs = append(errs, field.Forbidden(groupsPath.Index(g).Child("replicas"), detail))
 		}
 	}
@@ -135,4 +135,22 @@ func validateGenerationHashUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field
 // sameInput compares two hash inputs the way the generation hash does.
 func sameInput(a, b any) bool {
 	return bytes.Equal(generationhash.Canonical(a), generationhash.Canonical(b))
+}
+
+// validateTrainingPods requires restartPolicy Never (or unset, which the
+// defaulting webhook makes Never) on every clique of a Training workload.
+func validateTrainingPods(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if !pcs.IsTraining() {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil {
+			continue
+		}
+		if policy := clique.Spec.PodSpec.RestartPolicy; policy != "" && policy != corev1.RestartPolicyNever {
+			errs = append(errs, training.RestartPolicyMustBeNever(cliquesPath.Index(i).Child("spec", "podSpec", "restartPolicy"), policy))
+		}
+	}
+	return errs
 }

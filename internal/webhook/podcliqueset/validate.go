@@ -74,6 +74,7 @@ func validateObject(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	errs = append(errs, validateScalingGroups(pcs)...)
 	errs = append(errs, validateResourceSharing(pcs)...)
 	errs = append(errs, validateGeneratedNames(pcs)...)
+	errs = append(errs, validateTrainingPods(pcs)...)
 	return errs
 }
 

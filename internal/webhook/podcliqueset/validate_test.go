@@ -62,14 +62,18 @@ func TestValidateCreate(t *testing.T) {
 		{name: "an Inference terminationDelay of 0",
 			pcs:  valid(func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Template.TerminationDelay = &metav1.Duration{} }),
 			want: []string{`spec.template.terminationDelay: Invalid value: "0s": must be greater than 0 unless spec.workloadType is Training`}},
-		{name: "a Training terminationDelay of 0 is the Training default", pcs: valid(func(p *copsev1alpha1.PodCliqueSet) {
-			p.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		{name: "a Training terminationDelay of 0 is the Training default", pcs: valid(asTraining, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.TerminationDelay = &metav1.Duration{}
 		})},
-		{name: "a negative terminationDelay", pcs: valid(func(p *copsev1alpha1.PodCliqueSet) {
-			p.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		{name: "a negative terminationDelay", pcs: valid(asTraining, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.TerminationDelay = &metav1.Duration{Duration: -time.Minute}
 		}), want: []string{`spec.template.terminationDelay: Invalid value: "-1m0s": must not be negative`}},
+		{name: "Training pods restart only through the operator", pcs: valid(asTraining, func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
+		}), want: []string{`spec.template.cliques[1].spec.podSpec.restartPolicy: Invalid value: "Always": must be Never when the workload is Training`}},
+		{name: "Inference pods may restart in place", pcs: valid(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
+		})},
 
 		// Clique composition.
 		{name: "no cliques", pcs: valid(func(p *copsev1alpha1.PodCliqueSet) {
@@ -317,5 +321,13 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("Warnings = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// asTraining makes a valid Inference PodCliqueSet a valid Training one.
+func asTraining(p *copsev1alpha1.PodCliqueSet) {
+	p.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	for _, c := range p.Spec.Template.Cliques {
+		c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyNever
 	}
 }

@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -26,4 +27,22 @@ func AutoScalingNotAllowed(path *field.Path, owner *copsev1alpha1.PodCliqueSet) 
 
 func ownerName(owner *copsev1alpha1.PodCliqueSet) string {
 	return owner.Namespace + "/" + owner.Name
+}
+
+// RestartPolicyMustBeNever is the error for a pod restartPolicy other than
+// Never in a Training workload: a kubelet that restarts a container in place
+// would bypass the restart budget (trainingSpec.maxRestarts) and the
+// operator's failure detection, since the pod would never fail.
+func RestartPolicyMustBeNever(path *field.Path, policy corev1.RestartPolicy) *field.Error {
+	return field.Invalid(path, policy, fmt.Sprintf(
+		"must be %s when the workload is %s: the operator restarts a Training replica as a whole, within trainingSpec.maxRestarts; a kubelet restart would bypass that budget",
+		corev1.RestartPolicyNever, copsev1alpha1.WorkloadTypeTraining))
+}
+
+// ImmutableForTraining is the error for a change of a field a Training
+// PodClique keeps for its lifetime: its pods are all built from one spec,
+// and a restarted replica is rebuilt from the PodCliqueSet's template.
+func ImmutableForTraining(path *field.Path, owner *copsev1alpha1.PodCliqueSet) *field.Error {
+	return field.Forbidden(path, fmt.Sprintf("is immutable because the owning PodCliqueSet %s has workloadType %s",
+		ownerName(owner), copsev1alpha1.WorkloadTypeTraining))
 }
