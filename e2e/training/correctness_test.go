@@ -24,7 +24,7 @@ import (
 // These specs cover the rules a line-by-line review of GREP-0285 asked for,
 // in the shapes users build: scaling groups, pods deleted from outside, an
 // operator that was down, pods that run but are never Ready.
-var _ = Describe("Training correctness", Label("training"), Ordered, func() {
+var _ = Describe("Training correctness", Label("training"), func() {
 	AfterEach(func(ctx context.Context) {
 		// A failed spec must not leave the next one without an operator.
 		if ok, _ := env.Operator.Running(); !ok {

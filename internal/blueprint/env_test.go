@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-
 )
 
 func TestDiscoveryEnvStandaloneHasNoGroupVariables(t *testing.T) {

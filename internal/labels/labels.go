@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Label keys. All but AttemptKey are Grove's.
+// Label keys. All but CliqueTemplateKey and AttemptKey are Grove's.
 const (
 	ManagedByKey           = grovecommon.LabelManagedByKey
 	PartOfKey              = grovecommon.LabelPartOfKey // the PodCliqueSet's name
@@ -28,8 +28,10 @@ const (
 	// CliqueTemplateKey is the clique's name in the PodCliqueSet template
 	// ("worker"), as opposed to PodCliqueKey, the PodClique object's name.
 	CliqueTemplateKey = "copse.dev/clique"
-	// AttemptKey is the restart attempt a Training pod belongs to: 0 for the
-	// first run of its replica, n after the replica's n-th restart.
+	// AttemptKey is the run of its replica an object or pod belongs to: 0
+	// for the first run, n after the replica's n-th recreation (a Training
+	// restart or a gang termination). Every object of a run carries it:
+	// PodCliqueScalingGroups, PodCliques, PodGroups and pods.
 	AttemptKey = "copse.dev/attempt"
 )
 
@@ -42,8 +44,10 @@ const (
 	ComponentPodCliqueOfSet   = grovecommon.LabelComponentNamePodCliqueSetPodClique
 	ComponentPodCliqueOfGroup = grovecommon.LabelComponentNamePodCliqueScalingGroupPodClique
 	ComponentScalingGroup     = grovecommon.LabelComponentNamePodCliqueScalingGroup
-	ComponentPodGroup         = "podgroup"
-	ComponentWorkload         = "workload"
+	// ComponentPodGroup and ComponentWorkload are copse's own: Grove has no
+	// Workload API objects.
+	ComponentPodGroup = "podgroup"
+	ComponentWorkload = "workload"
 )
 
 // ForPodCliqueSet are the labels of every object generated for a PodCliqueSet.

@@ -138,4 +138,3 @@ func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang blueprint.Gang, attempt i
 func gangPolicy(minCount int32) schedulingv1beta1.PodGroupSchedulingPolicy {
 	return schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: max(minCount, 1)}}
 }
-

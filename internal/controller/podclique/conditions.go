@@ -34,7 +34,7 @@ const maxFailuresNamed = 5
 // previous condition.
 type breachInput struct {
 	training     bool
-	counts       podCounts
+	counts       lifecycle.PodCounts
 	minAvailable int
 	// succeeded is true when the clique has the Succeeded condition.
 	succeeded bool
@@ -44,8 +44,8 @@ type breachInput struct {
 // clique's pods and the condition as it was.
 //
 // Healthy pods are the ready ones; in a Training workload also those that
-// exited 0 (podCounts.healthy), which count as scheduled too
-// (podCounts.placed). A clique whose training pods finish is not breached.
+// exited 0 (lifecycle.PodCounts.healthy), which count as scheduled too
+// (lifecycle.PodCounts.placed). A clique whose training pods finish is not breached.
 //
 //   - Training, the clique has succeeded: False (AllPodsSucceeded), for good,
 //     even once its pods are gone.
@@ -68,12 +68,12 @@ type breachInput struct {
 func minAvailableBreachedCondition(previous *metav1.Condition, in breachInput) metav1.Condition {
 	cond := metav1.Condition{Type: groveconstants.ConditionTypeMinAvailableBreached}
 	training := in.training
-	healthy, placed := in.counts.healthy(training), in.counts.placed(training)
-	counts := fmt.Sprintf("%d ready and %d scheduled of minAvailable %d", in.counts.ready, in.counts.scheduled, in.minAvailable)
+	placed := in.counts.Placed(training)
+	counts := fmt.Sprintf("%d ready and %d scheduled of minAvailable %d", in.counts.Ready, in.counts.Scheduled, in.minAvailable)
 	healthyWord := "ready"
 	if training {
 		counts = fmt.Sprintf("%d ready and %d scheduled, %d exited 0, of minAvailable %d",
-			in.counts.ready, in.counts.scheduled, in.counts.succeeded, in.minAvailable)
+			in.counts.Ready, in.counts.Scheduled, in.counts.Succeeded, in.minAvailable)
 		healthyWord = "ready or exited 0"
 	}
 	wasAvailable := previous != nil &&
@@ -83,14 +83,14 @@ func minAvailableBreachedCondition(previous *metav1.Condition, in breachInput) m
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = copsev1alpha1.ReasonAllPodsSucceeded
 		cond.Message = "The clique completed: every pod exited 0"
-	case healthy >= in.minAvailable && placed >= in.minAvailable:
+	case in.counts.Available(training, in.minAvailable):
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = groveconstants.ConditionReasonSufficientReadyPods
 		cond.Message = "Enough pods are scheduled and " + healthyWord + ": " + counts
-	case training && len(in.counts.failed) > 0:
+	case training && in.counts.BrokenByFailures(in.minAvailable):
 		cond.Status = metav1.ConditionTrue
 		cond.Reason = ConditionReasonPodsFailed
-		cond.Message = fmt.Sprintf("%s, and too few are %s: %s", describeFailures(in.counts.failed), healthyWord, counts)
+		cond.Message = fmt.Sprintf("%s, and too few are %s: %s", describeFailures(in.counts.Failed), healthyWord, counts)
 	case !wasAvailable:
 		cond.Status = metav1.ConditionUnknown
 		cond.Reason = ConditionReasonNeverAvailable
@@ -144,16 +144,16 @@ func describeFailures(failed []podstate.Summary) string {
 
 // scheduledCondition computes PodCliqueScheduled: True while at least
 // minAvailable pods have a node. In a Training workload pods that exited 0
-// count as scheduled (podCounts.placed), so a finished clique does not look
+// count as scheduled (lifecycle.PodCounts.placed), so a finished clique does not look
 // unscheduled.
-func scheduledCondition(training bool, counts podCounts, minAvailable int) metav1.Condition {
-	placed := counts.placed(training)
+func scheduledCondition(training bool, counts lifecycle.PodCounts, minAvailable int) metav1.Condition {
+	placed := counts.Placed(training)
 	cond := metav1.Condition{
 		Type:    groveconstants.ConditionTypePodCliqueScheduled,
 		Message: fmt.Sprintf("%d of minAvailable %d pods scheduled", placed, minAvailable),
 	}
-	if training && counts.succeeded > 0 {
-		cond.Message = fmt.Sprintf("%d of minAvailable %d pods scheduled, %d of them exited 0", placed, minAvailable, counts.succeeded)
+	if training && counts.Succeeded > 0 {
+		cond.Message = fmt.Sprintf("%d of minAvailable %d pods scheduled, %d of them exited 0", placed, minAvailable, counts.Succeeded)
 	}
 	if placed >= minAvailable {
 		cond.Status = metav1.ConditionTrue

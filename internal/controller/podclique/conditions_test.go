@@ -200,7 +200,7 @@ func TestRefusalCondition(t *testing.T) {
 
 // countFor counts pods as the controller does, with the Training
 // completion taken from the pods themselves.
-func countFor(workload copsev1alpha1.WorkloadType, pods []podstate.Summary) podCounts {
+func countFor(workload copsev1alpha1.WorkloadType, pods []podstate.Summary) lifecycle.PodCounts {
 	done := lifecycle.CliqueCompletion(1<<20, "", nil, pods).Succeeded.CountBelow(1 << 20)
-	return countPods(pods, workload == training, done, nil)
+	return lifecycle.CountPods(pods, workload == training, done, nil)
 }

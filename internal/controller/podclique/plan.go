@@ -109,7 +109,7 @@ func planPods(in planInput) podPlan {
 		done = in.succeeded
 		succeededCount = in.succeeded.CountBelow(in.desired)
 	}
-	available := countPods(live, in.training, succeededCount, in.replacing).healthy(in.training) >= in.minAvailable
+	available := lifecycle.CountPods(live, in.training, succeededCount, in.replacing).Healthy(in.training) >= in.minAvailable
 
 	var occupants, held, dueForReplacement []podstate.Summary
 	for _, p := range live {

@@ -31,7 +31,7 @@ func (r replacement) String() string {
 // Training is finite. A pod that exited 0 has done its work and stays, as the
 // record that its index succeeded. A failed pod is replaced only while the
 // clique still has minAvailable healthy pods (ready or exited 0,
-// podCounts.healthy) without it (cliqueAvailable), and then only after the
+// lifecycle.PodCounts.healthy) without it (cliqueAvailable), and then only after the
 // replacement back-off (planPods); otherwise it stays, the clique reports
 // MinAvailableBreached=True (PodsFailed), and recovering the gang is the
 // replica restart's job. The two rules use the same count, so a failed pod

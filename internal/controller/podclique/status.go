@@ -51,12 +51,12 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	status.Conditions = slices.Clone(status.Conditions)
 	training := in.workload.training()
 	replacing := replacingAfter(pclq.Status.ReplacingPods, in.pods, in.replaced)
-	counts := countPods(in.pods, training, in.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), replacing)
+	counts := lifecycle.CountPods(in.pods, training, in.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), replacing)
 	status.ObservedGeneration = ptr.To(pclq.Generation)
-	status.Replicas = int32(counts.active)
-	status.ReadyReplicas = int32(counts.ready)
-	status.ScheduledReplicas = int32(counts.scheduled)
-	status.ScheduleGatedReplicas = int32(counts.gated)
+	status.Replicas = int32(counts.Active)
+	status.ReadyReplicas = int32(counts.Ready)
+	status.ScheduledReplicas = int32(counts.Scheduled)
+	status.ScheduleGatedReplicas = int32(counts.Gated)
 	status.Selector = ptr.To(podSelector(pclq.Name))
 	if !in.workload.known {
 		return status

@@ -42,8 +42,8 @@ func TestDecideGroupReplicaRecreations(t *testing.T) {
 		{name: "the group is below minAvailable: the whole PodCliqueSet replica is the PodCliqueSet controller's", minAvailable: 2, available: 1,
 			cliques: []copsev1alpha1.PodClique{breachedClique("0", F, t0), breachedClique("1", T, t0)}, now: t0.Add(time.Hour)},
 		{name: "the earliest breach of a replica's cliques counts", minAvailable: 1, available: 1,
-			cliques: []copsev1alpha1.PodClique{breachedClique("0", F, t0), breachedClique("2", T, t0.Add(50 * time.Second)), breachedClique("2", T, t0)},
-			now: t0.Add(delay), want: []int{2}},
+			cliques: []copsev1alpha1.PodClique{breachedClique("0", F, t0), breachedClique("2", T, t0.Add(50*time.Second)), breachedClique("2", T, t0)},
+			now:     t0.Add(delay), want: []int{2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/indexset"
@@ -62,6 +63,10 @@ type member struct {
 	minAvailable int
 	pods         []podstate.Summary
 	completion   lifecycle.Completion
+	// failedSince is set (Training) when the member's pods show it broken
+	// by failures, which its condition may not say yet: the PodClique
+	// controller writes it concurrently, and may not have seen the pods.
+	failedSince *time.Time
 }
 
 // assessReplicas assesses every desired replica.
@@ -109,6 +114,11 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 		}
 		if training {
 			m.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, m.pods)
+			counts := lifecycle.CountPods(m.pods, true, m.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), uidSet(pclq.Status.ReplacingPods))
+			if counts.BrokenByFailures(m.minAvailable) {
+				since := counts.FailedSince()
+				m.failedSince = &since
+			}
 		}
 		if training || metav1.IsControlledBy(pclq, pcs) {
 			members[r] = append(members[r], m)
@@ -160,13 +170,12 @@ func assessReplica(index, expected int, members []member, training bool) replica
 		if cond == nil || cond.Status != metav1.ConditionFalse {
 			allFalse = false
 		}
-		if cond != nil && cond.Status == metav1.ConditionTrue {
-			since := cond.LastTransitionTime.Time
-			if !a.breached || since.Before(a.breachedSince) {
-				a.breachedSince = since
-			}
-			a.breached = true
-			a.breachedBy = append(a.breachedBy, fmt.Sprintf("%s (%s)", m.name, cond.Reason))
+		switch {
+		case cond != nil && cond.Status == metav1.ConditionTrue:
+			a.noteBreach(m.name, cond.Reason, cond.LastTransitionTime.Time)
+		case m.failedSince != nil:
+			allFalse = false
+			a.noteBreach(m.name, "pods failed", *m.failedSince)
 		}
 	}
 	a.available = a.complete && allFalse
@@ -180,6 +189,16 @@ func assessReplica(index, expected int, members []member, training bool) replica
 		}
 	}
 	return a
+}
+
+// noteBreach adds a breached member; the replica's breach began with the
+// earliest of its members'.
+func (a *replicaAssessment) noteBreach(member, reason string, since time.Time) {
+	if !a.breached || (!since.IsZero() && since.Before(a.breachedSince)) {
+		a.breachedSince = since
+	}
+	a.breached = true
+	a.breachedBy = append(a.breachedBy, fmt.Sprintf("%s (%s)", member, reason))
 }
 
 // replicaStarted reports whether every base-gang member has minAvailable
@@ -241,4 +260,12 @@ func templateGroupName(pcs *copsev1alpha1.PodCliqueSet, name string, r int) stri
 		return ""
 	}
 	return pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].Name
+}
+
+func uidSet(uids []types.UID) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(uids))
+	for _, uid := range uids {
+		out[uid] = true
+	}
+	return out
 }

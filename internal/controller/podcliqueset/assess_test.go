@@ -1,0 +1,84 @@
+package podcliqueset
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ai-dynamo/grove/operator/api/common/constants"
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// trainingJob is Training PodCliqueSet "job" of one replica with clique
+// "worker" of two pods, its PodClique (breach condition as given) and pods.
+func trainingJob(breach metav1.ConditionStatus, pods ...podstate.Summary) (*copsev1alpha1.PodCliqueSet, *observed) {
+	pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "job", UID: "pcs"}}
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.Replicas = 1
+	pcs.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{{Name: "worker", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 2}}}
+	pclq := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: "job-0-worker", UID: "pclq",
+		Labels: map[string]string{labels.ReplicaKey: "0", labels.AttemptKey: "0"},
+		OwnerReferences: []metav1.OwnerReference{{UID: "pcs", Controller: ptrTrue()}}}}
+	pclq.Spec.Replicas = 2
+	pclq.Status.Conditions = []metav1.Condition{{Type: constants.ConditionTypeMinAvailableBreached, Status: breach, LastTransitionTime: metav1.NewTime(t0)}}
+	for i := range pods {
+		pods[i].PodClique, pods[i].ControllerUID, pods[i].Replica = "job-0-worker", "pclq", 0
+	}
+	return pcs, &observed{podCliques: []*copsev1alpha1.PodClique{pclq}, pods: pods}
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+func summary(index int, phase corev1.PodPhase, started, finished time.Time) podstate.Summary {
+	return podstate.Summary{Name: "p" + string(rune('0'+index)), UID: types.UID("u" + string(rune('0'+index))), Index: index, HasIndex: true,
+		Phase: phase, Scheduled: true, Ready: phase == corev1.PodRunning, Started: !started.IsZero(), StartedAt: started, FinishedAt: finished}
+}
+
+func TestAssessReplicasReadsThePods(t *testing.T) {
+	start := t0.Add(-time.Hour)
+	t.Run("a failure the clique's condition does not show yet is a breach, dated by the pod", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionFalse,
+			summary(0, corev1.PodRunning, start, time.Time{}),
+			summary(1, corev1.PodFailed, start, t0.Add(-time.Minute)))
+		a := assessReplicas(pcs, obs)[0]
+		if !a.breached || !a.breachedSince.Equal(t0.Add(-time.Minute)) || a.available {
+			t.Errorf("breached %v since %v available %v; want breached since the failure", a.breached, a.breachedSince, a.available)
+		}
+		if a.firstFailure == nil || a.firstFailure.Name != "p1" {
+			t.Errorf("root cause %+v, want p1", a.firstFailure)
+		}
+	})
+	t.Run("success the clique's condition does not show yet, dated by the last exit", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionFalse,
+			summary(0, corev1.PodSucceeded, start, t0.Add(-2*time.Minute)),
+			summary(1, corev1.PodSucceeded, start.Add(time.Second), t0.Add(-time.Minute)))
+		a := assessReplicas(pcs, obs)[0]
+		if !a.succeeded || !a.succeededAt.Equal(t0.Add(-time.Minute)) || a.breached {
+			t.Errorf("succeeded %v at %v breached %v", a.succeeded, a.succeededAt, a.breached)
+		}
+		if !a.started || !a.startedAt.Equal(start) {
+			t.Errorf("started %v at %v, want the earliest container start %v", a.started, a.startedAt, start)
+		}
+	})
+	t.Run("running but never ready is started", func(t *testing.T) {
+		unready := summary(1, corev1.PodRunning, start, time.Time{})
+		unready.Ready = false
+		pcs, obs := trainingJob(metav1.ConditionUnknown, summary(0, corev1.PodRunning, start.Add(time.Second), time.Time{}), unready)
+		a := assessReplicas(pcs, obs)[0]
+		if !a.started || !a.startedAt.Equal(start) || a.available {
+			t.Errorf("started %v at %v available %v; want started at %v, not available", a.started, a.startedAt, a.available, start)
+		}
+	})
+	t.Run("pods scheduled but not started are not started", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionUnknown, summary(0, corev1.PodPending, time.Time{}, time.Time{}), summary(1, corev1.PodRunning, start, time.Time{}))
+		if a := assessReplicas(pcs, obs)[0]; a.started {
+			t.Errorf("started with one pod of minAvailable 2 not started")
+		}
+	})
+}
