@@ -17,4 +17,9 @@
 //     replicas never overwrite each other and a valid certificate is never
 //     rewritten), the files, the webhook configurations, and the periodic
 //     re-check as a controller-runtime Runnable that runs on every replica.
+//
+// docs/architecture.md ("Webhook certificates") says why this is not
+// github.com/open-policy-agent/cert-controller: IP SANs, files written
+// before the webhook server starts, a Secret the operator creates, and
+// RBAC limited to the objects by name.
 package certs
