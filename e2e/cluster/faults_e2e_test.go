@@ -48,7 +48,7 @@ var _ = Describe("Control-plane faults", Label("cluster"), func() {
 			restarted := make(chan error, 1)
 			go func() {
 				defer GinkgoRecover()
-				restarted <- testCluster.RestartAPIServer(ctx)
+				restarted <- testCluster.RestartAPIServer(ctx, 0)
 			}()
 
 			By("failing requests while the API server is down")

@@ -114,7 +114,8 @@ func TestRestartReplacesTheProcess(t *testing.T) {
 	old := startSleep(t, dir)
 	c := &Cluster{procs: []*process{old}, out: io.Discard, layout: layout{dir: dir}}
 	probed := 0
-	if err := c.restart(context.Background(), "long", func(context.Context) error { probed++; return nil }); err != nil {
+	began := time.Now()
+	if err := c.restart(context.Background(), "long", 200*time.Millisecond, func(context.Context) error { probed++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.procs[0].stop(0) })
@@ -130,6 +131,9 @@ func TestRestartReplacesTheProcess(t *testing.T) {
 	}
 	if probed == 0 {
 		t.Error("restart did not wait for the health probe")
+	}
+	if elapsed := time.Since(began); elapsed < 200*time.Millisecond {
+		t.Errorf("restarted after %s, before downFor (200ms) had passed", elapsed)
 	}
 	if err := c.CheckHealthy(); err != nil {
 		t.Errorf("after the restart: %v", err)
