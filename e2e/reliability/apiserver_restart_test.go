@@ -13,9 +13,9 @@ import (
 // The operator, kwok and the control plane's controllers are clients of the
 // API server: when it restarts they must reconnect on their own. The
 // operator holds a leader-election Lease it must renew within renewDeadline
-// (10s by default): an outage shorter than that it rides out; after a longer
-// one it cannot know whether another replica leads, so it exits (a
-// Deployment restarts it) and a restarted operator resumes.
+// (10s by default, 20s in this suite): an outage shorter than that it rides
+// out; after a longer one it cannot know whether another replica leads, so
+// it exits (a Deployment restarts it) and a restarted operator resumes.
 var _ = Describe("API server restart", Label("reliability"), Ordered, func() {
 	var (
 		namespace     string

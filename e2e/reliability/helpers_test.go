@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -72,21 +71,4 @@ func uids(pods []corev1.Pod) []types.UID {
 		out = append(out, p.UID)
 	}
 	return out
-}
-
-// expectRefused asserts a 422 Invalid from the API server, from the named
-// webhook ("" for the CRD's own validation, which names no webhook), whose
-// message has every fragment.
-func expectRefused(err error, webhook string, fragments ...string) {
-	GinkgoHelper()
-	Expect(err).To(HaveOccurred(), "the request was admitted")
-	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid (422) error, got %v", err)
-	if webhook != "" {
-		Expect(err.Error()).To(ContainSubstring(`admission webhook "` + webhook + `" denied the request`))
-	} else {
-		Expect(err.Error()).NotTo(ContainSubstring("admission webhook"))
-	}
-	for _, fragment := range fragments {
-		Expect(err.Error()).To(ContainSubstring(fragment))
-	}
 }

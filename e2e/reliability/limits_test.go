@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -42,7 +43,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 		limits := env.Operator.Configuration().Limits
 		pcs := trainingPCS(namespace, "huge", 1, 1000000)
 		err := env.Client.Create(ctx, pcs)
-		expectRefused(err, validatePodCliqueSet, fmt.Sprintf(
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet, fmt.Sprintf(
 			"spec.template.cliques[0].spec.replicas: Invalid value: 1000000: a replica of this PodCliqueSet would have 1000000 pods, "+
 				"more than the operator's limit limits.maxPodsPerReplica=%d", limits.MaxPodsPerReplica))
 		expectNothingStored(ctx, pcs.Name)
@@ -52,7 +53,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 		limits := env.Operator.Configuration().Limits
 		pcs := trainingPCS(namespace, "wide", 3, int32(limits.MaxPodsPerReplica))
 		err := env.Client.Create(ctx, pcs)
-		expectRefused(err, validatePodCliqueSet, fmt.Sprintf(
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet, fmt.Sprintf(
 			"spec.replicas: Invalid value: 3: this PodCliqueSet (3 replicas of %d pods) would have %d pods, "+
 				"more than the operator's limit limits.maxPodsPerPodCliqueSet=%d",
 			limits.MaxPodsPerReplica, 3*limits.MaxPodsPerReplica, limits.MaxPodsPerPodCliqueSet))
@@ -63,7 +64,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 		const rule = "spec.replicas must be at least 1 when spec.workloadType is Training: a Training workload without replicas can never succeed"
 		By("as the Go client sends it: replicas 0 is left out of the JSON")
 		pcs := trainingPCS(namespace, "empty", 0, 2)
-		expectRefused(env.Client.Create(ctx, pcs), "", "spec.replicas: Invalid value: "+rule)
+		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, pcs), "", "spec.replicas: Invalid value: "+rule)
 		expectNothingStored(ctx, pcs.Name)
 
 		By("as a manifest applied with kubectl says it: replicas: 0")
@@ -80,7 +81,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 				"containers": []any{map[string]any{"name": "main", "image": "example.com/app:1"}},
 			}},
 		}}, "spec", "template", "cliques")).To(Succeed())
-		expectRefused(env.Client.Create(ctx, manifest), "", "spec.replicas: Invalid value: "+rule)
+		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, manifest), "", "spec.replicas: Invalid value: "+rule)
 		expectNothingStored(ctx, "empty")
 
 		By("an Inference PodCliqueSet may have zero replicas")
@@ -115,7 +116,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 			})
 		}
 		err := scaleTo(int32(limits.MaxPodsPerReplica) + 1)
-		expectRefused(err, "validate-scale.podcliques.grove.io", fmt.Sprintf(
+		framework.ExpectAdmissionInvalid(err, "validate-scale.podcliques.grove.io", fmt.Sprintf(
 			"spec.replicas: Invalid value: %d: this PodClique would have %d pods, more than the operator's limit limits.maxPodsPerReplica=%d",
 			limits.MaxPodsPerReplica+1, limits.MaxPodsPerReplica+1, limits.MaxPodsPerReplica))
 

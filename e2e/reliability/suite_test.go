@@ -7,10 +7,13 @@ package reliability_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
@@ -22,10 +25,17 @@ func TestReliability(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	// The default lease timings (15s, 10s, 2s), as in production: the
-	// API server restart spec checks that the operator rides it out.
 	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "reliability", WithOperator: true})
+	env, err = framework.Setup(ctx, framework.Options{Name: "reliability", WithOperator: true, Operator: framework.OperatorOptions{
+		// The API server restart specs need an outage shorter than the
+		// Lease's renewDeadline and one longer. A restart takes 5 to 10
+		// seconds on a loaded 2-core machine, as long as the default
+		// renewDeadline (10s): twice the defaults leave a clear margin.
+		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+			cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 30 * time.Second}
+			cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 20 * time.Second}
+		},
+	}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Teardown)
 }, NodeTimeout(framework.SetupTimeout))

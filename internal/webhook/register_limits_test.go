@@ -6,9 +6,6 @@ import (
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
@@ -70,27 +67,13 @@ func TestConfiguredLimitsApplyToEveryKind(t *testing.T) {
 			`this PodCliqueScalingGroup (2 pods per replica) would have 6 pods, more than the operator's limit limits.maxPodsPerReplica=5`)
 	expectAllowed(t, review(t, mux, ValidatePodCliqueScalingGroupPath, admissionv1.Create, mustJSON(t, serve.ScalingGroup), ""))
 
-	scaleReview := func(path, resource, name string, from, to int32) *admissionv1.AdmissionResponse {
-		scale := func(replicas int32) string {
-			return mustJSON(t, &autoscalingv1.Scale{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name},
-				Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
-			})
-		}
-		return reviewRequest(t, mux, path, &admissionv1.AdmissionRequest{
-			UID: "3f1c1c1e-0000-4000-8000-000000000003", SubResource: "scale", Namespace: "ml", Name: name,
-			Resource:  metav1.GroupVersionResource{Group: copsev1alpha1.GroupName, Version: "v1alpha1", Resource: resource},
-			Operation: admissionv1.Update, Object: runtime.RawExtension{Raw: []byte(scale(to))},
-		}, scale(from))
-	}
-	expectDenied(t, scaleReview(ValidatePodCliqueScalePath, "podcliques", serve.Standalone.Name, 2, 6),
+	expectDenied(t, scaleReview(t, mux, ValidatePodCliqueScalePath, "podcliques", serve.Standalone.Name, 2, 6),
 		`PodClique.grove.io "serve-0-leader" is invalid: spec.replicas: Invalid value: 6: `+
 			`this PodClique would have 6 pods, more than the operator's limit limits.maxPodsPerReplica=5`)
-	expectDenied(t, scaleReview(ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", serve.ScalingGroup.Name, 2, 3),
+	expectDenied(t, scaleReview(t, mux, ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", serve.ScalingGroup.Name, 2, 3),
 		`PodCliqueScalingGroup.grove.io "serve-0-decode" is invalid: spec.replicas: Invalid value: 3: `+
 			`this PodCliqueScalingGroup (2 pods per replica) would have 6 pods, more than the operator's limit limits.maxPodsPerReplica=5`)
 	// Scaling down is allowed even above the limit.
-	expectAllowed(t, scaleReview(ValidatePodCliqueScalePath, "podcliques", serve.Standalone.Name, 9, 7))
-	expectAllowed(t, scaleReview(ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", serve.ScalingGroup.Name, 2, 1))
+	expectAllowed(t, scaleReview(t, mux, ValidatePodCliqueScalePath, "podcliques", serve.Standalone.Name, 9, 7))
+	expectAllowed(t, scaleReview(t, mux, ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", serve.ScalingGroup.Name, 2, 1))
 }
