@@ -56,7 +56,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr); err != nil {
+		if err := registerWebhooks(mgr, cfg.Limits); err != nil {
 			return err
 		}
 	}

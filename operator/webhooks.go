@@ -5,6 +5,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook"
 )
 
@@ -15,9 +16,10 @@ import (
 //
 // The webhooks read owners with the API reader, not the cached client: an
 // admission decision must not rest on a cache that may lag (see
-// webhook.Register).
-func registerWebhooks(mgr manager.Manager) error {
-	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader()); err != nil {
+// webhook.Register). They enforce limits, the configuration's limits on
+// pods.
+func registerWebhooks(mgr manager.Manager, limits configv1alpha1.LimitsConfiguration) error {
+	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader(), limits); err != nil {
 		return fmt.Errorf("registering admission webhooks: %w", err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
@@ -296,14 +297,17 @@ func TestWebhookConfigurationsMatchTheOperatorsEndpoints(t *testing.T) {
 				if diff := cmp.Diff(webhook.MatchConditions(), w.conditions); diff != "" {
 					t.Errorf("%s: matchConditions must be webhook.MatchConditions() (-want +got):\n%s", ep.Name, diff)
 				}
-				if w.failure == nil || *w.failure != admissionregistrationv1.Fail {
-					t.Errorf("%s: failurePolicy %v, want Fail", ep.Name, w.failure)
+				if w.failure == nil || *w.failure != webhook.FailurePolicy {
+					t.Errorf("%s: failurePolicy %v, want webhook.FailurePolicy (%s)", ep.Name, ptr.Deref(w.failure, ""), webhook.FailurePolicy)
 				}
 				if w.sideEffects == nil || *w.sideEffects != admissionregistrationv1.SideEffectClassNone {
 					t.Errorf("%s: sideEffects %v, want None", ep.Name, w.sideEffects)
 				}
-				if w.timeout == nil || *w.timeout != 10 {
-					t.Errorf("%s: timeoutSeconds %v, want 10", ep.Name, w.timeout)
+				switch {
+				case w.timeout == nil:
+					t.Errorf("%s: no timeoutSeconds, want webhook.TimeoutSeconds (%d)", ep.Name, webhook.TimeoutSeconds)
+				case *w.timeout != webhook.TimeoutSeconds:
+					t.Errorf("%s: timeoutSeconds %d, want webhook.TimeoutSeconds (%d)", ep.Name, *w.timeout, webhook.TimeoutSeconds)
 				}
 				if !slices.Equal(w.reviews, []string{"v1"}) {
 					t.Errorf("%s: admissionReviewVersions %v, want [v1]", ep.Name, w.reviews)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
+
+// defaultComponentTimeout bounds the wait for a component to become healthy
+// when Options.ComponentTimeout is zero.
+const defaultComponentTimeout = 2 * time.Minute
 
 // ErrAlreadyRunning is returned by Start when the directory belongs to a
 // cluster whose processes are still alive.
@@ -41,8 +46,8 @@ type Options struct {
 	// Out receives progress lines; nil means os.Stderr. Use io.Discard to
 	// silence it, or GinkgoWriter in suites.
 	Out io.Writer
-	// ComponentTimeout bounds the wait for each component to become healthy;
-	// zero means 2 minutes.
+	// ComponentTimeout bounds the wait for each component to become healthy,
+	// at start and after RestartAPIServer; zero means 2 minutes.
 	ComponentTimeout time.Duration
 }
 
@@ -55,9 +60,20 @@ type Cluster struct {
 	topology Topology
 	out      io.Writer
 
-	procs      []*process
+	timeout    time.Duration // Options.ComponentTimeout
 	restConfig *rest.Config
 	client     kubernetes.Interface
+
+	// procsMu guards procs, the state's components, and the faults in
+	// progress: RestartAPIServer replaces a process while CheckHealthy may
+	// read them.
+	procsMu sync.Mutex
+	procs   []*process
+	// restarting names the components RestartAPIServer has stopped on
+	// purpose; CheckHealthy does not report them.
+	restarting map[string]bool
+	// pauses are the components PauseEtcd froze; Stop resumes them.
+	pauses []*Pause
 
 	nodesMu  sync.Mutex // serialises AddNodes' index and IP allocation
 	stopOnce sync.Once
@@ -84,7 +100,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	timeout := opts.ComponentTimeout
 	if timeout == 0 {
-		timeout = 2 * time.Minute
+		timeout = defaultComponentTimeout
 	}
 	var bins Binaries
 	if opts.Binaries != nil {
@@ -104,6 +120,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		layout:   l,
 		topology: topo,
 		out:      out,
+		timeout:  timeout,
 		state: state{
 			Version:   stateVersion,
 			Dir:       dir,
@@ -313,6 +330,8 @@ func (c *Cluster) start(spec processSpec) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	c.procs = append(c.procs, p)
 	c.state.Components = append(c.state.Components, componentState{
 		Name: p.name, PID: p.pid, Binary: p.binary, Args: p.args, Log: p.logPath,
@@ -444,6 +463,8 @@ type ComponentStatus struct {
 
 // Components reports every process the cluster started, in start order.
 func (c *Cluster) Components() []ComponentStatus {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	out := make([]ComponentStatus, 0, len(c.procs))
 	for _, p := range c.procs {
 		s := ComponentStatus{Name: p.name, PID: p.pid, Log: p.logPath, Alive: true}
@@ -457,10 +478,16 @@ func (c *Cluster) Components() []ComponentStatus {
 
 // CheckHealthy returns an error naming every component that has exited, with
 // the last lines of its log. Suites call it after each spec so that a
-// crashed scheduler fails loudly instead of as a mysterious timeout.
+// crashed scheduler fails loudly instead of as a mysterious timeout. A
+// component being restarted by RestartAPIServer is not reported.
 func (c *Cluster) CheckHealthy() error {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	var errs []error
 	for _, p := range c.procs {
+		if c.restarting[p.name] {
+			continue
+		}
 		if err := p.exitErr(); err != nil {
 			errs = append(errs, p.crashError(err))
 		}
@@ -469,13 +496,18 @@ func (c *Cluster) CheckHealthy() error {
 }
 
 // Stop terminates every process the cluster started (SIGTERM, then SIGKILL
-// after 10s) in reverse start order and removes the directory unless
-// KeepDir was set. It is safe to call more than once.
+// after 10s) in reverse start order, after resuming any PauseEtcd froze,
+// and removes the directory unless KeepDir was set. It is safe to call more
+// than once.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		c.resumePaused()
+		c.procsMu.Lock()
+		procs := slices.Clone(c.procs)
+		c.procsMu.Unlock()
 		var errs []error
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			if err := c.procs[i].stop(10 * time.Second); err != nil {
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].stop(10 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -491,6 +523,8 @@ func (c *Cluster) Stop() error {
 
 // abort stops whatever a failed Start had launched, keeping the directory.
 func (c *Cluster) abort() {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		_ = c.procs[i].stop(5 * time.Second)
 	}

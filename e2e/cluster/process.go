@@ -19,6 +19,7 @@ type process struct {
 	name    string
 	binary  string
 	args    []string
+	env     []string // added to the environment; not recorded in the state file
 	logPath string
 	pid     int
 
@@ -69,6 +70,7 @@ func startProcess(spec processSpec) (*process, error) {
 		name:    spec.name,
 		binary:  spec.binary,
 		args:    spec.args,
+		env:     spec.env,
 		logPath: spec.logPath,
 		pid:     cmd.Process.Pid,
 		cmd:     cmd,

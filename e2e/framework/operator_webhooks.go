@@ -25,9 +25,6 @@ import (
 	"github.com/copse-dev/copse/internal/webhook"
 )
 
-// webhookTimeoutSeconds is how long the API server waits for each call.
-const webhookTimeoutSeconds = 10
-
 // webhookActivationTimeout bounds the wait for the API server to start
 // calling newly configured webhooks; it usually takes well under a second.
 const webhookActivationTimeout = 30 * time.Second
@@ -56,9 +53,10 @@ func webhookRules(endpoint webhook.Endpoint) []admissionregistrationv1.RuleWithO
 
 // installWebhookConfigurations creates (or replaces) the mutating and the
 // validating configuration for every endpoint the operator serves, as the
-// Helm chart would in a real cluster: failurePolicy Fail, no side effects,
-// and only spec changes sent (webhook.MatchConditions), so a stopped
-// operator never blocks metadata updates such as finalizer removal.
+// Helm chart would in a real cluster: webhook.FailurePolicy (Fail) and
+// webhook.TimeoutSeconds, no side effects, and only spec changes sent
+// (webhook.MatchConditions), so a stopped operator never blocks metadata
+// updates such as finalizer removal.
 func installWebhookConfigurations(ctx context.Context, c client.Client, name, baseURL string, caPEM []byte) error {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -69,10 +67,10 @@ func installWebhookConfigurations(ctx context.Context, c client.Client, name, ba
 				ClientConfig:            webhookClientConfig(baseURL, endpoint.Path, caPEM),
 				Rules:                   webhookRules(endpoint),
 				MatchConditions:         webhook.MatchConditions(),
-				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+				FailurePolicy:           ptr.To(webhook.FailurePolicy),
 				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 				AdmissionReviewVersions: []string{"v1"},
-				TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+				TimeoutSeconds:          ptr.To(webhook.TimeoutSeconds),
 			})
 			continue
 		}
@@ -81,10 +79,10 @@ func installWebhookConfigurations(ctx context.Context, c client.Client, name, ba
 			ClientConfig:            webhookClientConfig(baseURL, endpoint.Path, caPEM),
 			Rules:                   webhookRules(endpoint),
 			MatchConditions:         webhook.MatchConditions(),
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			FailurePolicy:           ptr.To(webhook.FailurePolicy),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+			TimeoutSeconds:          ptr.To(webhook.TimeoutSeconds),
 		})
 	}
 	if err := createOrReplace(ctx, c, mutating, func(existing *admissionregistrationv1.MutatingWebhookConfiguration) {
@@ -147,7 +145,7 @@ func checkWebhookEndpointsServed(ctx context.Context, baseURL string, caPEM []by
 		return errors.New("webhook CA certificate is not valid PEM")
 	}
 	httpClient := &http.Client{
-		Timeout:   webhookTimeoutSeconds * time.Second,
+		Timeout:   time.Duration(webhook.TimeoutSeconds) * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 	}
 	defer httpClient.CloseIdleConnections()

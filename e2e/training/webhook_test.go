@@ -11,7 +11,6 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,35 +109,35 @@ var _ = Describe("Training admission (webhook)", Label("training"), Ordered, fun
 	It("rejects a replica change of the PodCliqueSet, its PodCliqueScalingGroup and its PodCliques", func(ctx context.Context) {
 		By("the PodCliqueSet: the CRD's CEL rule")
 		err := webhookSpecUpdate(ctx, job, func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Replicas = 2 })
-		expectAdmissionInvalid(err, "", "spec.replicas", "spec.replicas is immutable when spec.workloadType is Training")
+		framework.ExpectAdmissionInvalid(err, "", "spec.replicas", "spec.replicas is immutable when spec.workloadType is Training")
 
 		By("a clique and the scaling group in the PodCliqueSet's template")
 		err = webhookSpecUpdate(ctx, job, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[0].Spec.Replicas = 2
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](2)
 		})
-		expectAdmissionInvalid(err, validatePodCliqueSet,
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet,
 			"spec.template.cliques[0].spec.replicas: Forbidden: is immutable when spec.workloadType is Training",
 			"spec.template.podCliqueScalingGroups[0].replicas: Forbidden: is immutable when spec.workloadType is Training")
 
 		By("the PodCliqueScalingGroup")
 		err = webhookSpecUpdate(ctx, jobDecode, func(p *copsev1alpha1.PodCliqueScalingGroup) { p.Spec.Replicas = 2 })
-		expectAdmissionInvalid(err, validatePodCliqueScalingGroup, replicasImmutableInWebhook)
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueScalingGroup, replicasImmutableInWebhook)
 
 		By("the standalone PodClique")
 		err = webhookSpecUpdate(ctx, jobLeader, func(p *copsev1alpha1.PodClique) { p.Spec.Replicas = 2 })
-		expectAdmissionInvalid(err, validatePodClique, replicasImmutableInWebhook)
+		framework.ExpectAdmissionInvalid(err, validatePodClique, replicasImmutableInWebhook)
 
 		By("the PodClique of the scaling group, whose owner is found through the group")
 		err = webhookSpecUpdate(ctx, jobWorker, func(p *copsev1alpha1.PodClique) { p.Spec.Replicas = 1 })
-		expectAdmissionInvalid(err, validatePodClique, replicasImmutableInWebhook)
+		framework.ExpectAdmissionInvalid(err, validatePodClique, replicasImmutableInWebhook)
 
 		By("the PodClique's scale subresource, as kubectl scale does")
 		scale := &autoscalingv1.Scale{}
 		Expect(env.Client.SubResource("scale").Get(ctx, jobLeader, scale)).To(Succeed())
 		scale.Spec.Replicas = 3
 		err = env.Client.SubResource("scale").Update(ctx, jobLeader, client.WithSubResourceBody(scale))
-		expectAdmissionInvalid(err, validatePodCliqueScale, replicasImmutableInWebhook)
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueScale, replicasImmutableInWebhook)
 
 		By("nothing changed")
 		leader, decode := fresh(jobLeader), fresh(jobDecode)
@@ -154,14 +153,14 @@ var _ = Describe("Training admission (webhook)", Label("training"), Ordered, fun
 		err := webhookSpecUpdate(ctx, job, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[1].Spec.PodSpec.Containers[0].Image = "example.com/app:2"
 		})
-		expectAdmissionInvalid(err, validatePodCliqueSet, "spec.template.cliques[1].spec.podSpec: Forbidden: "+
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet, "spec.template.cliques[1].spec.podSpec: Forbidden: "+
 			"pod template changes are not allowed when spec.workloadType is Training "+
 			"(they would need a rolling update, which Training workloads do not do)")
 
 		err = webhookSpecUpdate(ctx, job, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[0].Labels = map[string]string{"team": "research"}
 		})
-		expectAdmissionInvalid(err, validatePodCliqueSet, "spec.template.cliques[0].labels: Forbidden: pod template changes are not allowed")
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet, "spec.template.cliques[0].labels: Forbidden: pod template changes are not allowed")
 	})
 
 	It("rejects autoscaling on a clique of the PodCliqueSet and on a PodClique", func(ctx context.Context) {
@@ -169,34 +168,34 @@ var _ = Describe("Training admission (webhook)", Label("training"), Ordered, fun
 		err := webhookSpecUpdate(ctx, job, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[0].Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 2}
 		})
-		expectAdmissionInvalid(err, "", "spec.template.cliques",
+		framework.ExpectAdmissionInvalid(err, "", "spec.template.cliques",
 			"spec.template.cliques[].spec.autoScalingConfig is not allowed when spec.workloadType is Training")
 
 		By("a PodClique")
 		err = webhookSpecUpdate(ctx, jobLeader, func(p *copsev1alpha1.PodClique) {
 			p.Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 2}
 		})
-		expectAdmissionInvalid(err, validatePodClique, "spec.autoScalingConfig: Forbidden: is not allowed because "+trainingOwner)
+		framework.ExpectAdmissionInvalid(err, validatePodClique, "spec.autoScalingConfig: Forbidden: is not allowed because "+trainingOwner)
 	})
 
 	It("rejects a kubelet restart policy, and changes of a Training PodClique's pods or minAvailable", func(ctx context.Context) {
 		By("a new Training PodCliqueSet whose pods would restart in place")
 		always := newSet("restarts-in-place", copsev1alpha1.WorkloadTypeTraining)
 		always.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
-		expectAdmissionInvalid(env.Client.Create(ctx, always), validatePodCliqueSet,
+		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, always), validatePodCliqueSet,
 			`spec.template.cliques[1].spec.podSpec.restartPolicy: Invalid value: "Always": must be Never when the workload is Training`)
 
 		By("direct edits of a Training PodClique")
 		err := webhookSpecUpdate(ctx, jobWorker, func(p *copsev1alpha1.PodClique) {
 			p.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
 		})
-		expectAdmissionInvalid(err, validatePodClique, "spec.podSpec.restartPolicy", "must be Never", "spec.podSpec: Forbidden: is immutable because "+trainingOwner)
+		framework.ExpectAdmissionInvalid(err, validatePodClique, "spec.podSpec.restartPolicy", "must be Never", "spec.podSpec: Forbidden: is immutable because "+trainingOwner)
 		err = webhookSpecUpdate(ctx, jobLeader, func(p *copsev1alpha1.PodClique) {
 			p.Spec.PodSpec.Containers[0].Image = "example.com/app:2"
 		})
-		expectAdmissionInvalid(err, validatePodClique, "spec.podSpec: Forbidden: is immutable because "+trainingOwner)
+		framework.ExpectAdmissionInvalid(err, validatePodClique, "spec.podSpec: Forbidden: is immutable because "+trainingOwner)
 		err = webhookSpecUpdate(ctx, jobWorker, func(p *copsev1alpha1.PodClique) { p.Spec.MinAvailable = ptr.To[int32](1) })
-		expectAdmissionInvalid(err, validatePodClique, "spec.minAvailable: Forbidden: is immutable because "+trainingOwner)
+		framework.ExpectAdmissionInvalid(err, validatePodClique, "spec.minAvailable: Forbidden: is immutable because "+trainingOwner)
 	})
 
 	It("keeps the Training workload running, with the pods it was created with", func(ctx context.Context) {
@@ -236,21 +235,4 @@ func webhookSpecUpdate[T client.Object](ctx context.Context, obj T, change func(
 // nothing from an earlier read.
 func fresh[T client.Object](obj T) T {
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
-}
-
-// expectAdmissionInvalid asserts that err is a 422 Invalid from the API server,
-// denied by the named webhook ("" for the CRD's own validation, where no
-// webhook is named), whose message has every fragment.
-func expectAdmissionInvalid(err error, webhook string, fragments ...string) {
-	GinkgoHelper()
-	Expect(err).To(HaveOccurred(), "the request was admitted")
-	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid (422) error, got %v", err)
-	if webhook != "" {
-		Expect(err.Error()).To(ContainSubstring(`admission webhook "` + webhook + `" denied the request`))
-	} else {
-		Expect(err.Error()).NotTo(ContainSubstring("admission webhook"))
-	}
-	for _, fragment := range fragments {
-		Expect(err.Error()).To(ContainSubstring(fragment))
-	}
 }

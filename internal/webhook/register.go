@@ -9,6 +9,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/podclique"
 	"github.com/copse-dev/copse/internal/webhook/podcliquescalinggroup"
@@ -19,13 +20,23 @@ import (
 // Register adds every endpoint of Endpoints to server. Call it once per
 // server: registering a path twice panics.
 //
+// limits are the operator's limits on pods (its configuration's limits
+// section), which the validating webhooks enforce; both must be positive,
+// as a defaulted and validated configuration has them.
+//
 // reader is how the PodClique and PodCliqueScalingGroup webhooks find the
 // PodCliqueSet an object belongs to, for the Training rules. The operator
 // passes its manager's GetAPIReader(), which reads from the API server: a
 // cached client could miss an owner created a moment ago and let a
 // forbidden change through (see training.OwningPodCliqueSet). The reads
 // happen only for the changes a Training rule concerns.
-func Register(server ctrlwebhook.Server, reader client.Reader) error {
+func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration) error {
+	if limits.MaxPodsPerReplica <= 0 || limits.MaxPodsPerPodCliqueSet <= 0 {
+		// Zero would refuse every workload: a configuration that skipped
+		// defaulting, not a choice.
+		return fmt.Errorf("webhook pod limits must be positive, got maxPodsPerReplica=%d maxPodsPerPodCliqueSet=%d",
+			limits.MaxPodsPerReplica, limits.MaxPodsPerPodCliqueSet)
+	}
 	// The admission decoders get their own scheme, so that decoding grove.io
 	// objects does not depend on what the manager's scheme holds.
 	scheme := runtime.NewScheme()
@@ -36,14 +47,16 @@ func Register(server ctrlwebhook.Server, reader client.Reader) error {
 		return fmt.Errorf("registering %s types for admission decoding: %w", autoscalingv1.SchemeGroupVersion, err)
 	}
 	handlers := map[string]*admission.Webhook{
-		MutatePodCliqueSetPath:            admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
-		ValidatePodCliqueSetPath:          admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{}),
-		ValidatePodCliquePath:             admission.WithValidator[*copsev1alpha1.PodClique](scheme, podclique.Validator{Reader: reader}),
-		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme, podcliquescalinggroup.Validator{Reader: reader}),
+		MutatePodCliqueSetPath:   admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
+		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits}),
+		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
+			podclique.Validator{Reader: reader, Limits: limits}),
+		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,
+			podcliquescalinggroup.Validator{Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
-			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader}),
+			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
-			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader}),
+			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits}),
 	}
 	for _, endpoint := range Endpoints() {
 		handler, found := handlers[endpoint.Path]

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/webhooktest"
 )
 
@@ -21,11 +22,17 @@ import (
 // API server would, to cover what the pure rule tests cannot: decoding with
 // the webhook's scheme, the JSON patch, and the status returned on denial.
 
-// newMux registers the webhooks with a fake API reader holding objs.
+// newMux registers the webhooks, with the default limits, with a fake API
+// reader holding objs.
 func newMux(t *testing.T, objs ...client.Object) http.Handler {
 	t.Helper()
+	return newMuxWithLimits(t, webhooktest.DefaultLimits, objs...)
+}
+
+func newMuxWithLimits(t *testing.T, limits configv1alpha1.LimitsConfiguration, objs ...client.Object) http.Handler {
+	t.Helper()
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{})
-	if err := Register(server, webhooktest.Reader(t, objs...)); err != nil {
+	if err := Register(server, webhooktest.Reader(t, objs...), limits); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	return server.WebhookMux()

@@ -76,32 +76,12 @@ func TestTrainingRulesOfTheScaleSubresource(t *testing.T) {
 	inference := webhooktest.NewFamily("serve", copsev1alpha1.WorkloadTypeInference)
 	mux := newMux(t, append(training.Objects(), inference.Objects()...)...)
 
-	scaleReview := func(path, resource, name string, from, to int32) *admissionv1.AdmissionResponse {
-		scale := func(replicas int32) string {
-			return mustJSON(t, &autoscalingv1.Scale{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name},
-				Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
-			})
-		}
-		return reviewRequest(t, mux, path, &admissionv1.AdmissionRequest{
-			UID:         "3f1c1c1e-0000-4000-8000-000000000002",
-			Kind:        metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
-			Resource:    metav1.GroupVersionResource{Group: copsev1alpha1.GroupName, Version: "v1alpha1", Resource: resource},
-			SubResource: "scale",
-			Namespace:   "ml",
-			Name:        name,
-			Operation:   admissionv1.Update,
-			Object:      runtime.RawExtension{Raw: []byte(scale(to))},
-		}, scale(from))
-	}
-
-	expectDenied(t, scaleReview(ValidatePodCliqueScalePath, "podcliques", training.Standalone.Name, 2, 4),
+	expectDenied(t, scaleReview(t, mux, ValidatePodCliqueScalePath, "podcliques", training.Standalone.Name, 2, 4),
 		`PodClique.grove.io "job-0-leader" is invalid: spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/job has workloadType Training`)
-	expectDenied(t, scaleReview(ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", training.ScalingGroup.Name, 2, 3),
+	expectDenied(t, scaleReview(t, mux, ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", training.ScalingGroup.Name, 2, 3),
 		`PodCliqueScalingGroup.grove.io "job-0-decode" is invalid: spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/job has workloadType Training`)
-	expectAllowed(t, scaleReview(ValidatePodCliqueScalePath, "podcliques", inference.Grouped.Name, 2, 4))
-	expectAllowed(t, scaleReview(ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", inference.ScalingGroup.Name, 2, 4))
+	expectAllowed(t, scaleReview(t, mux, ValidatePodCliqueScalePath, "podcliques", inference.Grouped.Name, 2, 4))
+	expectAllowed(t, scaleReview(t, mux, ValidatePodCliqueScalingGroupScalePath, "podcliquescalinggroups", inference.ScalingGroup.Name, 2, 4))
 }
 
 func TestTrainingRulesOfPodCliqueSets(t *testing.T) {
@@ -127,4 +107,28 @@ func TestTrainingRulesOfPodCliqueSets(t *testing.T) {
 		expectDenied(t, response, `PodCliqueSet.grove.io "llm" is invalid: spec.template.cliques[0].spec.podSpec: Forbidden: `+
 			`pod template changes are not allowed when spec.workloadType is Training (they would need a rolling update, which Training workloads do not do)`)
 	}
+}
+
+// scaleReview sends the review of an update of the scale subresource of
+// resource name (in namespace ml) from from to to replicas, as the API
+// server does for `kubectl scale`.
+func scaleReview(t *testing.T, mux http.Handler, path, resource, name string, from, to int32) *admissionv1.AdmissionResponse {
+	t.Helper()
+	scale := func(replicas int32) string {
+		return mustJSON(t, &autoscalingv1.Scale{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name},
+			Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
+		})
+	}
+	return reviewRequest(t, mux, path, &admissionv1.AdmissionRequest{
+		UID:         "3f1c1c1e-0000-4000-8000-000000000002",
+		Kind:        metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+		Resource:    metav1.GroupVersionResource{Group: copsev1alpha1.GroupName, Version: "v1alpha1", Resource: resource},
+		SubResource: "scale",
+		Namespace:   "ml",
+		Name:        name,
+		Operation:   admissionv1.Update,
+		Object:      runtime.RawExtension{Raw: []byte(scale(to))},
+	}, scale(from))
 }

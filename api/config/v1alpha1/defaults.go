@@ -30,6 +30,11 @@ const (
 	DefaultSchedulerBackend                             = SchedulerBackendAuto
 	DefaultLogLevel                                     = LogLevelInfo
 	DefaultLogFormat                                    = LogFormatJSON
+	// The largest real training jobs run some tens of thousands of GPUs,
+	// one to eight per pod; these leave room for them and refuse sizes that
+	// can only be typos.
+	DefaultMaxPodsPerReplica      int64 = 32768
+	DefaultMaxPodsPerPodCliqueSet int64 = 65536
 )
 
 // NewDefaultOperatorConfiguration returns the configuration used when no file
@@ -83,6 +88,9 @@ func SetDefaults(cfg *OperatorConfiguration) {
 
 	setDefault(&cfg.Logging.Level, DefaultLogLevel)
 	setDefault(&cfg.Logging.Format, DefaultLogFormat)
+
+	setDefault(&cfg.Limits.MaxPodsPerReplica, DefaultMaxPodsPerReplica)
+	setDefault(&cfg.Limits.MaxPodsPerPodCliqueSet, DefaultMaxPodsPerPodCliqueSet)
 }
 
 // setDefault stores value in field if field still holds its zero value.

@@ -47,6 +47,7 @@ func fullyDefaulted() *OperatorConfiguration {
 		},
 		Scheduler: SchedulerConfiguration{Backend: SchedulerBackendAuto},
 		Logging:   LoggingConfiguration{Level: LogLevelInfo, Format: LogFormatJSON},
+		Limits:    LimitsConfiguration{MaxPodsPerReplica: 32768, MaxPodsPerPodCliqueSet: 65536},
 	}
 }
 
@@ -109,6 +110,7 @@ func TestSetDefaults(t *testing.T) {
 				Server:    ServerConfiguration{Metrics: BindConfiguration{BindAddress: "0"}},
 				Scheduler: SchedulerConfiguration{Backend: SchedulerBackendNone},
 				Logging:   LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
+				Limits:    LimitsConfiguration{MaxPodsPerReplica: 1024},
 			},
 			expect: func() *OperatorConfiguration {
 				cfg := fullyDefaulted()
@@ -127,6 +129,7 @@ func TestSetDefaults(t *testing.T) {
 				cfg.Server.Metrics.BindAddress = "0"
 				cfg.Scheduler.Backend = SchedulerBackendNone
 				cfg.Logging = LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText}
+				cfg.Limits.MaxPodsPerReplica = 1024
 				return cfg
 			}(),
 		},

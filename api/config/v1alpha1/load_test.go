@@ -50,6 +50,7 @@ server:
   metrics: {bindAddress: "0"}
 scheduler: {backend: workload}
 logging: {level: debug, format: text}
+limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
 `,
 			want: &OperatorConfiguration{
 				TypeMeta:         metav1.TypeMeta{APIVersion: "config.copse.dev/v1alpha1", Kind: "OperatorConfiguration"},
@@ -75,6 +76,7 @@ logging: {level: debug, format: text}
 				},
 				Scheduler: SchedulerConfiguration{Backend: SchedulerBackendWorkload},
 				Logging:   LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
+				Limits:    LimitsConfiguration{MaxPodsPerReplica: 8192, MaxPodsPerPodCliqueSet: 16384},
 			},
 		},
 		{

@@ -41,6 +41,10 @@ type OperatorConfiguration struct {
 	// Logging configures the operator's log output.
 	// +optional
 	Logging LoggingConfiguration `json:"logging"`
+
+	// Limits bounds the size of the workloads the admission webhooks admit.
+	// +optional
+	Limits LimitsConfiguration `json:"limits"`
 }
 
 // ClientConnectionConfiguration limits the request rate towards the API server.
@@ -295,4 +299,27 @@ type LoggingConfiguration struct {
 	// +kubebuilder:default=json
 	// +optional
 	Format LogFormat `json:"format,omitempty"`
+}
+
+// LimitsConfiguration bounds how many pods one workload may ask for, so that
+// a mistyped size (a clique with replicas: 1000000) is refused when it is
+// applied, with the field that makes it too large, instead of flooding the
+// API server with objects. Pod counts are upper bounds: autoscaled cliques
+// and scaling groups count at their maxReplicas.
+type LimitsConfiguration struct {
+	// MaxPodsPerReplica is the most pods one replica of a PodCliqueSet may
+	// have. It also bounds each PodClique and each PodCliqueScalingGroup on
+	// its own, since both can be scaled directly. Must not be greater than
+	// MaxPodsPerPodCliqueSet.
+	// +kubebuilder:default=32768
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxPodsPerReplica int64 `json:"maxPodsPerReplica,omitempty"`
+
+	// MaxPodsPerPodCliqueSet is the most pods a PodCliqueSet may have over
+	// all its replicas.
+	// +kubebuilder:default=65536
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxPodsPerPodCliqueSet int64 `json:"maxPodsPerPodCliqueSet,omitempty"`
 }

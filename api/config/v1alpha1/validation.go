@@ -29,6 +29,7 @@ func Validate(cfg *OperatorConfiguration) field.ErrorList {
 	errs = append(errs, validateServer(&cfg.Server, field.NewPath("server"))...)
 	errs = append(errs, validateScheduler(&cfg.Scheduler, field.NewPath("scheduler"))...)
 	errs = append(errs, validateLogging(&cfg.Logging, field.NewPath("logging"))...)
+	errs = append(errs, validateLimits(&cfg.Limits, field.NewPath("limits"))...)
 	return errs
 }
 
@@ -266,6 +267,24 @@ func validateLogging(l *LoggingConfiguration, path *field.Path) field.ErrorList 
 	default:
 		errs = append(errs, field.NotSupported(path.Child("format"), string(l.Format),
 			[]LogFormat{LogFormatJSON, LogFormatText}))
+	}
+	return errs
+}
+
+func validateLimits(l *LimitsConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	perReplica, perSet := path.Child("maxPodsPerReplica"), path.Child("maxPodsPerPodCliqueSet")
+	if l.MaxPodsPerReplica <= 0 {
+		errs = append(errs, field.Invalid(perReplica, l.MaxPodsPerReplica, "must be greater than 0"))
+	}
+	if l.MaxPodsPerPodCliqueSet <= 0 {
+		errs = append(errs, field.Invalid(perSet, l.MaxPodsPerPodCliqueSet, "must be greater than 0"))
+	}
+	// A replica is part of its PodCliqueSet: a larger replica limit could
+	// never be reached.
+	if len(errs) == 0 && l.MaxPodsPerReplica > l.MaxPodsPerPodCliqueSet {
+		errs = append(errs, field.Invalid(perReplica, l.MaxPodsPerReplica,
+			"must not be greater than "+perSet.String()+" ("+strconv.FormatInt(l.MaxPodsPerPodCliqueSet, 10)+")"))
 	}
 	return errs
 }

@@ -221,6 +221,32 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "pod limits below 1",
+			mutate: func(c *OperatorConfiguration) {
+				c.Limits.MaxPodsPerReplica = 0
+				c.Limits.MaxPodsPerPodCliqueSet = -1
+			},
+			wantErrors: []string{
+				"limits.maxPodsPerReplica: Invalid value: 0: must be greater than 0",
+				"limits.maxPodsPerPodCliqueSet: Invalid value: -1: must be greater than 0",
+			},
+		},
+		{
+			name: "a replica may not have more pods than the whole PodCliqueSet",
+			mutate: func(c *OperatorConfiguration) {
+				c.Limits.MaxPodsPerReplica = 4096
+				c.Limits.MaxPodsPerPodCliqueSet = 1024
+			},
+			wantErrors: []string{"limits.maxPodsPerReplica: Invalid value: 4096: must not be greater than limits.maxPodsPerPodCliqueSet (1024)"},
+		},
+		{
+			name: "a PodCliqueSet of one replica may use the whole limit",
+			mutate: func(c *OperatorConfiguration) {
+				c.Limits.MaxPodsPerReplica = 1024
+				c.Limits.MaxPodsPerPodCliqueSet = 1024
+			},
+		},
+		{
 			name: "undefaulted booleans",
 			mutate: func(c *OperatorConfiguration) {
 				c.LeaderElection.Enabled = nil

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/rules"
 	"github.com/copse-dev/copse/internal/webhook/training"
@@ -17,20 +18,23 @@ import (
 const kind = "PodClique"
 
 // Validator is the validating webhook: it applies ValidateCreate and
-// ValidateUpdate, and ValidateTraining with the PodClique's PodCliqueSet.
+// ValidateUpdate, ValidateSize with the operator's limits, and
+// ValidateTraining with the PodClique's PodCliqueSet.
 type Validator struct {
 	// Reader reads the PodClique's owners, for the Training rules. It is
 	// used only for the changes those rules concern (a replica change, an
 	// autoScalingConfig). See training.OwningPodCliqueSet for why it should
 	// read from the API server rather than a cache.
 	Reader client.Reader
+	// Limits are the operator's limits on pods.
+	Limits configv1alpha1.LimitsConfiguration
 }
 
 var _ admission.Validator[*copsev1alpha1.PodClique] = Validator{}
 
 // ValidateCreate implements admission.Validator.
 func (v Validator) ValidateCreate(ctx context.Context, pclq *copsev1alpha1.PodClique) (admission.Warnings, error) {
-	errs := ValidateCreate(pclq)
+	errs := append(ValidateCreate(pclq), ValidateSize(nil, pclq, v.Limits)...)
 	trainingErrs, err := v.validateTraining(ctx, nil, pclq)
 	if err != nil {
 		return nil, err
@@ -43,7 +47,7 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, pclq *copsev1alpha1.
 	if equality.Semantic.DeepEqual(old.Spec, pclq.Spec) {
 		return nil, nil
 	}
-	errs := ValidateUpdate(old, pclq)
+	errs := append(ValidateUpdate(old, pclq), ValidateSize(old, pclq, v.Limits)...)
 	trainingErrs, err := v.validateTraining(ctx, old, pclq)
 	if err != nil {
 		return nil, err

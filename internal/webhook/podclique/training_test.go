@@ -97,7 +97,7 @@ func TestValidateTraining(t *testing.T) {
 func TestValidatorFindsTheOwner(t *testing.T) {
 	training := webhooktest.NewFamily("job", copsev1alpha1.WorkloadTypeTraining)
 	inference := webhooktest.NewFamily("serve", copsev1alpha1.WorkloadTypeInference)
-	v := Validator{Reader: webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...)}
+	v := Validator{Reader: webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...), Limits: webhooktest.DefaultLimits}
 	ctx := context.Background()
 	tests := []struct {
 		name   string
@@ -149,7 +149,7 @@ func TestValidatorReadsOnlyWhenATrainingRuleConcernsTheChange(t *testing.T) {
 		WithInterceptorFuncs(interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			reads++
 			return errors.New("connection refused")
-		}}).Build()}
+		}}).Build(), Limits: webhooktest.DefaultLimits}
 	ctx := context.Background()
 
 	changed := f.Standalone.DeepCopy()

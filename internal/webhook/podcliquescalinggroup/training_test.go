@@ -49,7 +49,7 @@ func TestValidateTraining(t *testing.T) {
 func TestValidatorFindsTheOwner(t *testing.T) {
 	training := webhooktest.NewFamily("job", copsev1alpha1.WorkloadTypeTraining)
 	inference := webhooktest.NewFamily("serve", copsev1alpha1.WorkloadTypeInference)
-	v := Validator{Reader: webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...)}
+	v := Validator{Reader: webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...), Limits: webhooktest.DefaultLimits}
 	ctx := context.Background()
 
 	scaled := training.ScalingGroup.DeepCopy()

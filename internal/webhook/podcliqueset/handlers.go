@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/rules"
 )
@@ -24,23 +25,30 @@ func (Defaulter) Default(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) err
 }
 
 // Validator is the validating webhook: it applies ValidateCreate and
-// ValidateUpdate, and returns Warnings as admission warnings.
-type Validator struct{}
+// ValidateUpdate, ValidateSize with the operator's limits, and returns
+// Warnings as admission warnings.
+type Validator struct {
+	// Limits are the operator's limits on pods (its configuration's limits
+	// section).
+	Limits configv1alpha1.LimitsConfiguration
+}
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
 
 // ValidateCreate implements admission.Validator.
-func (Validator) ValidateCreate(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
-	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, ValidateCreate(pcs))
+func (v Validator) ValidateCreate(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+	errs := append(ValidateCreate(pcs), ValidateSize(nil, pcs, v.Limits)...)
+	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator. Warnings are given only
 // when the spec changes, so that metadata updates by controllers stay quiet.
-func (Validator) ValidateUpdate(_ context.Context, old, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+func (v Validator) ValidateUpdate(_ context.Context, old, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(old.Spec, pcs.Spec) {
 		return nil, nil
 	}
-	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, ValidateUpdate(old, pcs))
+	errs := append(ValidateUpdate(old, pcs), ValidateSize(old, pcs, v.Limits)...)
+	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator; deleting is always allowed.

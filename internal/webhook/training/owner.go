@@ -1,7 +1,8 @@
 // Package training holds what the PodClique and PodCliqueScalingGroup
 // webhooks need for GREP-0285's Training rules: finding the PodCliqueSet an
 // object belongs to, the rules' messages, and the validation of the scale
-// subresource, through which replica counts change without a spec update.
+// subresource, through which replica counts change without a spec update
+// (the Training rules and the operator's pod limits).
 package training
 
 import (

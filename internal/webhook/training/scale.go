@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podcount"
 	"github.com/copse-dev/copse/internal/webhook/rules"
 )
 
@@ -20,8 +22,10 @@ var scaleReplicasPath = field.NewPath("spec", "replicas")
 // PodCliques or PodCliqueScalingGroups (`kubectl scale`, autoscalers). The
 // API server sends it autoscaling/v1 Scale objects, which carry the replica
 // count but no owner references, so it reads the scaled object to find its
-// PodCliqueSet. It forbids changing the replica count of an object of a
-// Training PodCliqueSet, as the object's own webhook does for spec updates.
+// PodCliqueSet. As the object's own webhook does for spec updates, it
+// forbids changing the replica count of an object of a Training
+// PodCliqueSet, and scaling an object up beyond the operator's limit on the
+// pods of one PodCliqueSet replica.
 type ScaleValidator struct {
 	// Kind is the scaled kind, "PodClique" or "PodCliqueScalingGroup".
 	Kind string
@@ -30,6 +34,8 @@ type ScaleValidator struct {
 	// Reader reads the scaled object and its owners; see OwningPodCliqueSet
 	// for why it should not be a cache.
 	Reader client.Reader
+	// Limits are the operator's limits on pods.
+	Limits configv1alpha1.LimitsConfiguration
 }
 
 var _ admission.Validator[*autoscalingv1.Scale] = ScaleValidator{}
@@ -65,10 +71,31 @@ func (v ScaleValidator) ValidateUpdate(ctx context.Context, old, scale *autoscal
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	if !IsTraining(owner) {
-		return nil, nil
+	if IsTraining(owner) {
+		return nil, rules.ToAdmissionError(v.Kind, key.Name, field.ErrorList{ReplicasImmutable(scaleReplicasPath, owner)})
 	}
-	return nil, rules.ToAdmissionError(v.Kind, key.Name, field.ErrorList{ReplicasImmutable(scaleReplicasPath, owner)})
+	return nil, rules.ToAdmissionError(v.Kind, key.Name, v.validateSize(old.Spec.Replicas, scale.Spec.Replicas, target, owner))
+}
+
+// validateSize applies the operator's pod limit to scaling target (of
+// owner, nil if none) from oldReplicas to replicas, as the kinds' own
+// ValidateSize rules do for spec updates: a PodClique's replicas are its
+// pods; a PodCliqueScalingGroup's pods are its replicas times the pods of
+// one group replica, from owner's template (without an owner the group gets
+// no PodCliques, so nothing is checked).
+func (v ScaleValidator) validateSize(oldReplicas, replicas int32, target client.Object, owner *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	switch target := target.(type) {
+	case *copsev1alpha1.PodClique:
+		return rules.PodCliqueWithinLimit(int64(max(oldReplicas, 0)), int64(max(replicas, 0)), scaleReplicasPath, v.Limits)
+	case *copsev1alpha1.PodCliqueScalingGroup:
+		if owner == nil {
+			return nil
+		}
+		before, _ := podcount.ScalingGroup(&owner.Spec, target.Spec.CliqueNames, oldReplicas)
+		pods, perGroupReplica := podcount.ScalingGroup(&owner.Spec, target.Spec.CliqueNames, replicas)
+		return rules.ScalingGroupWithinLimit(before, pods, perGroupReplica, scaleReplicasPath, replicas, v.Limits)
+	}
+	return nil
 }
 
 // ValidateDelete implements admission.Validator; the scale subresource is

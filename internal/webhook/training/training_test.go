@@ -116,8 +116,8 @@ func TestScaleValidator(t *testing.T) {
 	training := webhooktest.NewFamily("train", copsev1alpha1.WorkloadTypeTraining)
 	inference := webhooktest.NewFamily("serve", copsev1alpha1.WorkloadTypeInference)
 	reader := webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...)
-	pclqs := ScaleValidator{Kind: "PodClique", NewObject: NewPodClique, Reader: reader}
-	pcsgs := ScaleValidator{Kind: "PodCliqueScalingGroup", NewObject: NewPodCliqueScalingGroup, Reader: reader}
+	pclqs := ScaleValidator{Kind: "PodClique", NewObject: NewPodClique, Reader: reader, Limits: webhooktest.DefaultLimits}
+	pcsgs := ScaleValidator{Kind: "PodCliqueScalingGroup", NewObject: NewPodCliqueScalingGroup, Reader: reader, Limits: webhooktest.DefaultLimits}
 	tests := []struct {
 		name      string
 		validator ScaleValidator
@@ -134,6 +134,10 @@ func TestScaleValidator(t *testing.T) {
 		{name: "the same replica count", validator: pclqs, target: training.Standalone.Name, from: 2, to: 2},
 		{name: "scaling an Inference PodClique", validator: pclqs, target: inference.Grouped.Name, from: 2, to: 5},
 		{name: "scaling an Inference PodCliqueScalingGroup", validator: pcsgs, target: inference.ScalingGroup.Name, from: 2, to: 5},
+		{name: "scaling an Inference PodClique beyond the pod limit", validator: pclqs, target: inference.Grouped.Name, from: 2, to: 40000,
+			want: `PodClique.grove.io "serve-0-decode-0-worker" is invalid: spec.replicas: Invalid value: 40000: ` +
+				`this PodClique would have 40000 pods, more than the operator's limit limits.maxPodsPerReplica=32768`},
+		{name: "scaling down an Inference PodClique that is over the pod limit", validator: pclqs, target: inference.Grouped.Name, from: 50000, to: 40000},
 		{name: "scaling a PodClique that is gone", validator: pclqs, target: "gone", from: 2, to: 5},
 	}
 	for _, tc := range tests {

@@ -9,7 +9,13 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
+
+// DefaultLimits are the operator's default limits on pods, for validators
+// under test.
+var DefaultLimits = configv1alpha1.NewDefaultOperatorConfiguration().Limits
 
 // ExpectErrors fails t unless errs has exactly one error per element of
 // want, in order, each error's message (as the API server renders it)

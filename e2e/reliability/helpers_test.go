@@ -1,0 +1,74 @@
+package reliability_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
+)
+
+const longWait = 2 * time.Minute
+
+func newNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}
+
+// servingPCS is an Inference PodCliqueSet of one replica: a leader and
+// workers pods that run until deleted.
+func servingPCS(namespace, name string, workers int32) *copsev1alpha1.PodCliqueSet {
+	return framework.NewPodCliqueSet(namespace, name, 1,
+		framework.CliqueTemplate("leader", 1, framework.PodSpec(0)),
+		framework.CliqueTemplate("worker", workers, framework.PodSpec(0)))
+}
+
+// trainingPCS is a Training PodCliqueSet of replicas replicas of one clique
+// of workers pods.
+func trainingPCS(namespace, name string, replicas, workers int32) *copsev1alpha1.PodCliqueSet {
+	pcs := framework.NewPodCliqueSet(namespace, name, replicas, framework.CliqueTemplate("worker", workers, framework.PodSpec(0)))
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+	return pcs
+}
+
+// readyPods waits until the PodCliqueSet has n live pods, all ready, and
+// returns them.
+func readyPods(ctx context.Context, namespace, pcsName string, n int) []corev1.Pod {
+	GinkgoHelper()
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		pods = env.LivePods(ctx, g, namespace, pcsName)
+		g.Expect(pods).To(HaveLen(n))
+		for i := range pods {
+			g.Expect(framework.IsReady(&pods[i])).To(BeTrue(), "pod %s not ready", pods[i].Name)
+		}
+	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+	return pods
+}
+
+// podIdentities maps each pod's name to its UID and resourceVersion: equal
+// identities mean the very same pods, untouched.
+func podIdentities(pods []corev1.Pod) map[string]string {
+	out := make(map[string]string, len(pods))
+	for _, p := range pods {
+		out[p.Name] = string(p.UID) + "@" + p.ResourceVersion
+	}
+	return out
+}
+
+func uids(pods []corev1.Pod) []types.UID {
+	out := make([]types.UID, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.UID)
+	}
+	return out
+}
