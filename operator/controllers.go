@@ -23,11 +23,12 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	backend := newSchedulerBackend(mgr, schedulerBackend)
 
 	pcsReconciler := &podcliqueset.Reconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder(podcliqueset.ControllerName),
-		Backend:  backend,
-		Clock:    clock.RealClock{},
+		Client:      mgr.GetClient(),
+		Scheme:      mgr.GetScheme(),
+		Recorder:    mgr.GetEventRecorder(podcliqueset.ControllerName),
+		Backend:     backend,
+		Clock:       clock.RealClock{},
+		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
 	}
 	if err := pcsReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)
@@ -49,6 +50,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			lifecycle.OutcomeFinalizer(),
 		},
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
+		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),
 		Clock:                   clock.RealClock{},
 	}
 	if err := pclqReconciler.SetupWithManager(mgr); err != nil {

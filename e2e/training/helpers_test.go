@@ -1,7 +1,9 @@
 package training_test
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -41,7 +43,7 @@ func newNamespace(ctx context.Context, prefix string) string {
 }
 
 // runningPods waits until the replica's current attempt has n ready pods
-// and returns them.
+// and returns them, ordered by pod index.
 func runningPods(ctx context.Context, namespace, pcsName string, replica, attempt string, n int) []corev1.Pod {
 	GinkgoHelper()
 	var pods []corev1.Pod
@@ -52,6 +54,9 @@ func runningPods(ctx context.Context, namespace, pcsName string, replica, attemp
 			g.Expect(framework.IsReady(&pods[i])).To(BeTrue(), "pod %s not ready", pods[i].Name)
 		}
 	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+	slices.SortFunc(pods, func(a, b corev1.Pod) int {
+		return cmp.Compare(a.Labels[labels.PodIndexKey], b.Labels[labels.PodIndexKey])
+	})
 	return pods
 }
 

@@ -9,7 +9,9 @@ import (
 
 // Default values, exported so that command-line help can show them.
 const (
-	DefaultQPS                                  float32 = 100
+	// DefaultQPS -1 turns client-side rate limiting off; see
+	// ClientConnectionConfiguration.QPS.
+	DefaultQPS                                  float32 = -1
 	DefaultBurst                                int32   = 150
 	DefaultLeaderElectionResourceName                   = "copse-operator-leader"
 	DefaultLeaseDuration                                = 15 * time.Second
@@ -18,6 +20,7 @@ const (
 	DefaultPodCliqueSetConcurrentSyncs          int32   = 3
 	DefaultPodCliqueConcurrentSyncs             int32   = 5
 	DefaultPodCliqueScalingGroupConcurrentSyncs int32   = 3
+	DefaultMaxWritesPerReconcile                int32   = 500
 	DefaultWebhookPort                          int32   = 9443
 	DefaultWebhookCertDir                               = "/tmp/k8s-webhook-server/serving-certs"
 	DefaultWebhookCertificateMode                       = WebhookCertificateModeSelfManaged
@@ -67,6 +70,7 @@ func SetDefaults(cfg *OperatorConfiguration) {
 	setDefault(&ctrls.PodCliqueSet.ConcurrentSyncs, DefaultPodCliqueSetConcurrentSyncs)
 	setDefault(&ctrls.PodClique.ConcurrentSyncs, DefaultPodCliqueConcurrentSyncs)
 	setDefault(&ctrls.PodCliqueScalingGroup.ConcurrentSyncs, DefaultPodCliqueScalingGroupConcurrentSyncs)
+	setDefault(&ctrls.MaxWritesPerReconcile, DefaultMaxWritesPerReconcile)
 
 	wh := &cfg.WebhookServer
 	if wh.Enabled == nil {

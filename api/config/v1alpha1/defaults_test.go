@@ -14,7 +14,7 @@ func fullyDefaulted() *OperatorConfiguration {
 	return &OperatorConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "config.copse.dev/v1alpha1", Kind: "OperatorConfiguration"},
 		ClientConnection: ClientConnectionConfiguration{
-			QPS:   100,
+			QPS:   -1,
 			Burst: 150,
 		},
 		LeaderElection: LeaderElectionConfiguration{
@@ -28,6 +28,7 @@ func fullyDefaulted() *OperatorConfiguration {
 			PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 3},
 			PodClique:             ControllerConfiguration{ConcurrentSyncs: 5},
 			PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 3},
+			MaxWritesPerReconcile: 500,
 		},
 		WebhookServer: WebhookServerConfiguration{
 			Enabled: ptr.To(true),

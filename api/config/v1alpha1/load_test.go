@@ -67,6 +67,7 @@ limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
 					PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 1},
 					PodClique:             ControllerConfiguration{ConcurrentSyncs: 2},
 					PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 4},
+					MaxWritesPerReconcile: 500,
 				},
 				WebhookServer: WebhookServerConfiguration{Enabled: ptr.To(false), Host: "0.0.0.0", Port: 8443, CertDir: "/certs",
 					Certificates: fullyDefaulted().WebhookServer.Certificates},
@@ -179,10 +180,10 @@ webhookServer:
 		},
 		{
 			name:    "invalid values are reported by field",
-			content: header + "clientConnection:\n  qps: -1\nscheduler:\n  backend: volcano\n",
+			content: header + "clientConnection:\n  qps: -3\nscheduler:\n  backend: volcano\n",
 			wantErr: []string{
 				"invalid configuration",
-				"clientConnection.qps: Invalid value: -1: must be greater than 0",
+				"clientConnection.qps: Invalid value: -3: must be greater than 0",
 				`scheduler.backend: Unsupported value: "volcano"`,
 			},
 		},

@@ -49,14 +49,18 @@ type OperatorConfiguration struct {
 
 // ClientConnectionConfiguration limits the request rate towards the API server.
 type ClientConnectionConfiguration struct {
-	// QPS is the sustained number of requests per second to the API server.
-	// +kubebuilder:default=100
-	// +kubebuilder:validation:ExclusiveMinimum=true
-	// +kubebuilder:validation:Minimum=0
+	// QPS is the sustained number of requests per second to the API server,
+	// or -1 (the default) for no client-side limit: the API server's
+	// priority and fairness queues the operator's requests instead (the
+	// Helm chart installs a FlowSchema and a PriorityLevelConfiguration for
+	// the operator), so a large gang is created as fast as the API server
+	// accepts it without starving other clients.
+	// +kubebuilder:default=-1
 	// +optional
 	QPS float32 `json:"qps,omitempty"`
 
-	// Burst is the number of requests allowed above QPS for short periods.
+	// Burst is the number of requests allowed above QPS for short periods;
+	// it applies only when QPS is positive.
 	// +kubebuilder:default=150
 	// +kubebuilder:validation:Minimum=1
 	// +optional
@@ -112,6 +116,16 @@ type ControllersConfiguration struct {
 	// PodCliqueScalingGroup tunes the PodCliqueScalingGroup controller.
 	// +optional
 	PodCliqueScalingGroup ControllerConfiguration `json:"podCliqueScalingGroup"`
+
+	// MaxWritesPerReconcile bounds how many objects (pods included) one
+	// reconcile of any controller creates and deletes. A reconcile with more
+	// to do asks to be run again at once, and re-reads its object and its
+	// owners first, so a workload that is deleted, ended or restarted in
+	// the middle of a large gang stops getting pods within one pass.
+	// +kubebuilder:default=500
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxWritesPerReconcile int32 `json:"maxWritesPerReconcile,omitempty"`
 }
 
 // ControllerConfiguration tunes one controller.

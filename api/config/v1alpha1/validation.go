@@ -35,8 +35,8 @@ func Validate(cfg *OperatorConfiguration) field.ErrorList {
 
 func validateClientConnection(cc *ClientConnectionConfiguration, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if cc.QPS <= 0 {
-		errs = append(errs, field.Invalid(path.Child("qps"), cc.QPS, "must be greater than 0"))
+	if cc.QPS <= 0 && cc.QPS != -1 {
+		errs = append(errs, field.Invalid(path.Child("qps"), cc.QPS, "must be greater than 0, or -1 for no client-side limit"))
 	}
 	if cc.Burst <= 0 {
 		errs = append(errs, field.Invalid(path.Child("burst"), cc.Burst, "must be greater than 0"))
@@ -104,6 +104,9 @@ func validateControllers(ctrls *ControllersConfiguration, path *field.Path) fiel
 		if c.config.ConcurrentSyncs <= 0 {
 			errs = append(errs, field.Invalid(path.Child(c.name, "concurrentSyncs"), c.config.ConcurrentSyncs, "must be greater than 0"))
 		}
+	}
+	if ctrls.MaxWritesPerReconcile <= 0 {
+		errs = append(errs, field.Invalid(path.Child("maxWritesPerReconcile"), ctrls.MaxWritesPerReconcile, "must be greater than 0"))
 	}
 	return errs
 }

@@ -21,9 +21,18 @@ func TestValidate(t *testing.T) {
 			mutate: func(*OperatorConfiguration) {},
 		},
 		{
-			name:       "negative qps",
-			mutate:     func(c *OperatorConfiguration) { c.ClientConnection.QPS = -1 },
-			wantErrors: []string{"clientConnection.qps: Invalid value: -1: must be greater than 0"},
+			name:       "negative qps other than -1",
+			mutate:     func(c *OperatorConfiguration) { c.ClientConnection.QPS = -2 },
+			wantErrors: []string{"clientConnection.qps: Invalid value: -2: must be greater than 0, or -1 for no client-side limit"},
+		},
+		{
+			name:   "qps -1 turns client-side limiting off",
+			mutate: func(c *OperatorConfiguration) { c.ClientConnection.QPS = -1 },
+		},
+		{
+			name:       "no write budget",
+			mutate:     func(c *OperatorConfiguration) { c.Controllers.MaxWritesPerReconcile = -3 },
+			wantErrors: []string{"controllers.maxWritesPerReconcile: Invalid value: -3: must be greater than 0"},
 		},
 		{
 			name:       "negative burst",
