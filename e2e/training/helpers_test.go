@@ -55,7 +55,9 @@ func runningPods(ctx context.Context, namespace, pcsName string, replica, attemp
 		}
 	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 	slices.SortFunc(pods, func(a, b corev1.Pod) int {
-		return cmp.Compare(a.Labels[labels.PodIndexKey], b.Labels[labels.PodIndexKey])
+		i, _ := labels.Index(a.Labels, labels.PodIndexKey)
+		j, _ := labels.Index(b.Labels, labels.PodIndexKey)
+		return cmp.Compare(i, j)
 	})
 	return pods
 }
