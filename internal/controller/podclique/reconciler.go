@@ -25,6 +25,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // Event reasons. Per-pod events would flood a large clique, so there is one
@@ -45,12 +46,6 @@ const DefaultWriteBudget = 500
 
 // Requeue delays for work that waits on nothing but this controller.
 const (
-	// continueSoon follows a pass that hit its write budget: the next pass
-	// re-reads the PodClique and its owner before it goes on.
-	continueSoon = time.Millisecond
-	// conflictRetry follows a status write refused because the cache was
-	// behind; the cache is usually milliseconds behind.
-	conflictRetry = 50 * time.Millisecond
 	// retryMissingPodCliqueSet: a PodClique whose PodCliqueSet is not in
 	// the cache. It is normally deleted and the garbage collector is about
 	// to remove the PodClique; the retry covers a cache that lags.
@@ -164,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, pclq, status); err != nil {
 		if apierrors.IsConflict(err) {
 			log.V(1).Info("status computed from a stale PodClique; retrying")
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -182,14 +177,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	result := ctrl.Result{}
 	if plan.truncated || released.truncated {
-		result.RequeueAfter = continueSoon
+		result.RequeueAfter = requeue.Soon
 	}
 	if !plan.retryAt.IsZero() {
-		result = earliest(result, ctrl.Result{RequeueAfter: max(plan.retryAt.Sub(now), time.Millisecond)})
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(plan.retryAt.Sub(now), time.Millisecond)})
 	}
 	if pcs == nil {
 		log.Info("PodCliqueSet not found; creating no pods", "podCliqueSet", id.PodCliqueSet)
-		result = earliest(result, ctrl.Result{RequeueAfter: retryMissingPodCliqueSet})
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryMissingPodCliqueSet})
 	}
 	switch {
 	case len(plan.create) == 0:
@@ -199,7 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		createResult, err := r.createPods(ctx, pclq, pcs, id, key, plan.create)
 		errs = append(errs, err)
-		result = earliest(result, createResult)
+		result = requeue.Earliest(result, createResult)
 	}
 	return result, errors.Join(errs...)
 }
@@ -294,16 +289,4 @@ func recordedSucceeded(pclq *copsev1alpha1.PodClique) indexset.Set {
 		return indexset.Set{}
 	}
 	return set
-}
-
-// earliest combines two results, keeping the sooner non-zero requeue.
-func earliest(a, b ctrl.Result) ctrl.Result {
-	switch {
-	case a.RequeueAfter == 0:
-		return b
-	case b.RequeueAfter == 0 || a.RequeueAfter < b.RequeueAfter:
-		return a
-	default:
-		return b
-	}
 }

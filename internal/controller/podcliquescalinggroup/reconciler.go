@@ -30,6 +30,7 @@ import (
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -37,9 +38,6 @@ const ControllerName = "podcliquescalinggroup"
 
 // EventGroupReplicaRecreated is the event of a group replica's recreation.
 const EventGroupReplicaRecreated = "GroupReplicaRecreated"
-
-// conflictRetry follows a status write refused because the cache was behind.
-const conflictRetry = 50 * time.Millisecond
 
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
@@ -90,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pcsg.Status = status
 		if err := r.Client.Status().Patch(ctx, pcsg, patch); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+				return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("write status of %s: %w", req.NamespacedName, err)
 		}

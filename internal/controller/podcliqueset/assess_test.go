@@ -23,7 +23,7 @@ func trainingJob(breach metav1.ConditionStatus, pods ...podstate.Summary) (*cops
 	pcs.Spec.Replicas = 1
 	pcs.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{{Name: "worker", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 2}}}
 	pclq := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: "job-0-worker", UID: "pclq",
-		Labels: map[string]string{labels.ReplicaKey: "0", labels.AttemptKey: "0"},
+		Labels:          map[string]string{labels.ReplicaKey: "0", labels.AttemptKey: "0"},
 		OwnerReferences: []metav1.OwnerReference{{UID: "pcs", Controller: ptrTrue()}}}}
 	pclq.Spec.Replicas = 2
 	pclq.Status.Conditions = []metav1.Condition{{Type: constants.ConditionTypeMinAvailableBreached, Status: breach, LastTransitionTime: metav1.NewTime(t0)}}

@@ -23,6 +23,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
 
@@ -32,14 +33,9 @@ const DefaultWriteBudget = 500
 
 // Requeue delays for work that waits on nothing but this controller.
 const (
-	// continueSoon follows a pass that hit its write budget.
-	continueSoon = time.Millisecond
 	// cacheCatchUp follows a pass that found the cache behind this
 	// controller's own last status write.
 	cacheCatchUp = 20 * time.Millisecond
-	// conflictRetry follows a status write refused because the cache was
-	// behind another writer.
-	conflictRetry = 50 * time.Millisecond
 )
 
 // Reconciler reconciles PodCliqueSets.
@@ -123,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// Our view was stale; the next pass starts from fresh data.
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -136,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := failures.err(); err != nil {
 		return ctrl.Result{}, err
 	}
-	return earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter}), nil
+	return requeue.Earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter}), nil
 }
 
 // act carries out what the written status says: it is durable, so acting
@@ -158,10 +154,10 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))
 	}
 	if budget.exhausted() {
-		result.RequeueAfter = continueSoon
+		result.RequeueAfter = requeue.Soon
 	}
 	if at := overdueCheckAt(pcs, obs); !at.IsZero() {
-		result = earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(r.Clock.Now()), minRequeue)})
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(r.Clock.Now()), minRequeue)})
 	}
 	return result, failures
 }
@@ -176,16 +172,4 @@ func (r *Reconciler) writeBudget() int {
 // isFailing: the Failed condition is True, the workload's failure is decided.
 func isFailing(pcs *copsev1alpha1.PodCliqueSet) bool {
 	return meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
-}
-
-// earliest combines two results, keeping the sooner non-zero requeue.
-func earliest(a, b ctrl.Result) ctrl.Result {
-	switch {
-	case a.RequeueAfter == 0:
-		return b
-	case b.RequeueAfter == 0 || a.RequeueAfter < b.RequeueAfter:
-		return a
-	default:
-		return b
-	}
 }

@@ -1,0 +1,32 @@
+// Package requeue holds what copse's reconcilers share about when to run
+// again without an event: the delays of work that waits only on the
+// controller itself, and combining the requeue wishes of several steps.
+package requeue
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+const (
+	// Soon follows a pass that stopped at its write budget: the next pass
+	// re-reads the object and its owners before it goes on.
+	Soon = time.Millisecond
+	// AfterConflict follows a status write the API server refused because
+	// the pass computed it from a cache that was behind; the cache is
+	// usually milliseconds behind.
+	AfterConflict = 50 * time.Millisecond
+)
+
+// Earliest combines two results, keeping the sooner non-zero requeue.
+func Earliest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0 || a.RequeueAfter < b.RequeueAfter:
+		return a
+	default:
+		return b
+	}
+}
