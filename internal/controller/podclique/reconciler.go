@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/expectations"
@@ -39,10 +40,6 @@ const (
 	EventReasonPodsReplaced       = "PodsReplaced"
 	EventReasonInvalidPodClique   = "InvalidPodClique"
 )
-
-// DefaultWriteBudget is how many pods one pass creates and deletes at most
-// when the operator configuration sets no budget.
-const DefaultWriteBudget = 500
 
 // Requeue delays for work that waits on nothing but this controller.
 const (
@@ -77,8 +74,8 @@ type Reconciler struct {
 	// Decorators finish every pod after blueprint.Pod built it, in order
 	// (the scheduler backend's, the Training outcome finalizer, ...).
 	Decorators []blueprint.PodDecorator
-	// WriteBudget bounds the pods one pass creates and deletes; 0 means
-	// DefaultWriteBudget.
+	// WriteBudget bounds the pods one pass creates and deletes; 0 means the
+	// configuration's default.
 	WriteBudget int
 	// MaxConcurrentReconciles is how many PodCliques are reconciled at once;
 	// 0 means controller-runtime's default of 1.
@@ -250,7 +247,7 @@ func (r *Reconciler) writeBudget() int {
 	if r.WriteBudget > 0 {
 		return r.WriteBudget
 	}
-	return DefaultWriteBudget
+	return int(configv1alpha1.DefaultMaxWritesPerReconcile)
 }
 
 // creatingIndices are the indices of pods created but not yet in the cache.

@@ -21,15 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
-
-// DefaultWriteBudget is how many objects (pods included) one pass creates
-// and deletes at most when the operator configuration sets no budget.
-const DefaultWriteBudget = 500
 
 // Requeue delays for work that waits on nothing but this controller.
 const (
@@ -46,8 +43,8 @@ type Reconciler struct {
 	Backend  scheduler.Backend
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
-	// WriteBudget bounds the objects one pass creates and deletes; 0 means
-	// DefaultWriteBudget.
+	// WriteBudget bounds the objects one pass creates and deletes; 0 means the
+	// configuration's default.
 	WriteBudget int
 
 	written expectations.WrittenVersions
@@ -166,7 +163,7 @@ func (r *Reconciler) writeBudget() int {
 	if r.WriteBudget > 0 {
 		return r.WriteBudget
 	}
-	return DefaultWriteBudget
+	return int(configv1alpha1.DefaultMaxWritesPerReconcile)
 }
 
 // isFailing: the Failed condition is True, the workload's failure is decided.
