@@ -3,8 +3,10 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -13,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/copse-dev/copse/internal/labels"
 )
@@ -41,76 +41,137 @@ type ObjectEvent struct {
 // History records every pod and PodGroup event of a namespace, in the API
 // server's order, so that tests can check invariants that a poll could
 // miss: two runs of a replica overlapping, a pod that exited 0 run again.
+// It survives an API server restart: when its watch cannot resume ("too old
+// resource version"), it lists again and records the differences, as an
+// informer would.
 type History struct {
 	mu     sync.Mutex
 	events []ObjectEvent
+	// live is the last state seen per kind and UID, for the differences of
+	// a relist.
+	live   map[string]map[string]ObjectEvent
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 	errs   []error
+}
+
+// historySource lists and watches one kind.
+type historySource struct {
+	kind  string
+	list  func(context.Context) ([]runtime.Object, string, error)
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 }
 
 // RecordHistory starts recording the pods and PodGroups of namespace. Call
 // Stop before reading the events.
 func RecordHistory(ctx context.Context, clientset kubernetes.Interface, namespace string) (*History, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	h := &History{cancel: cancel}
+	h := &History{cancel: cancel, live: map[string]map[string]ObjectEvent{}}
 	pods := clientset.CoreV1().Pods(namespace)
 	podGroups := clientset.SchedulingV1beta1().PodGroups(namespace)
-	sources := []struct {
-		kind  string
-		list  func(context.Context, metav1.ListOptions) (string, error)
-		watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
-	}{
-		{"Pod", func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			l, err := pods.List(ctx, o)
+	sources := []historySource{
+		{"Pod", func(ctx context.Context) ([]runtime.Object, string, error) {
+			l, err := pods.List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return "", err
+				return nil, "", err
 			}
-			h.seed("Pod", podItems(l.Items))
-			return l.ResourceVersion, nil
+			return podItems(l.Items), l.ResourceVersion, nil
 		}, pods.Watch},
-		{"PodGroup", func(ctx context.Context, o metav1.ListOptions) (string, error) {
-			l, err := podGroups.List(ctx, o)
+		{"PodGroup", func(ctx context.Context) ([]runtime.Object, string, error) {
+			l, err := podGroups.List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return "", err
+				return nil, "", err
 			}
-			h.seed("PodGroup", podGroupItems(l.Items))
-			return l.ResourceVersion, nil
+			return podGroupItems(l.Items), l.ResourceVersion, nil
 		}, podGroups.Watch},
 	}
 	for _, src := range sources {
-		rv, err := src.list(ctx, metav1.ListOptions{})
+		rv, err := h.relist(ctx, src)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("list %ss of %s: %w", src.kind, namespace, err)
 		}
-		w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return src.watch(ctx, o)
-			},
-		})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("watch %ss of %s: %w", src.kind, namespace, err)
-		}
 		h.done.Add(1)
 		go func() {
 			defer h.done.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					h.add(ev)
-				}
-			}
+			h.follow(ctx, src, rv)
 		}()
 	}
 	return h, nil
+}
+
+// follow watches src from rv until ctx ends, resuming after a broken watch
+// and relisting when the watch cannot resume.
+func (h *History) follow(ctx context.Context, src historySource, rv string) {
+	for ctx.Err() == nil {
+		w, err := src.watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			time.Sleep(200 * time.Millisecond) // the API server is down: wait for it
+			continue
+		}
+		gone := false
+		for ev := range w.ResultChan() {
+			if status, ok := ev.Object.(*metav1.Status); ok && ev.Type == watch.Error {
+				gone = status.Code == http.StatusGone
+				if !gone {
+					h.fail(fmt.Errorf("watch of %ss: %s", src.kind, status.Message))
+				}
+				break
+			}
+			if ev.Type == watch.Bookmark {
+				rv = resourceVersionOf(ev.Object, rv)
+				continue
+			}
+			h.add(ev)
+			rv = resourceVersionOf(ev.Object, rv)
+		}
+		w.Stop()
+		if gone {
+			for ctx.Err() == nil {
+				if rv, err = h.relist(ctx, src); err == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// relist lists src and records the differences from what was seen: objects
+// not seen are added, objects no longer listed are deleted, changed ones
+// modified, all at the list's resourceVersion.
+func (h *History) relist(ctx context.Context, src historySource) (string, error) {
+	objs, rv, err := src.list(ctx)
+	if err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	listed := map[string]bool{}
+	for _, obj := range objs {
+		e, ok := h.eventOf(watch.Added, obj)
+		if !ok {
+			continue
+		}
+		listed[e.UID] = true
+		prev, seen := h.live[src.kind][e.UID]
+		switch {
+		case !seen:
+		case prev.ResourceVersion == e.ResourceVersion:
+			continue
+		default:
+			e.Type = watch.Modified
+		}
+		e.ResourceVersion = rv
+		h.record(e)
+	}
+	for uid, prev := range h.live[src.kind] {
+		if !listed[uid] {
+			prev.Type, prev.ResourceVersion = watch.Deleted, rv
+			h.record(prev)
+		}
+	}
+	return rv, nil
 }
 
 // Stop ends the recording.
@@ -139,25 +200,52 @@ func (h *History) Err() error {
 	return h.errs[0]
 }
 
-func (h *History) seed(kind string, objs []runtime.Object) {
-	for _, obj := range objs {
-		h.add(watch.Event{Type: watch.Added, Object: obj})
-	}
-}
-
 func (h *History) add(ev watch.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch obj := ev.Object.(type) {
-	case *corev1.Pod:
-		e := eventOf(ev.Type, "Pod", &obj.ObjectMeta)
-		e.Phase = obj.Status.Phase
-		h.events = append(h.events, e)
-	case *schedulingv1beta1.PodGroup:
-		h.events = append(h.events, eventOf(ev.Type, "PodGroup", &obj.ObjectMeta))
-	case *metav1.Status:
-		h.errs = append(h.errs, fmt.Errorf("watch error: %s", obj.Message))
+	if e, ok := h.eventOf(ev.Type, ev.Object); ok {
+		h.record(e)
 	}
+}
+
+func (h *History) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.errs = append(h.errs, err)
+}
+
+// eventOf turns a watched object into an event; ok is false for kinds the
+// history does not record.
+func (h *History) eventOf(t watch.EventType, obj runtime.Object) (ObjectEvent, bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		e := eventOf(t, "Pod", &o.ObjectMeta)
+		e.Phase = o.Status.Phase
+		return e, true
+	case *schedulingv1beta1.PodGroup:
+		return eventOf(t, "PodGroup", &o.ObjectMeta), true
+	}
+	return ObjectEvent{}, false
+}
+
+// record appends e and keeps the live state; callers hold h.mu.
+func (h *History) record(e ObjectEvent) {
+	h.events = append(h.events, e)
+	if h.live[e.Kind] == nil {
+		h.live[e.Kind] = map[string]ObjectEvent{}
+	}
+	if e.Type == watch.Deleted {
+		delete(h.live[e.Kind], e.UID)
+	} else {
+		h.live[e.Kind][e.UID] = e
+	}
+}
+
+func resourceVersionOf(obj runtime.Object, fallback string) string {
+	if m, ok := obj.(metav1.Object); ok && m.GetResourceVersion() != "" {
+		return m.GetResourceVersion()
+	}
+	return fallback
 }
 
 func eventOf(t watch.EventType, kind string, m *metav1.ObjectMeta) ObjectEvent {
