@@ -1,7 +1,9 @@
 package podclique
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,4 +76,15 @@ func podNames(pods []podstate.Summary) []string {
 		out = append(out, pod.Name)
 	}
 	return out
+}
+
+var errQuota = errors.New(`exceeded quota: pods, requested: pods=1, used: pods=10, limited: pods=10`)
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -299,3 +299,16 @@ func TestPodsCarryTheAttemptOfTheirPodClique(t *testing.T) {
 		}
 	}
 }
+
+// podAt returns the pod at index from the API server.
+func (h *harness) podAt(t *testing.T, index int) *corev1.Pod {
+	t.Helper()
+	alive, terminating := h.server.pods(t)
+	for _, pod := range append(alive, terminating...) {
+		if pod.Labels[labels.PodIndexKey] == strconv.Itoa(index) {
+			return &pod
+		}
+	}
+	t.Fatalf("no pod at index %d", index)
+	return nil
+}

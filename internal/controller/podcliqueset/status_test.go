@@ -1,0 +1,164 @@
+package podcliqueset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ai-dynamo/grove/operator/api/common/constants"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+func TestComputeStatus(t *testing.T) {
+	started := t0.Add(-10 * time.Minute)
+	failedPod := podstate.Summary{Name: "job-0-worker-x", PodClique: "job-0-worker", Replica: 0, Node: "gpu-7", Phase: corev1.PodFailed,
+		FinishedAt: t0.Add(-time.Minute), Failure: &podstate.Failure{Container: "train", ExitCode: 137, Reason: "OOMKilled"}}
+
+	t.Run("a first start sets Running and the earliest container start", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionUnknown)
+		replicas := []replicaAssessment{{index: 0, started: true, startedAt: started}}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, decision: passDecision{causeReplica: -1},
+			startTime: startTimeCandidate(pcs, replicas, t0), now: t0})
+		if got.Phase != copsev1alpha1.PodCliqueSetPhaseRunning || got.StartTime == nil || !got.StartTime.Time.Equal(started) {
+			t.Errorf("phase %s startTime %v; want Running since %v", got.Phase, got.StartTime, started)
+		}
+		if got.Replicas != 1 || ptr.Deref(got.ObservedGeneration, -1) != pcs.Generation {
+			t.Errorf("replicas %d observedGeneration %v", got.Replicas, got.ObservedGeneration)
+		}
+	})
+
+	t.Run("a restart is recorded with its count and root cause, nothing else changes", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionTrue)
+		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		pcs.Status.StartTime = &metav1.Time{Time: started}
+		replicas := []replicaAssessment{{index: 0, breached: true, breachedSince: t0.Add(-time.Minute), firstFailure: &failedPod}}
+		rec := copsev1alpha1.ReplicaRecreation{ReplicaIndex: 0, Attempt: 1, Reason: copsev1alpha1.RecreationReasonTrainingRestart, StartedAt: metav1.NewTime(t0)}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, newRecreations: []copsev1alpha1.ReplicaRecreation{rec},
+			decision: passDecision{restartCount: 1, causeReplica: 0}, startTime: &started, now: t0})
+		if got.RestartCount != 1 || len(got.ReplicaRecreations) != 1 || got.Phase != copsev1alpha1.PodCliqueSetPhaseRunning {
+			t.Errorf("restartCount %d recreations %v phase %s", got.RestartCount, got.ReplicaRecreations, got.Phase)
+		}
+		if f := got.LastFailure; f == nil || f.Pod != "job-0-worker-x" || f.Node != "gpu-7" || ptr.Deref(f.ExitCode, 0) != 137 ||
+			f.Reason != "OOMKilled" || f.Summary != "job-0-worker-x: container train exited 137, OOMKilled on node gpu-7" {
+			t.Errorf("lastFailure %+v", f)
+		}
+		if c := meta.FindStatusCondition(got.Conditions, constants.ConditionTypeMinAvailableBreached); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("MinAvailableBreached %+v", c)
+		}
+		if meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeFailed) != nil {
+			t.Error("a restart is no failure")
+		}
+	})
+
+	t.Run("a failure waits for the running pods before the phase is Failed", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionTrue, podstate.Summary{Name: "still-running", Phase: corev1.PodRunning})
+		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		replicas := []replicaAssessment{{index: 0, breached: true, firstFailure: &failedPod}}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas,
+			decision: passDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, failMessage: "replica 0 failed after 0 of 0 allowed restarts", causeReplica: 0},
+			startTime: &started, now: t0})
+		failed := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeFailed)
+		if failed == nil || failed.Reason != copsev1alpha1.ReasonMaxRestartsExceeded ||
+			!strings.HasSuffix(failed.Message, "; first failure: job-0-worker-x: container train exited 137, OOMKilled on node gpu-7") {
+			t.Errorf("Failed condition %+v", failed)
+		}
+		if got.Phase != copsev1alpha1.PodCliqueSetPhaseRunning {
+			t.Errorf("phase %s while a pod still runs, want Running", got.Phase)
+		}
+		pcs.Status = got
+		_, empty := trainingJob(metav1.ConditionTrue)
+		if next := computeStatus(pcs, statusInputs{observed: empty, replicas: replicas, decision: passDecision{causeReplica: -1}, startTime: &started, now: t0}); next.Phase != copsev1alpha1.PodCliqueSetPhaseFailed {
+			t.Errorf("phase %s once no pod runs, want Failed", next.Phase)
+		}
+	})
+
+	t.Run("a pod overdue in terminating is reported, and cleared once gone", func(t *testing.T) {
+		stuck := podstate.Summary{Name: "stuck", Node: "gpu-3", Phase: corev1.PodRunning, Terminating: true, DeletionDeadline: t0.Add(-time.Minute)}
+		pcs, obs := trainingJob(metav1.ConditionTrue, stuck)
+		meta.SetStatusCondition(&pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRestartsExceeded})
+		got := computeStatus(pcs, statusInputs{observed: obs, decision: passDecision{causeReplica: -1}, now: t0})
+		c := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "stuck (on gpu-3") {
+			t.Fatalf("TerminationOverdue %+v", c)
+		}
+		if got.Phase.IsTerminal() {
+			t.Errorf("phase %s while a pod still terminates", got.Phase)
+		}
+		pcs.Status = got
+		_, empty := trainingJob(metav1.ConditionTrue)
+		next := computeStatus(pcs, statusInputs{observed: empty, decision: passDecision{causeReplica: -1}, now: t0})
+		if c := meta.FindStatusCondition(next.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue); c == nil || c.Status != metav1.ConditionFalse {
+			t.Errorf("TerminationOverdue after the pod is gone: %+v", c)
+		}
+	})
+
+	t.Run("a pod terminating within its grace period is not overdue", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionTrue, podstate.Summary{Name: "going", Phase: corev1.PodRunning, Terminating: true, DeletionDeadline: t0.Add(-time.Second)})
+		meta.SetStatusCondition(&pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRestartsExceeded})
+		got := computeStatus(pcs, statusInputs{observed: obs, decision: passDecision{causeReplica: -1}, now: t0})
+		if meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue) != nil {
+			t.Error("not overdue yet: no condition")
+		}
+		if at := overdueCheckAt(pcs, obs); !at.Equal(t0.Add(-time.Second + overdueGrace)) {
+			t.Errorf("overdue check at %v", at)
+		}
+	})
+}
+
+func TestTransitionEvents(t *testing.T) {
+	failedPod := podstate.Summary{Name: "job-0-worker-x", Phase: corev1.PodFailed, Failure: &podstate.Failure{Container: "train", ExitCode: 1, Reason: "Error"}}
+	breached := []replicaAssessment{{index: 0, breached: true, breachedSince: t0, breachedBy: []string{"job-0-worker (PodsFailed)"}, firstFailure: &failedPod}}
+	pcs, _ := trainingJob(metav1.ConditionTrue)
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](3)}
+	running := copsev1alpha1.PodCliqueSetStatus{Phase: copsev1alpha1.PodCliqueSetPhaseRunning}
+	reasons := func(events []transitionEvent) []string {
+		var out []string
+		for _, e := range events {
+			out = append(out, e.reason)
+		}
+		return out
+	}
+
+	t.Run("a restart", func(t *testing.T) {
+		after := running
+		after.RestartCount = 1
+		events := transitionEvents(pcs, &running, &after, breached, []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Attempt: 1}})
+		if got := strings.Join(reasons(events), ","); got != "PodCliqueFailed,ReplicaRestarting" {
+			t.Fatalf("events %s", got)
+		}
+		if msg := events[1].message; !strings.Contains(msg, "attempt 1; restart 1 of 3 allowed; first failure: job-0-worker-x: container train exited 1, Error") {
+			t.Errorf("ReplicaRestarting message %q", msg)
+		}
+	})
+	t.Run("a failure is reported once", func(t *testing.T) {
+		after := running
+		after.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRuntimeExceeded, Message: "maxRuntime 1h elapsed"}}
+		if got := strings.Join(reasons(transitionEvents(pcs, &running, &after, nil, nil)), ","); got != "MaxRuntimeExceeded" {
+			t.Errorf("events %s", got)
+		}
+		if got := transitionEvents(pcs, &after, &after, nil, nil); len(got) != 0 {
+			t.Errorf("repeated: %v", reasons(got))
+		}
+	})
+	t.Run("success", func(t *testing.T) {
+		after := running
+		after.Phase = copsev1alpha1.PodCliqueSetPhaseSucceeded
+		if got := strings.Join(reasons(transitionEvents(pcs, &running, &after, nil, nil)), ","); got != "WorkloadSucceeded" {
+			t.Errorf("events %s", got)
+		}
+	})
+	t.Run("a gang termination for Inference", func(t *testing.T) {
+		inference, _ := trainingJob(metav1.ConditionTrue)
+		inference.Spec.WorkloadType = copsev1alpha1.WorkloadTypeInference
+		events := transitionEvents(inference, &running, &running, breached, []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0}})
+		if len(events) != 1 || events[0].reason != EventGangTermination || !strings.Contains(events[0].message, "job-0-worker (PodsFailed)") {
+			t.Errorf("events %+v", events)
+		}
+	})
+}
