@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -52,7 +53,7 @@ func TestInSlowStartBatches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			called := map[int]int{}
-			succeeded, err := InSlowStartBatches(context.Background(), c.n, 1, 8, func(_ context.Context, item int) error {
+			succeeded, err := InSlowStartBatches(context.Background(), c.n, 1, 8, time.Time{}, func(_ context.Context, item int) error {
 				mu.Lock()
 				called[item]++
 				mu.Unlock()
@@ -94,7 +95,7 @@ func TestInSlowStartBatchesRunsABatchConcurrently(t *testing.T) {
 	// run at the same time.
 	var barrier sync.WaitGroup
 	barrier.Add(4)
-	_, err := InSlowStartBatches(context.Background(), 7, 1, 4, func(_ context.Context, item int) error {
+	_, err := InSlowStartBatches(context.Background(), 7, 1, 4, time.Time{}, func(_ context.Context, item int) error {
 		if item >= 3 {
 			barrier.Done()
 			barrier.Wait()
@@ -103,5 +104,18 @@ func TestInSlowStartBatchesRunsABatchConcurrently(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestInSlowStartBatchesStopsStartingBatchesAfterItsTime(t *testing.T) {
+	calls := 0
+	stopBy := time.Now().Add(50 * time.Millisecond)
+	succeeded, err := InSlowStartBatches(context.Background(), 100, 1, 1, stopBy, func(context.Context, int) error {
+		calls++
+		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil || succeeded != calls || calls < 2 || calls > 4 {
+		t.Errorf("succeeded %d of %d calls, err %v; want the batches started within 50ms (about 3), no error", succeeded, calls, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodClique, key string, deletions []podDeletion) (int, error) {
@@ -27,7 +28,7 @@ func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		return 0, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	deleted, err := podwrite.InSlowStartBatches(ctx, len(deletions), podwrite.MaxInFlight, podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+	deleted, err := podwrite.InSlowStartBatches(ctx, len(deletions), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		d := deletions[i]
 		if err := podwrite.DeleteAndRelease(ctx, r.Client, pclq.Namespace, d.pod); err != nil {
 			return fmt.Errorf("%w (%s)", err, d.cause)
@@ -105,7 +106,7 @@ func (r *Reconciler) releaseAll(ctx context.Context, namespace string, pods []po
 	if len(withFinalizer) == 0 {
 		return nil
 	}
-	released, err := podwrite.InSlowStartBatches(ctx, len(withFinalizer), podwrite.MaxInFlight, podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+	released, err := podwrite.InSlowStartBatches(ctx, len(withFinalizer), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		return podwrite.ReleaseOutcome(ctx, r.Client, namespace, withFinalizer[i])
 	})
 	ctrl.LoggerFrom(ctx).V(1).Info("released outcome finalizers", "released", released, "planned", len(withFinalizer))
@@ -148,7 +149,8 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		}
 	}
 
-	created, err := podwrite.InSlowStartBatches(ctx, len(pods), r.history.startBatch(key), podwrite.MaxInFlight, func(ctx context.Context, i int) error {
+	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
+	created, err := podwrite.InSlowStartBatches(ctx, len(pods), r.history.startBatch(key), podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		if err := r.Client.Create(ctx, pods[i]); err != nil {
 			return fmt.Errorf("creating pod with index %d: %w", indices[i], err)
 		}
@@ -160,6 +162,11 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsCreated, "CreatePods", "Created %d pod(s)", created)
 	}
 	switch {
+	case err == nil && created < len(indices):
+		// The pass ran out of time: the next one reads the owners again
+		// before it goes on.
+		r.history.succeeded(key, pclq.Namespace)
+		return ctrl.Result{RequeueAfter: requeue.Soon}, r.noteRefusal(ctx, pclq, nil)
 	case err == nil:
 		r.history.succeeded(key, pclq.Namespace)
 		return ctrl.Result{}, r.noteRefusal(ctx, pclq, nil)

@@ -61,7 +61,7 @@ func TestComputeStatus(t *testing.T) {
 		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
 		replicas := []replicaAssessment{{index: 0, breached: true, firstFailure: &failedPod}}
 		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas,
-			decision: passDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, failMessage: "replica 0 failed after 0 of 0 allowed restarts", causeReplica: 0},
+			decision:  passDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, failMessage: "replica 0 failed after 0 of 0 allowed restarts", causeReplica: 0},
 			startTime: &started, now: t0})
 		failed := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeFailed)
 		if failed == nil || failed.Reason != copsev1alpha1.ReasonMaxRestartsExceeded ||
