@@ -52,7 +52,6 @@ type History struct {
 	live   map[string]map[string]ObjectEvent
 	cancel context.CancelFunc
 	done   sync.WaitGroup
-	errs   []error
 }
 
 // historySource lists and watches one kind.
@@ -111,11 +110,12 @@ func (h *History) follow(ctx context.Context, src historySource, rv string) {
 		}
 		gone := false
 		for ev := range w.ResultChan() {
-			if status, ok := ev.Object.(*metav1.Status); ok && ev.Type == watch.Error {
-				gone = status.Code == http.StatusGone
-				if !gone {
-					h.fail(fmt.Errorf("watch of %ss: %s", src.kind, status.Message))
-				}
+			if ev.Type == watch.Error {
+				// "Too old" (the API server restarted and its watch cache
+				// starts later): relist. Anything else (a broken stream, the
+				// recording stopped): resume from the last version seen.
+				status, ok := ev.Object.(*metav1.Status)
+				gone = ok && status.Code == http.StatusGone
 				break
 			}
 			if ev.Type == watch.Bookmark {
@@ -190,28 +190,12 @@ func (h *History) Events() []ObjectEvent {
 	return out
 }
 
-// Err reports a watch error, if any occurred.
-func (h *History) Err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.errs) == 0 {
-		return nil
-	}
-	return h.errs[0]
-}
-
 func (h *History) add(ev watch.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e, ok := h.eventOf(ev.Type, ev.Object); ok {
 		h.record(e)
 	}
-}
-
-func (h *History) fail(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.errs = append(h.errs, err)
 }
 
 // eventOf turns a watched object into an event; ok is false for kinds the
