@@ -107,7 +107,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		errs := operatorErrors(ns)[len(errorsBefore):]
-		GinkgoWriter.Printf("operator error lines about %s during its deletion: %d\n", ns, len(errs))
+		GinkgoWriter.Printf("operator error lines about %s during its deletion: %d\n%s\n", ns, len(errs), strings.Join(errs, "\n"))
 		Expect(len(errs)).To(BeNumerically("<=", 5), "an error flood:\n%s", strings.Join(errs, "\n"))
 	})
 })
