@@ -21,11 +21,15 @@ import (
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
 	schedulerBackend configv1alpha1.SchedulerBackend) error {
 	backend := newSchedulerBackend(mgr, schedulerBackend)
+	recorders, err := newEventRecorders(mgr)
+	if err != nil {
+		return err
+	}
 
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
 		Scheme:      mgr.GetScheme(),
-		Recorder:    mgr.GetEventRecorder(podcliqueset.ControllerName),
+		Recorder:    recorders.For(podcliqueset.ControllerName),
 		Backend:     backend,
 		Clock:       clock.RealClock{},
 		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
@@ -34,7 +38,12 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)
 	}
 
-	pcsgReconciler := &podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Clock: clock.RealClock{}}
+	pcsgReconciler := &podcliquescalinggroup.Reconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: recorders.For(podcliquescalinggroup.ControllerName),
+		Clock:    clock.RealClock{},
+	}
 	if err := pcsgReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliquescalinggroup.ControllerName, err)
 	}
@@ -42,7 +51,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	pclqReconciler := &podclique.Reconciler{
 		Client:       mgr.GetClient(),
 		Scheme:       mgr.GetScheme(),
-		Recorder:     mgr.GetEventRecorder(podclique.ControllerName),
+		Recorder:     recorders.For(podclique.ControllerName),
 		Expectations: expectations.New(expectations.Options{Logger: mgr.GetLogger().WithName("expectations")}),
 		// Every pod copse creates is finished by these, in order.
 		Decorators: []blueprint.PodDecorator{
