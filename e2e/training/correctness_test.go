@@ -133,10 +133,10 @@ var _ = Describe("Training correctness", Label("training"), func() {
 			seen[fmt.Sprintf("%s %s attempt %s", e.Type, e.Kind, e.Attempt)]++
 		}
 		GinkgoWriter.Printf("recorded: %v\n", seen)
-		Expect(seen).To(And(HaveKey("DELETED Pod attempt 0"), HaveKey("ADDED Pod attempt 1")),
-			"the history must show the old run's pods going and the new run's coming, or it proves nothing")
 		Expect(framework.AttemptOverlaps(events)).To(BeEmpty())
 		Expect(framework.EarlyGangs(events)).To(BeEmpty())
+		Expect(seen).To(And(HaveKey("DELETED Pod attempt 0"), HaveKey("ADDED Pod attempt 1")),
+			"the history must show the old run's pods going and the new run's coming, or it proves nothing")
 		pg := &schedulingv1beta1.PodGroup{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0"}, pg)).To(Succeed())
 		Expect(pg.Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"))
