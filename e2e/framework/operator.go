@@ -230,6 +230,24 @@ func (o *Operator) Restart(ctx context.Context) error {
 	return o.startLocked(ctx)
 }
 
+// RestartWith stops the operator, changes its configuration, and starts it
+// again with it: for specs that need the operator configured differently
+// for a while (restore with another RestartWith).
+func (o *Operator) RestartWith(ctx context.Context, change func(*configv1alpha1.OperatorConfiguration)) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.stopLocked(); err != nil {
+		return fmt.Errorf("restart operator: %w", err)
+	}
+	cfg := o.config.DeepCopy()
+	change(cfg)
+	if err := writeOperatorConfiguration(o.configPath, cfg); err != nil {
+		return fmt.Errorf("restart operator: %w", err)
+	}
+	o.config = cfg
+	return o.startLocked(ctx)
+}
+
 // Running reports whether the operator process is alive, with the reason it
 // ended when it is not.
 func (o *Operator) Running() (bool, error) {

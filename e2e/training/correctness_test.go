@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -111,8 +112,13 @@ var _ = Describe("Training correctness", Label("training"), func() {
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 	})
 
-	It("never runs two attempts of a replica at once, and makes the new gang only once the old pods are gone", func(ctx context.Context) {
-		ns := newNamespace(ctx, "one-attempt")
+	// oneAttemptAtATime restarts a replica whose old pods take a while to
+	// terminate, and checks from the recorded history that the two runs
+	// never overlapped and that no new gang was made before the old pods
+	// were gone.
+	oneAttemptAtATime := func(ctx context.Context, prefix string) string {
+		GinkgoHelper()
+		ns := newNamespace(ctx, prefix)
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -137,9 +143,29 @@ var _ = Describe("Training correctness", Label("training"), func() {
 		Expect(framework.EarlyGangs(events)).To(BeEmpty())
 		Expect(seen).To(And(HaveKey("DELETED Pod attempt 0"), HaveKey("ADDED Pod attempt 1")),
 			"the history must show the old run's pods going and the new run's coming, or it proves nothing")
+		return ns
+	}
+
+	It("never runs two attempts of a replica at once, and makes the new gang only once the old pods are gone", func(ctx context.Context) {
+		ns := oneAttemptAtATime(ctx, "one-attempt")
 		pg := &schedulingv1beta1.PodGroup{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0"}, pg)).To(Succeed())
-		Expect(pg.Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"))
+		Expect(pg.Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"), "the gang of the new run")
+	})
+
+	It("never runs two attempts of a replica at once without gang scheduling either", func(ctx context.Context) {
+		// Without PodGroups nothing but copse holds the new run back: with
+		// gang scheduling, Kubernetes keeps a PodGroup until its pods are
+		// gone, which an operator waiting for the PodGroup would wait for
+		// too.
+		backend := env.Operator.Configuration().Scheduler.Backend
+		Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) {
+			cfg.Scheduler.Backend = configv1alpha1.SchedulerBackendNone
+		})).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) { cfg.Scheduler.Backend = backend })).To(Succeed())
+		})
+		oneAttemptAtATime(ctx, "one-attempt-nogang")
 	})
 
 	It("never runs an index again once it exited 0, even when its pod is deleted", func(ctx context.Context) {
