@@ -42,6 +42,11 @@ func (w *Workload) PodDecorator() blueprint.PodDecorator {
 }
 
 func joinGang(pod *corev1.Pod, pc blueprint.PodContext) error {
+	if pc.GangPlaced {
+		// The gang's minCount counts pods that are still to run: a late pod
+		// whose peers have ended would wait for them for good.
+		return nil
+	}
 	if pc.Identity.Gang == "" {
 		return fmt.Errorf("label %s is missing; gang scheduling is on and the pods cannot join a gang without it", labels.PodGangKey)
 	}

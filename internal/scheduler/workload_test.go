@@ -15,6 +15,7 @@ func TestJoinGang(t *testing.T) {
 	cases := []struct {
 		name    string
 		gang    string
+		placed  bool
 		before  *corev1.PodSchedulingGroup
 		want    *corev1.PodSchedulingGroup
 		wantErr string
@@ -24,11 +25,12 @@ func TestJoinGang(t *testing.T) {
 			before: &corev1.PodSchedulingGroup{PodGroupName: ptr.To("users-own")},
 			want:   &corev1.PodSchedulingGroup{PodGroupName: ptr.To("llm-1-decode-2")}},
 		{name: "a clique without a gang label cannot have pods", wantErr: "grove.io/podgang"},
+		{name: "a pod of a clique whose gang was placed is placed on its own", gang: "llm-1", placed: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: corev1.PodSpec{SchedulingGroup: c.before}}
-			err := (&Workload{}).PodDecorator().Decorate(pod, blueprint.PodContext{Identity: blueprint.CliqueIdentity{Gang: c.gang}})
+			err := (&Workload{}).PodDecorator().Decorate(pod, blueprint.PodContext{Identity: blueprint.CliqueIdentity{Gang: c.gang}, GangPlaced: c.placed})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one naming %s", err, c.wantErr)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -203,4 +204,12 @@ func refusalCondition(previous *metav1.Condition, message *string, now metav1.Ti
 		return nil
 	}
 	return &cond
+}
+
+// wasAvailable reports whether the clique has been available once: its
+// MinAvailableBreached condition has left Unknown. Its gang has then been
+// placed.
+func wasAvailable(pclq *copsev1alpha1.PodClique) bool {
+	c := meta.FindStatusCondition(pclq.Status.Conditions, groveconstants.ConditionTypeMinAvailableBreached)
+	return c != nil && c.Status != metav1.ConditionUnknown
 }

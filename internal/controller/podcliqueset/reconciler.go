@@ -24,6 +24,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
@@ -138,8 +139,13 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 	var failures stepFailures
 	budget := newBudget(r.writeBudget())
 	result := ctrl.Result{}
+	if lifecycle.WorkloadEnded(pcs) {
+		// No outcome is recorded any more: the pods that ended, kept for
+		// their logs, need no finalizer.
+		failures.add(errCodeTerminatePods, r.releaseEndedPods(ctx, pcs, obs, budget))
+	}
 	if pcs.Status.Phase.IsTerminal() {
-		return result, failures
+		return requeueIfCut(budget), failures
 	}
 	failures.add(errCodeRecreateReplica, r.deleteOldRuns(ctx, pcs, obs, budget))
 	if isFailing(pcs) {
@@ -150,13 +156,19 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
 		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))
 	}
-	if budget.exhausted() {
-		result.RequeueAfter = requeue.Soon
-	}
+	result = requeueIfCut(budget)
 	if at := overdueCheckAt(pcs, obs); !at.IsZero() {
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(r.Clock.Now()), minRequeue)})
 	}
 	return result, failures
+}
+
+// requeueIfCut asks for the next pass at once when the budget left work.
+func requeueIfCut(budget *writeBudget) ctrl.Result {
+	if budget.exhausted() {
+		return ctrl.Result{RequeueAfter: requeue.Soon}
+	}
+	return ctrl.Result{}
 }
 
 func (r *Reconciler) writeBudget() int {

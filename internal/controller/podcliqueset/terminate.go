@@ -33,6 +33,24 @@ func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1
 	return err
 }
 
+// releaseEndedPods removes the outcome finalizer of the pods of an ended
+// Training workload that have stopped. They stay for their logs; their
+// outcome no longer matters, and nothing else would release them once the
+// workload's status stops changing.
+func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
+	var held []podstate.Summary
+	for _, p := range obs.pods {
+		if p.HasOutcomeFinalizer && p.Terminal() {
+			held = append(held, p)
+		}
+	}
+	held = budget.cut(held)
+	_, err := podwrite.InSlowStartBatches(ctx, len(held), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return podwrite.ReleaseOutcome(ctx, r.Client, pcs.Namespace, held[i])
+	})
+	return err
+}
+
 // awaitedPods are the pods the controller waits to be gone: the previous
 // runs of replicas being recreated, and every pod still running of a failed
 // workload.
