@@ -14,8 +14,11 @@ import (
 // Set is a set of non-negative indices.
 type Set map[int]bool
 
-// Parse reads the compact form. The empty string is the empty set.
-func Parse(s string) (Set, error) {
+// Parse reads the compact form, keeping the indices below `below` (a
+// clique's replicas): a record never needs more, and a range written wrongly
+// or by someone else ("0-4000000000") cannot make the set huge. The empty
+// string is the empty set.
+func Parse(s string, below int) (Set, error) {
 	out := Set{}
 	if s == "" {
 		return out, nil
@@ -32,7 +35,7 @@ func Parse(s string) (Set, error) {
 				return nil, fmt.Errorf("index set %q: range %q is not ascending", s, part)
 			}
 		}
-		for i := first; i <= last; i++ {
+		for i := first; i <= min(last, below-1); i++ {
 			out[i] = true
 		}
 	}

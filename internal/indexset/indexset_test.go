@@ -17,7 +17,7 @@ func TestRoundTrip(t *testing.T) {
 		{"9-10,1", "1,9-10"},
 	}
 	for _, tc := range cases {
-		s, err := Parse(tc.in)
+		s, err := Parse(tc.in, 100)
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", tc.in, err)
 		}
@@ -29,7 +29,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	for _, in := range []string{"a", "-1", "3-1", "1,,2", "1-", "1-x"} {
-		if _, err := Parse(in); err == nil {
+		if _, err := Parse(in, 100); err == nil {
 			t.Errorf("Parse(%q) accepted a malformed set", in)
 		}
 	}
@@ -50,5 +50,15 @@ func TestAddAndCount(t *testing.T) {
 	}
 	if got := s.String(); got != "1,4,9" {
 		t.Errorf("String() = %q", got)
+	}
+}
+
+func TestParseKeepsIndicesBelowTheBound(t *testing.T) {
+	s, err := Parse("1,3-4000000000", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.String(); got != "1,3-5" {
+		t.Errorf("got %q, want the indices below 6", got)
 	}
 }

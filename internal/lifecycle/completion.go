@@ -28,16 +28,11 @@ type Completion struct {
 // empty: the pods still show what they show, and the next status write
 // repairs the record.
 func CliqueCompletion(replicas int, recorded string, recordedLast *metav1.Time, pods []podstate.Summary) Completion {
-	done, err := indexset.Parse(recorded)
+	done, err := indexset.Parse(recorded, replicas)
 	if err != nil {
 		done = indexset.Set{}
 	}
-	c := Completion{Succeeded: indexset.Set{}}
-	for i := range done {
-		if i < replicas {
-			c.Succeeded.Add(i)
-		}
-	}
+	c := Completion{Succeeded: done}
 	if recordedLast != nil {
 		c.LastSucceeded = recordedLast.Time
 	}
