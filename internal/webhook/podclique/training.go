@@ -22,7 +22,7 @@ var (
 // the template's rules allow, and never changes those fields, so it is not
 // affected.
 func ValidateTraining(old, pclq *copsev1alpha1.PodClique, owner *copsev1alpha1.PodCliqueSet) field.ErrorList {
-	if !training.IsTraining(owner) {
+	if !owner.IsTraining() {
 		return nil
 	}
 	var errs field.ErrorList

@@ -17,7 +17,7 @@ import (
 // scaleConfig lives in the PodCliqueSet template, where the CRD rejects it
 // for Training), so there is no autoscaling rule here.
 func ValidateTraining(old, pcsg *copsev1alpha1.PodCliqueScalingGroup, owner *copsev1alpha1.PodCliqueSet) field.ErrorList {
-	if !training.IsTraining(owner) || !trainingRulesConcern(old, pcsg) {
+	if !owner.IsTraining() || !trainingRulesConcern(old, pcsg) {
 		return nil
 	}
 	return field.ErrorList{training.ReplicasImmutable(replicasPath, owner)}

@@ -32,7 +32,7 @@ var podTemplateChangeForbidden = fmt.Sprintf(
 // The rules apply when either object is Training; the CRD keeps
 // workloadType from changing.
 func validateTrainingUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
-	if !training.IsTraining(old) && !training.IsTraining(pcs) {
+	if !old.IsTraining() && !pcs.IsTraining() {
 		return nil
 	}
 	errs := validateTemplateReplicasUnchanged(old, pcs)

@@ -86,8 +86,3 @@ func isGroveKind(ref *metav1.OwnerReference) bool {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	return err == nil && gv.Group == copsev1alpha1.GroupName
 }
-
-// IsTraining reports whether pcs is a Training PodCliqueSet; nil is not.
-func IsTraining(pcs *copsev1alpha1.PodCliqueSet) bool {
-	return pcs != nil && pcs.Spec.WorkloadType == copsev1alpha1.WorkloadTypeTraining
-}

@@ -71,7 +71,7 @@ func (v ScaleValidator) ValidateUpdate(ctx context.Context, old, scale *autoscal
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	if IsTraining(owner) {
+	if owner.IsTraining() {
 		return nil, rules.ToAdmissionError(v.Kind, key.Name, field.ErrorList{ReplicasImmutable(scaleReplicasPath, owner)})
 	}
 	return nil, rules.ToAdmissionError(v.Kind, key.Name, v.validateSize(old.Spec.Replicas, scale.Spec.Replicas, target, owner))
