@@ -10,7 +10,6 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/rules"
@@ -62,7 +61,7 @@ func validateCliqueSpec(spec *grovecorev1alpha1.PodCliqueSpec, storedPodSpec *co
 		errs = append(errs, rules.MinAvailableWithinReplicas(spec.MinAvailable, spec.Replicas, minAvailablePath, replicasPath)...)
 	}
 	if spec.ScaleConfig != nil {
-		minAvailable := ptr.Deref(spec.MinAvailable, spec.Replicas)
+		minAvailable := copsev1alpha1.CliqueMinAvailable(*spec)
 		errs = append(errs, rules.AutoScalingWithinBounds(spec.ScaleConfig.MinReplicas, spec.ScaleConfig.MaxReplicas,
 			spec.Replicas, minAvailable, path.Child("autoScalingConfig"), minAvailablePath, replicasPath)...)
 	}

@@ -2,7 +2,6 @@ package podcliqueset
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/naming"
@@ -54,7 +53,7 @@ func nameBudget(pcs *copsev1alpha1.PodCliqueSet) naming.NameBudget {
 		}
 	}
 	for _, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
-		most := int(ptr.Deref(group.Replicas, 1))
+		most := int(copsev1alpha1.ScalingGroupReplicas(group))
 		if group.ScaleConfig != nil {
 			most = max(most, int(group.ScaleConfig.MaxReplicas))
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/rules"
@@ -52,14 +51,14 @@ func validateScalingGroups(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 		}
 
 		replicasPath, minAvailablePath := path.Child("replicas"), path.Child("minAvailable")
-		replicas := ptr.Deref(group.Replicas, 1)
+		replicas := copsev1alpha1.ScalingGroupReplicas(*group)
 		errs = append(errs, rules.ReplicasAtLeastOne(replicas, replicasPath)...)
 		if replicas >= 1 {
 			errs = append(errs, rules.MinAvailableWithinReplicas(group.MinAvailable, replicas, minAvailablePath, replicasPath)...)
 		}
 		if group.ScaleConfig != nil {
 			errs = append(errs, rules.AutoScalingWithinBounds(group.ScaleConfig.MinReplicas, group.ScaleConfig.MaxReplicas,
-				replicas, ptr.Deref(group.MinAvailable, 1), path.Child("scaleConfig"), minAvailablePath, replicasPath)...)
+				replicas, copsev1alpha1.ScalingGroupMinAvailable(*group), path.Child("scaleConfig"), minAvailablePath, replicasPath)...)
 		}
 	}
 	return append(errs, rules.NoDuplicates(names, func(i int) *field.Path { return groupsPath.Index(i).Child("name") })...)
