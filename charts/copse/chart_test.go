@@ -1,7 +1,6 @@
 package copse_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
-	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/webhook"
 )
@@ -178,27 +176,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// --- helm pin ------------------------------------------------------------
-
-func TestMakefilePinsTheHelmOfTheToolsModule(t *testing.T) {
-	version, err := framework.HelmVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "HELM_VERSION := " + version
-	if !bytes.Contains(makefile, []byte(want)) {
-		t.Errorf("the Makefile must say %q (hack/tools/helm/go.mod pins %s), so that `make helm` and the tests use one binary", want, version)
-	}
 }
 
 // --- webhooks ------------------------------------------------------------

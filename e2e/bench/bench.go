@@ -212,23 +212,19 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 // installJobSet builds (or finds cached) the JobSet controller and installs
 // its CRD; it returns the binary.
 func (b *Bench) installJobSet(ctx context.Context) (string, error) {
-	mod, err := FindJobSetToolsModule()
+	tool, err := cluster.EnsureTool(ctx, cluster.ToolJobSet, b.opts.Progress)
 	if err != nil {
 		return "", err
 	}
-	binary, err := mod.EnsureBinary(ctx, b.opts.Progress)
-	if err != nil {
-		return "", err
-	}
-	crd, err := mod.CRD(ctx)
+	crd, err := JobSetCRD(ctx, tool.Tool)
 	if err != nil {
 		return "", err
 	}
 	if err := InstallCRD(ctx, b.env.Client, crd); err != nil {
 		return "", err
 	}
-	b.meta.JobSetVersion = mod.Version
-	return binary, nil
+	b.meta.JobSetVersion = tool.Version
+	return tool.Path(jobSetBinary), nil
 }
 
 // startJobSet runs the JobSet controller with the operator's client QPS and
