@@ -79,6 +79,11 @@ type Options struct {
 	// copse creates while the observer measures; zero means the largest of
 	// Sizes.
 	ContentionPods int
+	// ContentionParallelism is the API-limit client's creators in the
+	// contention scenario: enough concurrent requests to exceed the seats of
+	// copse's priority level, so that API Priority and Fairness has to
+	// queue them.
+	ContentionParallelism int
 	// ObserverInterval is how often the contention scenario's observer
 	// sends a GET and a LIST; ObserverIdle how long it measures the idle
 	// server.
@@ -123,6 +128,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ContentionPods == 0 {
 		o.ContentionPods = slices.Max(o.Sizes)
+	}
+	if o.ContentionParallelism == 0 {
+		o.ContentionParallelism = 256
 	}
 	if o.ObserverInterval == 0 {
 		o.ObserverInterval = 50 * time.Millisecond
@@ -227,7 +235,8 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	if err := b.ensurePodCapacity(ctx, 2*max(opts.RestartPods, opts.CompletionPods)); err != nil {
 		return nil, err
 	}
-	if withJobSet || opts.has(ScenarioCreation) {
+	// Every scenario but scale deletes workloads between runs.
+	if !opts.has(ScenarioScale) {
 		if err := b.warmUpGarbageCollector(ctx); err != nil {
 			return nil, err
 		}
@@ -529,6 +538,7 @@ type Meta struct {
 		CompletionRunDuration string   `json:"completionRunDuration"`
 		ReferenceParallelism  []int    `json:"referenceParallelism"`
 		ContentionPods        int      `json:"contentionPods"`
+		ContentionParallelism int      `json:"contentionParallelism"`
 		ObserverInterval      string   `json:"observerInterval"`
 		Scenarios             []string `json:"scenarios"`
 	} `json:"options"`

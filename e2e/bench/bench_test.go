@@ -108,6 +108,32 @@ rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PUT"} 1e+00
 		Expect(d.ByMethod()).To(Equal(map[string]float64{"GET": 20, "POST": 64, "PATCH": 6, "DELETE": 1, "PUT": 1}))
 	})
 
+	It("counts each controller's reconciles, time in Reconcile and errors", func() {
+		const before = `controller_runtime_reconcile_total{controller="podclique",result="success"} 10
+controller_runtime_reconcile_total{controller="podclique",result="requeue"} 2
+controller_runtime_reconcile_errors_total{controller="podclique"} 1
+# TYPE controller_runtime_reconcile_time_seconds histogram
+controller_runtime_reconcile_time_seconds_bucket{controller="podclique",le="+Inf"} 12
+controller_runtime_reconcile_time_seconds_sum{controller="podclique"} 0.5
+controller_runtime_reconcile_time_seconds_count{controller="podclique"} 12
+`
+		const after = `controller_runtime_reconcile_total{controller="podclique",result="success"} 40
+controller_runtime_reconcile_total{controller="podclique",result="requeue"} 4
+controller_runtime_reconcile_total{controller="podcliqueset",result="success"} 3
+controller_runtime_reconcile_errors_total{controller="podclique"} 1
+controller_runtime_reconcile_errors_total{controller="podcliqueset"} 2
+# TYPE controller_runtime_reconcile_time_seconds histogram
+controller_runtime_reconcile_time_seconds_bucket{controller="podclique",le="+Inf"} 44
+controller_runtime_reconcile_time_seconds_sum{controller="podclique"} 2.5
+controller_runtime_reconcile_time_seconds_count{controller="podclique"} 44
+`
+		Expect(reconcileCosts(parse(before), parse(after))).To(Equal(map[string]ReconcileCost{
+			"podclique":    {Reconciles: 32, Seconds: 2},
+			"podcliqueset": {Reconciles: 3},
+		}))
+		Expect(reconcileErrors(parse(after)) - reconcileErrors(parse(before))).To(Equal(2.0))
+	})
+
 	It("refuses metrics without the counter", func() {
 		_, err := operatorRequestCounts(parse("up 1\n"))
 		Expect(err).To(HaveOccurred())

@@ -178,11 +178,47 @@ func (b *Bench) contentionIdle(ctx context.Context, rep, n int) Run {
 }
 
 // contentionCopse measures the observer while copse creates a Training
-// PodCliqueSet of n gated pods, from the create request to the n-th pod,
-// and what API Priority and Fairness did with copse's requests meanwhile.
+// PodCliqueSet of n gated pods.
 func (b *Bench) contentionCopse(ctx context.Context, rep, n int) Run {
-	run := Run{Scenario: ScenarioContention, System: SystemCopse, Size: n, Repetition: rep, Seconds: map[string]float64{}, started: time.Now()}
-	err := b.inNamespace(ctx, "bench-contention-copse", func(ctx context.Context, ns string) error {
+	return b.contention(ctx, rep, n, SystemCopse, 0, func(ctx context.Context, ns string) error {
+		if err := b.env.Client.Create(ctx, trainingPCS(ns, b.nextName(), int32(n), 0, nil, true)); err != nil {
+			return fmt.Errorf("create PodCliqueSet: %w", err)
+		}
+		return nil
+	})
+}
+
+// contentionAPILimit measures the observer while the API-limit client
+// (copse's identity, so copse's FlowSchema and priority level, and no
+// client-side limit) creates n copies of copse's pod with
+// ContentionParallelism creators: a burst as copse could make without its
+// client-side rate limit (slow-start batches of up to 64 creates in each of
+// its PodClique workers), which API Priority and Fairness alone then holds
+// back.
+func (b *Bench) contentionAPILimit(ctx context.Context, rep, n int) Run {
+	parallelism := b.opts.ContentionParallelism
+	return b.contention(ctx, rep, n, SystemAPILimit, parallelism, func(ctx context.Context, ns string) error {
+		if b.referencePod == nil {
+			return fmt.Errorf("no copse pod was captured to copy (the copse runs failed)")
+		}
+		cs, err := b.referenceClient(true)
+		if err != nil {
+			return err
+		}
+		objs := make([]*corev1.Pod, n)
+		for i := range objs {
+			objs[i] = referencePod(b.referencePod, ns, i)
+		}
+		return createPods(ctx, cs, objs, parallelism)
+	})
+}
+
+// contention measures the observer from just before burst starts creating
+// n pods in the run's namespace to the n-th pod seen, and what API Priority
+// and Fairness did meanwhile.
+func (b *Bench) contention(ctx context.Context, rep, n int, system string, parallelism int, burst func(ctx context.Context, ns string) error) Run {
+	run := Run{Scenario: ScenarioContention, System: system, Size: n, Parallelism: parallelism, Repetition: rep, Seconds: map[string]float64{}, started: time.Now()}
+	err := b.inNamespace(ctx, "bench-contention-"+system, func(ctx context.Context, ns string) error {
 		o, err := b.ensureObserver(ctx)
 		if err != nil {
 			return err
@@ -200,14 +236,14 @@ func (b *Bench) contentionCopse(ctx context.Context, rep, n int) Run {
 		observed := make(chan observation, 1)
 		go func() { observed <- o.observe(phase, b.opts.ObserverInterval) }()
 		t0 := time.Now()
-		if err := b.env.Client.Create(ctx, trainingPCS(ns, b.nextName(), int32(n), 0, nil, true)); err != nil {
-			return fmt.Errorf("create PodCliqueSet: %w", err)
+		err = burst(ctx, ns)
+		if err == nil {
+			err = waitPods(ctx, b.opts.RunTimeout, pods, klabels.Everything(), n, "created", added)
 		}
-		waitErr := waitPods(ctx, b.opts.RunTimeout, pods, klabels.Everything(), n, "created", added)
 		stop()
 		run.Latency = (<-observed).summary()
-		if waitErr != nil {
-			return waitErr
+		if err != nil {
+			return err
 		}
 		run.Seconds[MeasureAllPodsCreated] = nthTime(field(pods.Pods(klabels.Everything()), added), n).Sub(t0).Seconds()
 		after, err := framework.ScrapeAPIServerMetrics(ctx, b.env.Clientset)
@@ -215,6 +251,9 @@ func (b *Bench) contentionCopse(ctx context.Context, rep, n int) Run {
 			return err
 		}
 		run.FlowControl = flowControlCost(before, after)
+		if b.referencePod == nil && system == SystemCopse {
+			return b.captureReferencePod(ctx, ns)
+		}
 		return nil
 	})
 	return b.record(run, err)

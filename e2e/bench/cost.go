@@ -93,6 +93,7 @@ func (p *costProbe) finish(ctx context.Context, run *Run, podsCreated int) error
 	run.APIServer = apiServerCost(p.apiBefore, apiAfter)
 	errs := reconcileErrors(after) - reconcileErrors(p.before)
 	run.ReconcileErrors = &errs
+	run.Reconciles = reconcileCosts(p.before, after)
 	countsAfter, err := operatorRequestCounts(after)
 	if err != nil {
 		return err
@@ -133,6 +134,9 @@ type Run struct {
 	// ReconcileErrors is the operator's controller_runtime_reconcile_errors_total
 	// over the run (copse runs).
 	ReconcileErrors *float64 `json:"reconcileErrors,omitempty"`
+	// Reconciles is each controller's reconciles and time in Reconcile
+	// over the run (copse runs).
+	Reconciles map[string]ReconcileCost `json:"reconciles,omitempty"`
 	// Latency holds the contention scenario's observer latencies.
 	Latency *ObserverLatency `json:"latency,omitempty"`
 	// FlowControl is what API Priority and Fairness did, by priority level

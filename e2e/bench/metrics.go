@@ -92,6 +92,29 @@ func (c RequestCounts) ByMethod() map[string]float64 {
 	return out
 }
 
+// ReconcileCost is what one controller of the operator did during a run,
+// from controller-runtime's metrics.
+type ReconcileCost struct {
+	// Reconciles is controller_runtime_reconcile_total, any result.
+	Reconciles float64 `json:"reconciles"`
+	// Seconds is the time spent in Reconcile in all
+	// (controller_runtime_reconcile_time_seconds), wall time, not CPU.
+	Seconds float64 `json:"seconds"`
+}
+
+// reconcileCosts is, per controller, the difference of two scrapes of the
+// operator's metrics.
+func reconcileCosts(before, after framework.Metrics) map[string]ReconcileCost {
+	const total, duration = "controller_runtime_reconcile_total", "controller_runtime_reconcile_time_seconds"
+	out := map[string]ReconcileCost{}
+	counts := subtract(after.SumBy(total, nil, "controller"), before.SumBy(total, nil, "controller"))
+	for controller, n := range counts {
+		match := map[string]string{"controller": controller}
+		out[controller] = ReconcileCost{Reconciles: n, Seconds: after.HistogramSum(duration, match) - before.HistogramSum(duration, match)}
+	}
+	return out
+}
+
 // reconcileErrors is controller-runtime's controller_runtime_reconcile_errors_total
 // of the operator, summed over its controllers.
 func reconcileErrors(m framework.Metrics) float64 {

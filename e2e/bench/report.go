@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,7 +56,10 @@ func (b *Bench) Run(ctx context.Context) *Results {
 		}
 		if o.has(ScenarioContention) {
 			n := o.ContentionPods
-			pair(rep, func() { b.contentionCopse(ctx, rep, n) }, func() { b.contentionIdle(ctx, rep, n) })
+			pair(rep, func() { b.contentionCopse(ctx, rep, n) }, func() {
+				b.contentionIdle(ctx, rep, n)
+				b.contentionAPILimit(ctx, rep, n)
+			})
 		}
 	}
 	return b.report(ctx)
@@ -215,6 +219,27 @@ func statusChangesPer(kind string) func(Run) (float64, bool) {
 	}
 }
 
+func reconciles(controller string) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		c, ok := r.Reconciles[controller]
+		return c.Reconciles, ok
+	}
+}
+
+// controllers names the operator's controllers that reconciled in copse's
+// runs of scenario.
+func (b *Bench) controllers(scenario string) []string {
+	seen := map[string]bool{}
+	for _, r := range b.runs {
+		if r.Scenario == scenario && r.System == SystemCopse {
+			for c := range r.Reconciles {
+				seen[c] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 func latency(get func(*ObserverLatency) float64) func(Run) (float64, bool) {
 	return func(r Run) (float64, bool) {
 		if r.Latency == nil {
@@ -297,6 +322,23 @@ func (b *Bench) bestParallelismNote(n int, best []int) string {
 	return fmt.Sprintf("API server limit at N=%d: %s", n, strings.Join(parts, "; "))
 }
 
+// conflictAndStatusRows are a copse scenario's optimistic-lock conflicts
+// (the operator's client metric, and, with apiConflicts, the API server's
+// for grove.io objects) and its status write requests per object (the API
+// server's metric); what names the runs in the row names.
+func (b *Bench) conflictAndStatusRows(section, scenario, what string, n int, withAPIConflicts bool) []Row {
+	series := func(get func(Run) (float64, bool)) []float64 { return b.series(scenario, SystemCopse, n, get) }
+	rows := []Row{row(section, fmt.Sprintf("409 conflicts, %s (operator's client, all requests)", what), "requests", series(conflicts), "", nil, "")}
+	if withAPIConflicts {
+		rows = append(rows, row(section, fmt.Sprintf("409 conflicts, %s (API server, grove.io objects)", what), "requests", series(apiConflicts), "", nil, ""))
+	}
+	for _, kind := range []struct{ resource, kind string }{{"podcliquesets", "PodCliqueSet"}, {"podcliques", "PodClique"}} {
+		rows = append(rows, row(section, fmt.Sprintf("status write requests per %s, %s (API server)", kind.kind, what), "requests",
+			series(statusRequestsPer(kind.resource, kind.kind)), "", nil, ""))
+	}
+	return rows
+}
+
 func (b *Bench) report(ctx context.Context) *Results {
 	o := b.opts
 	b.meta.DurationSeconds = time.Since(b.started).Seconds()
@@ -306,6 +348,7 @@ func (b *Bench) report(ctx context.Context) *Results {
 	b.meta.Options.CompletionRunDuration = o.CompletionRunDuration.String()
 	b.meta.Options.ReferenceParallelism, b.meta.Options.Scenarios = o.ReferenceParallelism, o.Scenarios
 	b.meta.Options.ContentionPods, b.meta.Options.ObserverInterval = o.ContentionPods, o.ObserverInterval.String()
+	b.meta.Options.ContentionParallelism = o.ContentionParallelism
 	rep := &Results{Meta: b.meta, Runs: b.runs}
 	for _, r := range b.runs {
 		if r.Error != "" {
@@ -391,38 +434,47 @@ func (b *Bench) report(ctx context.Context) *Results {
 	if o.has(ScenarioContention) {
 		n := o.ContentionPods
 		idle := "idle server"
-		rep.Notes = append(rep.Notes, fmt.Sprintf("contention: an observer with a ServiceAccount of its own (API Priority and Fairness: service-accounts / workload-low) GETs one ConfigMap and LISTs its namespace's ConfigMaps every %s, for %s on the idle server and while copse creates %d gated pods, in every repetition", o.ObserverInterval, o.ObserverIdle, n))
-		for _, m := range []struct {
-			what string
-			get  func(*ObserverLatency) float64
-		}{
-			{"GET p50", func(l *ObserverLatency) float64 { return l.GetP50 }},
-			{"GET p99", func(l *ObserverLatency) float64 { return l.GetP99 }},
-			{"GET max", func(l *ObserverLatency) float64 { return l.GetMax }},
-			{"LIST p50", func(l *ObserverLatency) float64 { return l.ListP50 }},
-			{"LIST p99", func(l *ObserverLatency) float64 { return l.ListP99 }},
-			{"LIST max", func(l *ObserverLatency) float64 { return l.ListMax }},
-		} {
-			add(row(apfSec, fmt.Sprintf("observer %s while copse creates %d pods", m.what, n), "s",
-				b.series(ScenarioContention, SystemCopse, n, latency(m.get)), idle,
-				b.series(ScenarioContention, SystemIdle, n, latency(m.get)), ""))
-		}
-		add(row(apfSec, "  observer requests failed", "requests",
-			b.series(ScenarioContention, SystemCopse, n, latency(func(l *ObserverLatency) float64 { return float64(l.Errors) })), idle,
-			b.series(ScenarioContention, SystemIdle, n, latency(func(l *ObserverLatency) float64 { return float64(l.Errors) })), ""))
-		add(row(apfSec, fmt.Sprintf("  copse under observation: create -> %d-th pod", n), "s",
-			b.series(ScenarioContention, SystemCopse, n, seconds(MeasureAllPodsCreated)), "", nil, ""))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("contention: an observer with a ServiceAccount of its own (API Priority and Fairness: service-accounts / workload-low) GETs one ConfigMap and LISTs its namespace's ConfigMaps every %s, for %s on the idle server, while copse creates %d gated pods, and while the API-limit client (copse's identity, no client-side limit, %d creators) creates as many, in every repetition", o.ObserverInterval, o.ObserverIdle, n, o.ContentionParallelism))
 		copseLevel := flowControlName
 		if !b.meta.FlowControl {
 			copseLevel = "workload-low"
 		}
-		for _, level := range slices.Compact([]string{copseLevel, "workload-low"}) {
-			add(row(apfSec, fmt.Sprintf("  APF level %s: requests dispatched", level), "requests",
-				b.series(ScenarioContention, SystemCopse, n, levelCost(level, func(c PriorityLevelCost) float64 { return c.Dispatched })), "", nil, ""))
-			add(row(apfSec, fmt.Sprintf("  APF level %s: mean queue wait", level), "s",
-				b.series(ScenarioContention, SystemCopse, n, levelCost(level, func(c PriorityLevelCost) float64 { return c.MeanWaitSeconds })), "", nil, ""))
-			add(row(apfSec, fmt.Sprintf("  APF level %s: rejected (429)", level), "requests",
-				b.series(ScenarioContention, SystemCopse, n, levelCost(level, func(c PriorityLevelCost) float64 { return c.Rejected })), "", nil, ""))
+		for _, burst := range []struct{ system, who string }{{SystemCopse, "copse"}, {SystemAPILimit, "the API-limit client"}} {
+			for _, m := range []struct {
+				what string
+				get  func(*ObserverLatency) float64
+			}{
+				{"GET p50", func(l *ObserverLatency) float64 { return l.GetP50 }},
+				{"GET p99", func(l *ObserverLatency) float64 { return l.GetP99 }},
+				{"GET max", func(l *ObserverLatency) float64 { return l.GetMax }},
+				{"LIST p50", func(l *ObserverLatency) float64 { return l.ListP50 }},
+				{"LIST p99", func(l *ObserverLatency) float64 { return l.ListP99 }},
+				{"LIST max", func(l *ObserverLatency) float64 { return l.ListMax }},
+				{"requests failed", func(l *ObserverLatency) float64 { return float64(l.Errors) }},
+			} {
+				unit := "s"
+				if m.what == "requests failed" {
+					unit = "requests"
+				}
+				add(row(apfSec, fmt.Sprintf("observer %s while %s creates %d pods", m.what, burst.who, n), unit,
+					b.series(ScenarioContention, burst.system, n, latency(m.get)), idle,
+					b.series(ScenarioContention, SystemIdle, n, latency(m.get)), ""))
+			}
+			add(row(apfSec, fmt.Sprintf("  %s under observation: create -> %d-th pod", burst.who, n), "s",
+				b.series(ScenarioContention, burst.system, n, seconds(MeasureAllPodsCreated)), "", nil, ""))
+			for _, level := range slices.Compact([]string{copseLevel, "workload-low"}) {
+				for _, m := range []struct {
+					what, unit string
+					get        func(PriorityLevelCost) float64
+				}{
+					{"requests dispatched", "requests", func(c PriorityLevelCost) float64 { return c.Dispatched }},
+					{"mean queue wait", "s", func(c PriorityLevelCost) float64 { return c.MeanWaitSeconds }},
+					{"rejected (429)", "requests", func(c PriorityLevelCost) float64 { return c.Rejected }},
+				} {
+					add(row(apfSec, fmt.Sprintf("  APF level %s during %s's burst: %s", level, burst.who, m.what), m.unit,
+						b.series(ScenarioContention, burst.system, n, levelCost(level, m.get)), "", nil, ""))
+				}
+			}
 		}
 	}
 	if o.has(ScenarioCreation) {
@@ -436,12 +488,9 @@ func (b *Bench) report(ctx context.Context) *Results {
 		n := o.RestartPods
 		add(row(apiSec, fmt.Sprintf("API writes per replacement pod, restart %d", n), "writes",
 			b.series(ScenarioRestart, SystemCopse, n, writesPerPod), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("409 conflicts per restart, restart %d (operator's client, all requests)", n), "requests",
-			b.series(ScenarioRestart, SystemCopse, n, conflicts), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("status write requests per PodCliqueSet, restart %d (API server)", n), "requests",
-			b.series(ScenarioRestart, SystemCopse, n, statusRequestsPer("podcliquesets", "PodCliqueSet")), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("status write requests per PodClique, restart %d (API server)", n), "requests",
-			b.series(ScenarioRestart, SystemCopse, n, statusRequestsPer("podcliques", "PodClique")), "", nil, "old and new PodClique"))
+		for _, r := range b.conflictAndStatusRows(apiSec, ScenarioRestart, fmt.Sprintf("restart %d", n), n, false) {
+			add(r)
+		}
 		add(row(apiSec, fmt.Sprintf("status changes per restart, restart %d: workload (watch)", n), "writes",
 			b.series(ScenarioRestart, SystemCopse, n, statusWritesOf("PodCliqueSet")), jobset,
 			b.series(ScenarioRestart, SystemJobSet, n, statusWritesOf("JobSet")), "PodCliqueSet vs JobSet status"))
@@ -450,14 +499,9 @@ func (b *Bench) report(ctx context.Context) *Results {
 		n := o.CompletionPods
 		add(row(apiSec, fmt.Sprintf("API writes per pod, lifecycle %d (create -> Succeeded)", n), "writes",
 			b.series(ScenarioCompletion, SystemCopse, n, writesPerPod), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("409 conflicts per run, lifecycle %d (operator's client, all requests)", n), "requests",
-			b.series(ScenarioCompletion, SystemCopse, n, conflicts), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("409 conflicts per run, lifecycle %d (API server, grove.io objects)", n), "requests",
-			b.series(ScenarioCompletion, SystemCopse, n, apiConflicts), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("status write requests per PodCliqueSet, lifecycle %d (API server)", n), "requests",
-			b.series(ScenarioCompletion, SystemCopse, n, statusRequestsPer("podcliquesets", "PodCliqueSet")), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("status write requests per PodClique, lifecycle %d (API server)", n), "requests",
-			b.series(ScenarioCompletion, SystemCopse, n, statusRequestsPer("podcliques", "PodClique")), "", nil, ""))
+		for _, r := range b.conflictAndStatusRows(apiSec, ScenarioCompletion, fmt.Sprintf("lifecycle %d", n), n, true) {
+			add(r)
+		}
 		add(row(apiSec, fmt.Sprintf("status changes per PodCliqueSet, lifecycle %d (watch)", n), "writes",
 			b.series(ScenarioCompletion, SystemCopse, n, statusChangesPer("PodCliqueSet")), jobset,
 			b.series(ScenarioCompletion, SystemJobSet, n, statusWritesOf("JobSet")), "PodCliqueSet vs JobSet status"))
@@ -481,6 +525,13 @@ func (b *Bench) report(ctx context.Context) *Results {
 		n := o.Sizes[len(o.Sizes)-1]
 		add(row(opSec, fmt.Sprintf("operator peak RSS, creation N=%d", n), "MiB",
 			b.series(ScenarioCreation, SystemCopse, n, peakRSSMiB), "", nil, ""))
+	}
+	if o.has(ScenarioCompletion) {
+		n := o.CompletionPods
+		for _, controller := range b.controllers(ScenarioCompletion) {
+			add(row(opSec, fmt.Sprintf("%s reconciles per run, lifecycle %d", controller, n), "reconciles",
+				b.series(ScenarioCompletion, SystemCopse, n, reconciles(controller)), "", nil, ""))
+		}
 	}
 	controller := "JobSet controller"
 	if o.has(ScenarioRestart) {

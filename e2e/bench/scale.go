@@ -441,6 +441,12 @@ func scaleRows(run Run, report *ScaleReport, meta Meta) ([]Row, []string) {
 	if run.ReconcileErrors != nil {
 		rows = append(rows, one("operator", "reconcile errors", "errors", *run.ReconcileErrors, true, "controller_runtime_reconcile_errors_total; must be 0"))
 	}
+	for _, controller := range slices.Sorted(maps.Keys(run.Reconciles)) {
+		c := run.Reconciles[controller]
+		rows = append(rows,
+			one("operator", fmt.Sprintf("  %s: reconciles per pod", controller), "reconciles", c.Reconciles/float64(so.Pods), true, ""),
+			one("operator", fmt.Sprintf("  %s: time in Reconcile", controller), "s", c.Seconds, true, "wall time summed over workers"))
+	}
 	pods := float64(so.Pods)
 	if run.APIServer != nil {
 		rows = append(rows, one("api", "API requests per pod, all clients (API server)", "requests", run.APIServer.Requests/pods, true, "apiserver_request_total"))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2"
+	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/copse-dev/copse/e2e/bench"
@@ -43,6 +44,7 @@ func run() int {
 		parallelism = flag.String("reference-parallelism", "16,32,64", "concurrent creators of the API-limit reference, each tried in every repetition (the fastest is the reference)")
 		sameQPS     = flag.Bool("same-qps-reference", true, "also run the secondary reference: a client limited to copse's qps/burst")
 		contention  = flag.Int("contention-pods", 0, "pods copse creates while the contention scenario's observer measures (default: the largest size)")
+		contPar     = flag.Int("contention-parallelism", 256, "creators of the API-limit client's burst in the contention scenario")
 		interval    = flag.Duration("observer-interval", 50*time.Millisecond, "how often the observer sends a GET and a LIST")
 		idle        = flag.Duration("observer-idle", 10*time.Second, "how long the observer measures the idle server")
 		flowControl = flag.Bool("flow-control", true, "install the chart's API Priority and Fairness objects (flowControl.enabled)")
@@ -64,6 +66,10 @@ func run() int {
 	// The shared e2e framework logs through controller-runtime; nothing of
 	// it is useful here.
 	ctrllog.SetLogger(logr.Discard())
+	// client-go's own log lines (e.g. the same-QPS client announcing its
+	// client-side throttling, which is the point of that client) would
+	// interleave with the progress lines.
+	klog.SetLogger(logr.Discard())
 	// Its progress lines (GinkgoWriter, stdout outside a suite) go to
 	// stderr with ours, so that stdout holds the table only.
 	ginkgo.GinkgoWriter = stderrWriter{}
@@ -75,6 +81,7 @@ func run() int {
 		CompletionRunDuration:   *runFor,
 		WithoutSameQPSReference: !*sameQPS,
 		ContentionPods:          *contention,
+		ContentionParallelism:   *contPar,
 		ObserverInterval:        *interval,
 		ObserverIdle:            *idle,
 		WithoutFlowControl:      !*flowControl,
