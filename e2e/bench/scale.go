@@ -179,6 +179,8 @@ type ScaleReport struct {
 	Workloads []scaleWorkload `json:"workloads"`
 	// PodGroups is the number of PodGroups the scheduler backend created.
 	PodGroups int `json:"podGroups"`
+	// WorkloadsDone counts the workloads done when the run ended.
+	WorkloadsDone int `json:"workloadsDone"`
 }
 
 var podGroupGVR = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
@@ -192,7 +194,7 @@ func (b *Bench) RunScale(ctx context.Context, so ScaleOptions) *Results {
 	run := Run{Scenario: ScenarioScale, System: SystemCopse, Size: so.Pods, Repetition: 1, Seconds: map[string]float64{}, started: time.Now()}
 	report := &ScaleReport{Options: so}
 	err := b.runScale(ctx, so, &run, report)
-	b.record(run, err)
+	run = b.record(run, err)
 
 	res := &Results{Meta: b.meta, Runs: b.runs, Scale: report}
 	res.Meta.DurationSeconds = time.Since(b.started).Seconds()
@@ -254,44 +256,85 @@ func (b *Bench) runScale(ctx context.Context, so ScaleOptions, run *Run, report 
 		return err
 	}
 	b.logf("scale: created %d PodCliqueSets in %s", len(plan), time.Since(t0).Round(time.Millisecond))
-	lastLog := time.Now()
-	err = waitFor(ctx, so.Timeout, "every Training workload Succeeded and every Inference workload available", func() (bool, string) {
-		if err := errors.Join(pods.Err(), workloads.Err()); err != nil {
-			return false, err.Error()
-		}
-		done, failed := scaleProgress(plan, workloads)
-		detail := fmt.Sprintf("%d of %d workloads done, %d pods seen, %d bound", done, len(plan),
-			len(pods.Pods(klabels.Everything())), countSet(field(pods.Pods(klabels.Everything()), scheduled)))
-		if len(failed) > 0 {
-			detail += fmt.Sprintf("; failed: %v", failed)
-		}
-		if time.Since(lastLog) > 30*time.Second {
-			b.logf("scale: %s (%s)", detail, time.Since(t0).Round(time.Second))
-			lastLog = time.Now()
-		}
-		return done == len(plan), detail
+	waitErr := waitScale(ctx, plan, pods, workloads, func(detail string) {
+		b.logf("scale: %s (%s)", detail, time.Since(t0).Round(time.Second))
 	})
-	if err != nil {
-		return err
-	}
-	doneAt := time.Now()
+	// What was reached is reported even when not everything was.
 	records := pods.Pods(klabels.Everything())
-	if len(records) != so.Pods {
-		return fmt.Errorf("scale: %d pods were created, want %d", len(records), so.Pods)
+	if at := nthTime(field(records, added), so.Pods); !at.IsZero() {
+		run.Seconds[MeasureScaleAllCreated] = at.Sub(t0).Seconds()
 	}
-	run.Seconds[MeasureScaleAllCreated] = nthTime(field(records, added), so.Pods).Sub(t0).Seconds()
-	run.Seconds[MeasureScaleAllScheduled] = nthTime(field(records, scheduled), so.Pods).Sub(t0).Seconds()
-	run.Seconds[MeasureScaleAllDone] = latestDone(plan, workloads).Sub(t0).Seconds()
+	if at := nthTime(field(records, scheduled), so.Pods); !at.IsZero() {
+		run.Seconds[MeasureScaleAllScheduled] = at.Sub(t0).Seconds()
+	}
+	if waitErr == nil {
+		run.Seconds[MeasureScaleAllDone] = latestDone(plan, workloads).Sub(t0).Seconds()
+		b.logf("scale: every workload done after %s", time.Since(t0).Round(time.Second))
+	}
 	run.Seconds[MeasureScaleGangSpread] = largestGangSpread(records).Seconds()
-	b.logf("scale: every workload done after %s", doneAt.Sub(t0).Round(time.Second))
-
-	groups, err := b.dyn.Resource(podGroupGVR).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	report.WorkloadsDone, _ = scaleProgress(plan, workloads)
+	// A fresh context: the run's may have expired.
+	finishCtx, cancelFinish := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancelFinish()
+	groups, err := b.dyn.Resource(podGroupGVR).Namespace(metav1.NamespaceAll).List(finishCtx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("scale: list PodGroups: %w", err)
+		return errors.Join(waitErr, fmt.Errorf("scale: list PodGroups: %w", err))
 	}
 	report.PodGroups = len(groups.Items)
 	run.Objects = objectCounts(workloads)
-	return cost.finish(ctx, run, so.Pods)
+	if err := cost.finish(finishCtx, run, so.Pods); err != nil {
+		return errors.Join(waitErr, err)
+	}
+	if waitErr == nil && len(records) != so.Pods {
+		return fmt.Errorf("scale: %d pods were created, want %d", len(records), so.Pods)
+	}
+	return waitErr
+}
+
+// scaleProgressInterval is how often waitScale checks the workloads, and
+// scaleLogInterval how often it reports progress.
+const (
+	scaleProgressInterval = 500 * time.Millisecond
+	scaleLogInterval      = 30 * time.Second
+)
+
+// waitScale waits until every planned workload is done, fails as soon as a
+// Training one has failed, and reports progress through logf. The pods are
+// counted only for the progress line: ten thousand records are too many to
+// copy twice a second.
+func waitScale(ctx context.Context, plan []scaleWorkload, pods *podTracker, workloads *objTracker, logf func(string)) error {
+	start := time.Now()
+	progress := func() string {
+		records := pods.Pods(klabels.Everything())
+		done, _ := scaleProgress(plan, workloads)
+		return fmt.Sprintf("%d of %d workloads done; %d pods seen, %d bound, %d Running seen, %d Succeeded seen", done, len(plan),
+			len(records), countSet(field(records, scheduled)), countSet(field(records, running)), countSet(field(records, succeeded)))
+	}
+	ticker := time.NewTicker(scaleProgressInterval)
+	defer ticker.Stop()
+	lastLog := start
+	for {
+		if err := errors.Join(pods.Err(), workloads.Err()); err != nil {
+			return err
+		}
+		done, failed := scaleProgress(plan, workloads)
+		if len(failed) > 0 {
+			return fmt.Errorf("scale: Training workloads failed: %v", failed)
+		}
+		if done == len(plan) {
+			return nil
+		}
+		if time.Since(lastLog) >= scaleLogInterval {
+			logf(progress())
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("scale: not every Training workload Succeeded and every Inference one available: %w after %s (%s)",
+				ctx.Err(), time.Since(start).Round(time.Second), progress())
+		case <-ticker.C:
+		}
+	}
 }
 
 // createScaleWorkloads creates the plan's PodCliqueSets, eight at a time.
@@ -362,6 +405,7 @@ func latestDone(plan []scaleWorkload, workloads *objTracker) time.Time {
 }
 
 func scheduled(r podRecord) time.Time { return r.Scheduled }
+func succeeded(r podRecord) time.Time { return r.Succeeded }
 
 // podCliqueLabel names a pod's PodClique.
 const podCliqueLabel = copselabels.PodCliqueKey
@@ -431,6 +475,7 @@ func scaleRows(run Run, report *ScaleReport, meta Meta) ([]Row, []string) {
 	v, ok = sec(MeasureScaleAllDone)
 	rows = append(rows, one("time", "create -> every Training workload Succeeded, every Inference one available (wall time)", "s", v, ok,
 		fmt.Sprintf("Training pods run %s", so.RunDuration)))
+	rows = append(rows, one("time", "workloads done at the end", "workloads", float64(report.WorkloadsDone), true, fmt.Sprintf("of %d", len(report.Workloads))))
 	v, ok = sec(MeasureScaleGangSpread)
 	rows = append(rows, one("time", "largest first-to-last binding time of one gang", "s", v, ok, ""))
 	if run.Process != nil {

@@ -414,6 +414,7 @@ func waitQuiet(ctx context.Context, quiet, limit time.Duration, sources ...event
 // Times are taken from the trackers' records, not from when waitFor
 // notices, so polling adds nothing to a measurement.
 func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(20 * time.Millisecond)
@@ -425,7 +426,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s waiting for %s (%s)", timeout, what, detail)
+			return fmt.Errorf("gave up waiting for %s after %s: %w (%s)", what, time.Since(start).Round(time.Millisecond), ctx.Err(), detail)
 		case <-ticker.C:
 		}
 	}
