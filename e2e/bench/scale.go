@@ -78,7 +78,7 @@ func (o *ScaleOptions) SetDefaults() {
 		o.RunDuration = 30 * time.Second
 	}
 	if o.Timeout == 0 {
-		o.Timeout = 20 * time.Minute
+		o.Timeout = 30 * time.Minute
 	}
 }
 

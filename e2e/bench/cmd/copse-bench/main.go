@@ -60,7 +60,7 @@ func run() int {
 		scaleNS       = flag.Int("scale-namespaces", 10, "scale: namespaces the workloads are spread over")
 		scaleSeed     = flag.Uint64("scale-seed", 1, "scale: seed of the Training sizes")
 		scaleRunFor   = flag.Duration("scale-run-duration", 30*time.Second, "scale: how long each Training pod runs")
-		scaleRunLimit = flag.Duration("scale-timeout", 20*time.Minute, "scale: time limit from the first create to the last workload done")
+		scaleRunLimit = flag.Duration("scale-timeout", 30*time.Minute, "scale: time limit from the first create to the last workload done")
 	)
 	flag.Parse()
 	// The shared e2e framework logs through controller-runtime; nothing of
