@@ -7,32 +7,24 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# COPSE_CACHE_DIR is shared with e2e/cluster, which caches the control-plane
-# binaries under the same directory.
+# COPSE_CACHE_DIR is where e2e/cluster caches every pinned tool and the CLI's
+# clusters; exported so that every program run here agrees on it.
 COPSE_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/copse
 export COPSE_CACHE_DIR
-TOOLS_BIN   := $(COPSE_CACHE_DIR)/bin
-
-CONTROLLER_GEN_VERSION := v0.23.0
-# Both are built with the version stamped in (controller-tools otherwise reads
-# it from build info, which differs between machines and would make the
-# controller-gen.kubebuilder.io/version annotation of the CRDs unstable).
-CONTROLLER_GEN_LDFLAGS := -X sigs.k8s.io/controller-tools/pkg/version.version=$(CONTROLLER_GEN_VERSION)
-CONTROLLER_GEN         := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)-stamped
-# crdgen is controller-gen's CRD generator with Grove's embedded package
-# registered as types-only (see hack/tools/controller-gen/crdgen).
-CRDGEN                 := $(TOOLS_BIN)/crdgen-$(CONTROLLER_GEN_VERSION)-stamped
-# helm lints (verify), renders (the chart's RBAC golden test) and installs
-# (e2e/helm) charts/copse. The version must match hack/tools/helm/go.mod;
-# e2e/framework/helm.go builds the same binary at the same path.
-HELM_VERSION := v3.22.0
-HELM         := $(TOOLS_BIN)/helm-$(HELM_VERSION)
 
 # LABELS selects Ginkgo suites by label, e.g. `make test-e2e LABELS=foundation`.
 LABELS ?=
 E2E_TIMEOUT ?= 60m
 CLUSTER_CLI := go run ./e2e/cluster/cmd/copse-cluster
 CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
+
+# Every pinned tool (controller-gen, crdgen, helm, etcd, the Kubernetes
+# binaries, kwok, the JobSet controller) is built by one builder, e2e/cluster
+# (tools.go: one row per module under hack/tools, whose go.mod pins the
+# version), into $(COPSE_CACHE_DIR)/bin/<tool>-<version>-<hash>/. `$(TOOL) X`
+# prints the path of binary X, building its tool first if needed, so a recipe
+# runs a tool as "$$($(TOOL) helm)".
+TOOL := $(CLUSTER_CLI) tool
 
 TOOL_MODULES := $(wildcard hack/tools/*/go.mod)
 
@@ -47,37 +39,21 @@ build: ## Build the operator binary into bin/.
 	go build -o bin/copse-operator ./operator
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(CRDGEN) $(HELM) ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok).
+tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet), print their paths.
 	$(CLUSTER_CLI) build
 
-$(CONTROLLER_GEN):
-	@mkdir -p $(TOOLS_BIN)
-	@echo "building controller-gen $(CONTROLLER_GEN_VERSION) into $(TOOLS_BIN)"
-	cd hack/tools/controller-gen && go build -ldflags '$(CONTROLLER_GEN_LDFLAGS)' -o $(abspath $@).tmp sigs.k8s.io/controller-tools/cmd/controller-gen
-	mv $@.tmp $@
-
-$(CRDGEN):
-	@mkdir -p $(TOOLS_BIN)
-	cd hack/tools/controller-gen && go build -ldflags '$(CONTROLLER_GEN_LDFLAGS)' -o $(abspath $@).tmp ./crdgen
-	mv $@.tmp $@
-
 .PHONY: helm
-helm: $(HELM) ## Build and cache the pinned helm (prints its path).
-	@echo $(HELM)
-
-$(HELM):
-	@mkdir -p $(TOOLS_BIN)
-	@echo "building helm $(HELM_VERSION) into $(TOOLS_BIN)"
-	cd hack/tools/helm && GOWORK=off go build -ldflags "$$(./ldflags.sh)" -o $(abspath $@).tmp helm.sh/helm/v3/cmd/helm
-	mv $@.tmp $@
+helm: ## Build and cache the pinned helm (prints its path).
+	@$(TOOL) helm
 
 ##@ Generate and verify
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(CRDGEN) ## Regenerate deepcopy functions and CRDs (charts/copse/crds).
-	$(CONTROLLER_GEN) object paths=./api/...
-	rm -f charts/copse/crds/*.yaml
-	$(CRDGEN) -paths ./api/core/... -output-dir charts/copse/crds
+generate: ## Regenerate deepcopy functions and CRDs (charts/copse/crds).
+	controller_gen=$$($(TOOL) controller-gen); crdgen=$$($(TOOL) crdgen); \
+	$$controller_gen object paths=./api/... && \
+	rm -f charts/copse/crds/*.yaml && \
+	$$crdgen -paths ./api/core/... -output-dir charts/copse/crds
 
 GENERATED := charts/copse/crds $(shell find api -name 'zz_generated.*.go')
 
@@ -85,7 +61,7 @@ GENERATED := charts/copse/crds $(shell find api -name 'zz_generated.*.go')
 verify: verify-generated verify-tidy verify-fmt vet verify-chart ## Fail when generated files, go.mod, formatting, go vet or helm lint are not clean.
 
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) $(CRDGEN)
+verify-generated:
 	@snapshot=$$(mktemp -d); trap 'rm -rf "$$snapshot"' EXIT; \
 	tar -cf "$$snapshot/before.tar" $(GENERATED); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
@@ -113,15 +89,16 @@ vet:
 	go vet ./...
 
 .PHONY: verify-chart
-verify-chart: $(HELM)
-	$(HELM) lint --strict charts/copse
-	$(HELM) lint --strict charts/copse --set localMode.enabled=true --set localMode.webhookURL=https://127.0.0.1:9443
-	$(HELM) lint --strict charts/copse --set webhook.certificate.mode=certManager
-	$(HELM) lint --strict charts/copse --set webhook.certificate.mode=secret \
+verify-chart:
+	helm=$$($(TOOL) helm); \
+	$$helm lint --strict charts/copse && \
+	$$helm lint --strict charts/copse --set localMode.enabled=true --set localMode.webhookURL=https://127.0.0.1:9443 && \
+	$$helm lint --strict charts/copse --set webhook.certificate.mode=certManager && \
+	$$helm lint --strict charts/copse --set webhook.certificate.mode=secret \
 		--set webhook.certificate.secretName=copse-webhook-tls --set-string webhook.certificate.secret.caBundle=lint
 
 .PHONY: chart-rbac
-chart-rbac: $(HELM) ## Rewrite charts/copse/rbac-reviewed.yaml from the chart (review the diff: it is every permission copse gets).
+chart-rbac: ## Rewrite charts/copse/rbac-reviewed.yaml from the chart (review the diff: it is every permission copse gets).
 	COPSE_UPDATE_RBAC_GOLDEN=1 go test -count=1 -run 'TestRBAC' ./charts/copse
 
 ##@ Test
@@ -145,12 +122,20 @@ BENCH_OUT  ?= bin/bench
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Benchmark copse against a plain client and JobSet (N=64,512,1024, 3 repetitions, ~10 min); table + $(BENCH_OUT)/bench-results.json.
+bench: ## Benchmark copse against the API server's limit and JobSet (N=64..4096, 3 repetitions, ~25 min); table + $(BENCH_OUT)/bench-results.json.
 	go run ./e2e/bench/cmd/copse-bench --out-dir $(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: bench-smoke
-bench-smoke: ## The benchmark's reduced form (N=64, one repetition, ~2 min): fails only if a scenario cannot run, never on a figure.
-	go run ./e2e/bench/cmd/copse-bench --sizes 64 --repetitions 1 --out-dir bin/bench-smoke
+bench-smoke: ## The benchmark's reduced form (N=64, one repetition, ~2-3 min): fails only if a scenario cannot run, never on a figure.
+	go run ./e2e/bench/cmd/copse-bench --sizes 64 --repetitions 1 --observer-idle 5s --out-dir bin/bench-smoke
+
+# BENCH_SCALE_ARGS adds copse-bench flags to bench-scale, e.g. the reduced
+# form BENCH_SCALE_ARGS='--scale-pods 1000 --scale-nodes 100'.
+BENCH_SCALE_ARGS ?=
+
+.PHONY: bench-scale
+bench-scale: ## 10,000 pods in 110 gangs on 1,000 simulated nodes (~25 min on 2 shared cores; not in `make test`); fails on reconcile errors.
+	go run ./e2e/bench/cmd/copse-bench --scale --timeout 45m --out-dir bin/bench-scale $(BENCH_SCALE_ARGS)
 
 ##@ Demo
 

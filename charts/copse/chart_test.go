@@ -1,7 +1,6 @@
 package copse_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,13 +19,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
-	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/webhook"
 )
@@ -179,27 +178,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// --- helm pin ------------------------------------------------------------
-
-func TestMakefilePinsTheHelmOfTheToolsModule(t *testing.T) {
-	version, err := framework.HelmVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "HELM_VERSION := " + version
-	if !bytes.Contains(makefile, []byte(want)) {
-		t.Errorf("the Makefile must say %q (hack/tools/helm/go.mod pins %s), so that `make helm` and the tests use one binary", want, version)
-	}
 }
 
 // --- webhooks ------------------------------------------------------------
@@ -428,16 +406,150 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 		"leaderElection":   map[string]any{"enabled": false, "resourceName": "my-lease", "leaseDuration": "30s"},
 	}}))
 	switch {
-	case cfg.ClientConnection.QPS != 12.5:
-		t.Errorf("qps %v", cfg.ClientConnection.QPS)
+	case cfg.ClientConnection.QPS != 12.5 || cfg.ClientConnection.Burst != configv1alpha1.DefaultBurst:
+		t.Errorf("clientConnection %+v", cfg.ClientConnection)
 	case cfg.Logging.Level != configv1alpha1.LogLevelDebug || cfg.Logging.Format != configv1alpha1.LogFormatText:
 		t.Errorf("logging %+v", cfg.Logging)
-	case cfg.Controllers.PodClique.ConcurrentSyncs != 11 || cfg.Controllers.PodCliqueSet.ConcurrentSyncs != 3:
+	case cfg.Controllers.PodClique.ConcurrentSyncs != 11 ||
+		cfg.Controllers.PodCliqueSet.ConcurrentSyncs != configv1alpha1.DefaultPodCliqueSetConcurrentSyncs:
 		t.Errorf("controllers %+v", cfg.Controllers)
 	case cfg.Scheduler.Backend != configv1alpha1.SchedulerBackendNone:
 		t.Errorf("scheduler %+v", cfg.Scheduler)
 	case *cfg.LeaderElection.Enabled || cfg.LeaderElection.ResourceName != "my-lease" || cfg.LeaderElection.LeaseDuration.Duration != 30*time.Second:
 		t.Errorf("leaderElection %+v", cfg.LeaderElection)
+	}
+}
+
+// The chart pins no client rate limit or concurrency of its own: unset, they
+// are the operator's defaults, whatever those are in the operator the chart
+// installs.
+func TestClientAndConcurrencyDefaultToTheOperators(t *testing.T) {
+	docs := template(t, nil)
+	cm := &corev1.ConfigMap{}
+	get(t, docs, "ConfigMap/copse-system/copse-config", cm)
+	raw := map[string]any{}
+	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"clientConnection", "controllers"} {
+		if v, set := raw[key]; set {
+			t.Errorf("the default ConfigMap sets %s: %v; leave it to the operator's defaults", key, v)
+		}
+	}
+	cfg := operatorConfig(t, docs)
+	defaults := configv1alpha1.NewDefaultOperatorConfiguration()
+	if diff := cmp.Diff(defaults.ClientConnection, cfg.ClientConnection); diff != "" {
+		t.Errorf("clientConnection differs from the operator's defaults (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(defaults.Controllers, cfg.Controllers); diff != "" {
+		t.Errorf("controllers differ from the operator's defaults (-want +got):\n%s", diff)
+	}
+}
+
+// --- API Priority and Fairness ------------------------------------------
+
+func TestFlowControlClassifiesTheOperatorsServiceAccount(t *testing.T) {
+	for _, sc := range []scenario{
+		{name: "default"},
+		{name: "own ServiceAccount", values: map[string]any{"serviceAccount": map[string]any{"create": false, "name": "mine"}}},
+		{name: "localMode", values: scenarios[1].values},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			docs := template(t, sc.values)
+			wantSA := "copse-operator"
+			if sc.name == "own ServiceAccount" {
+				wantSA = "mine"
+			}
+			level := &flowcontrolv1.PriorityLevelConfiguration{}
+			get(t, docs, "PriorityLevelConfiguration//copse-operator", level)
+			limited := level.Spec.Limited
+			if level.Spec.Type != flowcontrolv1.PriorityLevelEnablementLimited || limited == nil {
+				t.Fatalf("priority level %+v, want type Limited", level.Spec)
+			}
+			if limited.NominalConcurrencyShares == nil || *limited.NominalConcurrencyShares != 20 ||
+				limited.LendablePercent == nil || *limited.LendablePercent != 50 ||
+				limited.BorrowingLimitPercent == nil || *limited.BorrowingLimitPercent != 100 {
+				t.Errorf("shares %+v", limited)
+			}
+			want := flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{
+				Queues: 64, HandSize: 6, QueueLengthLimit: 256}}
+			if diff := cmp.Diff(want, limited.LimitResponse); diff != "" {
+				t.Errorf("limitResponse (-want +got):\n%s", diff)
+			}
+
+			operator := &flowcontrolv1.FlowSchema{}
+			get(t, docs, "FlowSchema//copse-operator", operator)
+			lease := &flowcontrolv1.FlowSchema{}
+			get(t, docs, "FlowSchema//copse-operator-leader-election", lease)
+			subject := []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+				ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Name: wantSA, Namespace: releaseNamespace}}}
+			for _, fs := range []*flowcontrolv1.FlowSchema{operator, lease} {
+				if len(fs.Spec.Rules) != 1 {
+					t.Fatalf("%s: %d rules, want 1", fs.Name, len(fs.Spec.Rules))
+				}
+				if diff := cmp.Diff(subject, fs.Spec.Rules[0].Subjects); diff != "" {
+					t.Errorf("%s: subjects (-want +got):\n%s", fs.Name, diff)
+				}
+				// The built-in schemas that also match a ServiceAccount:
+				// kube-system-service-accounts (900), service-accounts (9000).
+				if fs.Spec.MatchingPrecedence >= 900 {
+					t.Errorf("%s: matchingPrecedence %d: the built-in kube-system-service-accounts (900) would match first", fs.Name, fs.Spec.MatchingPrecedence)
+				}
+			}
+			if operator.Spec.PriorityLevelConfiguration.Name != level.Name {
+				t.Errorf("the operator's FlowSchema points at %q, not at the chart's priority level", operator.Spec.PriorityLevelConfiguration.Name)
+			}
+			if operator.Spec.DistinguisherMethod == nil || operator.Spec.DistinguisherMethod.Type != flowcontrolv1.FlowDistinguisherMethodByNamespaceType {
+				t.Errorf("distinguisher %+v, want ByNamespace", operator.Spec.DistinguisherMethod)
+			}
+			all := []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+				Namespaces: []string{"*"}, ClusterScope: true}}
+			if diff := cmp.Diff(all, operator.Spec.Rules[0].ResourceRules); diff != "" {
+				t.Errorf("the operator's FlowSchema must take every request of its ServiceAccount (-want +got):\n%s", diff)
+			}
+			if lease.Spec.MatchingPrecedence >= operator.Spec.MatchingPrecedence {
+				t.Errorf("the Lease schema (%d) must match before the operator's (%d)", lease.Spec.MatchingPrecedence, operator.Spec.MatchingPrecedence)
+			}
+			if lease.Spec.PriorityLevelConfiguration.Name != "leader-election" {
+				t.Errorf("Lease requests go to %q, want the built-in leader-election level", lease.Spec.PriorityLevelConfiguration.Name)
+			}
+			leases := []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"get", "create", "update"},
+				APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Namespaces: []string{releaseNamespace}}}
+			if diff := cmp.Diff(leases, lease.Spec.Rules[0].ResourceRules); diff != "" {
+				t.Errorf("Lease schema rules (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFlowControlValues(t *testing.T) {
+	docs := template(t, map[string]any{"flowControl": map[string]any{"enabled": false}})
+	for key := range docs {
+		if strings.HasPrefix(key, "FlowSchema/") || strings.HasPrefix(key, "PriorityLevelConfiguration/") {
+			t.Errorf("flowControl.enabled=false renders %s", key)
+		}
+	}
+
+	docs = template(t, map[string]any{"flowControl": map[string]any{
+		"matchingPrecedence":          500,
+		"leaderElectionPriorityLevel": "",
+		"priorityLevel": map[string]any{"nominalConcurrencyShares": 7, "lendablePercent": 0, "borrowingLimitPercent": nil,
+			"queuing": map[string]any{"queues": 8, "handSize": 2, "queueLengthLimit": 10}},
+	}})
+	if _, ok := docs["FlowSchema//copse-operator-leader-election"]; ok {
+		t.Error("leaderElectionPriorityLevel \"\" still renders the Lease schema")
+	}
+	operator := &flowcontrolv1.FlowSchema{}
+	get(t, docs, "FlowSchema//copse-operator", operator)
+	if operator.Spec.MatchingPrecedence != 500 {
+		t.Errorf("matchingPrecedence %d", operator.Spec.MatchingPrecedence)
+	}
+	level := &flowcontrolv1.PriorityLevelConfiguration{}
+	get(t, docs, "PriorityLevelConfiguration//copse-operator", level)
+	l := level.Spec.Limited
+	if *l.NominalConcurrencyShares != 7 || *l.LendablePercent != 0 || l.BorrowingLimitPercent != nil ||
+		*l.LimitResponse.Queuing != (flowcontrolv1.QueuingConfiguration{Queues: 8, HandSize: 2, QueueLengthLimit: 10}) {
+		t.Errorf("priority level %+v, queuing %+v", l, l.LimitResponse.Queuing)
 	}
 }
 
@@ -597,6 +709,11 @@ func TestInvalidValuesAreRefused(t *testing.T) {
 		"local mode with http URL":    {"localMode": map[string]any{"enabled": true, "webhookURL": "http://127.0.0.1:9443"}},
 		"local mode with certManager": {"localMode": map[string]any{"enabled": true, "webhookURL": localWebhookURL}, "webhook": map[string]any{"certificate": map[string]any{"mode": "certManager"}}},
 		"secret mode without CA":      {"webhook": map[string]any{"certificate": map[string]any{"mode": "secret"}}},
+		"hand larger than queues":     {"flowControl": map[string]any{"priorityLevel": map[string]any{"queuing": map[string]any{"queues": 4, "handSize": 6}}}},
+		"precedence after the built-in service-accounts schema": {"flowControl": map[string]any{"matchingPrecedence": 9500}},
+		"lendable above 100 percent":                            {"flowControl": map[string]any{"priorityLevel": map[string]any{"lendablePercent": 101}}},
+		"zero concurrency shares":                               {"flowControl": map[string]any{"priorityLevel": map[string]any{"nominalConcurrencyShares": 0}}},
+		"unknown flowControl key":                               {"flowControl": map[string]any{"queues": 8}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := templateErr(t, values); err == nil {

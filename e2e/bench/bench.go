@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,13 +32,23 @@ const (
 	ScenarioCreation   = "creation"
 	ScenarioRestart    = "restart"
 	ScenarioCompletion = "completion"
+	ScenarioContention = "contention"
+	// ScenarioScale is `make bench-scale` (RunScale), never part of Run.
+	ScenarioScale = "scale"
 )
 
 // System names: what a run measured.
 const (
-	SystemCopse       = "copse"
-	SystemPlainClient = "plain-client"
-	SystemJobSet      = "jobset"
+	SystemCopse = "copse"
+	// SystemAPILimit is the API server's own limit: a client without a
+	// client-side rate limit creating copse's pods with bounded
+	// parallelism (Run.Parallelism).
+	SystemAPILimit = "api-limit"
+	// SystemSameQPSClient is a client limited like copse's (its qps/burst).
+	SystemSameQPSClient = "same-qps-client"
+	SystemJobSet        = "jobset"
+	// SystemIdle is the contention scenario's observer on an idle server.
+	SystemIdle = "idle"
 )
 
 var (
@@ -52,35 +63,56 @@ type Options struct {
 	Sizes []int
 	// Repetitions of every scenario (at least 1; 3 for min/median/max).
 	Repetitions int
-	// Scenarios to run; empty means all.
+	// Scenarios to run; empty means all but ScenarioScale.
 	Scenarios []string
 	// RestartPods and CompletionPods size those scenarios' replica.
 	RestartPods, CompletionPods int
 	// CompletionRunDuration is how long the completion scenario's pods run.
 	CompletionRunDuration time.Duration
-	// ReferenceParallelism bounds the plain client's concurrent creates.
-	ReferenceParallelism int
+	// ReferenceParallelism are the concurrent creators the API-limit
+	// client is run with in every repetition; the fastest is the reference.
+	ReferenceParallelism []int
+	// WithoutSameQPSReference skips the secondary reference, a client
+	// limited to copse's qps/burst.
+	WithoutSameQPSReference bool
+	// ContentionPods is the size of the gang the contention scenario's
+	// copse creates while the observer measures; zero means the largest of
+	// Sizes.
+	ContentionPods int
+	// ContentionParallelism is the API-limit client's creators in the
+	// contention scenario: enough concurrent requests to exceed the seats of
+	// copse's priority level, so that API Priority and Fairness has to
+	// queue them.
+	ContentionParallelism int
+	// ObserverInterval is how often the contention scenario's observer
+	// sends a GET and a LIST; ObserverIdle how long it measures the idle
+	// server.
+	ObserverInterval, ObserverIdle time.Duration
+	// WithoutFlowControl installs the chart with flowControl.enabled=false.
+	WithoutFlowControl bool
 	// RunTimeout bounds one run (one system, one repetition), cleanup
 	// included.
 	RunTimeout time.Duration
 	// KeepCluster keeps the cluster directory (every component's log).
 	KeepCluster bool
 	// OperatorLogLevel is the operator's log level ("debug", "info",
-	// "error"); empty means its default.
+	// "error"); empty means the chart's.
 	OperatorLogLevel string
+	// Topology of the cluster's nodes; nil means cluster.DefaultTopology().
+	Topology *cluster.Topology
 	// Progress receives progress lines; nil means os.Stderr.
 	Progress io.Writer
 }
 
 func (o *Options) setDefaults() {
 	if len(o.Sizes) == 0 {
-		o.Sizes = []int{64, 512, 1024}
+		o.Sizes = []int{64, 512, 1024, 4096}
 	}
 	if o.Repetitions < 1 {
 		o.Repetitions = 3
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion}
+		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion, ScenarioContention}
 	}
 	if o.RestartPods == 0 {
 		o.RestartPods = 64
@@ -91,8 +123,20 @@ func (o *Options) setDefaults() {
 	if o.CompletionRunDuration == 0 {
 		o.CompletionRunDuration = 3 * time.Second
 	}
-	if o.ReferenceParallelism == 0 {
-		o.ReferenceParallelism = 64
+	if len(o.ReferenceParallelism) == 0 {
+		o.ReferenceParallelism = []int{16, 32, 64}
+	}
+	if o.ContentionPods == 0 {
+		o.ContentionPods = slices.Max(o.Sizes)
+	}
+	if o.ContentionParallelism == 0 {
+		o.ContentionParallelism = 256
+	}
+	if o.ObserverInterval == 0 {
+		o.ObserverInterval = 50 * time.Millisecond
+	}
+	if o.ObserverIdle == 0 {
+		o.ObserverIdle = 10 * time.Second
 	}
 	if o.RunTimeout == 0 {
 		o.RunTimeout = 4 * time.Minute
@@ -122,10 +166,16 @@ type Bench struct {
 	burst   int
 	started time.Time
 	meta    Meta
+	// operatorKubeconfig authenticates as the chart's ServiceAccount, the
+	// identity copse runs with; the reference clients use it too.
+	operatorKubeconfig string
 
-	// referencePod is a pod copse created for a creation run; the plain
-	// client creates copies of it.
+	// referencePod is a pod copse created for a creation run; the reference
+	// clients create copies of it.
 	referencePod *corev1.Pod
+	// observer is the contention scenario's other client, set up on first
+	// use.
+	observer *observer
 	// startupPeakRSS is the operator's VmHWM before the first run reset it.
 	startupPeakRSS int64
 	runs           []Run
@@ -133,16 +183,15 @@ type Bench struct {
 	seq            int
 }
 
-// Start brings up the cluster, the operator (the copse-operator binary,
-// built from the working tree, with leader election off so that Lease
-// renewals do not count as its writes) and, if needed, the JobSet
-// controller, with the operator's client QPS and burst.
+// Start brings up the cluster, the chart (local mode) and the operator as
+// its ServiceAccount with its configuration (see startOperator) and, if
+// needed, the JobSet controller with the operator's client QPS and burst.
 func Start(ctx context.Context, opts Options) (*Bench, error) {
 	opts.setDefaults()
 	b := &Bench{opts: opts, started: time.Now()}
 	b.meta = machineMeta()
 	b.logf("starting the local cluster")
-	c, err := cluster.Start(ctx, cluster.Options{Out: opts.Progress, KeepDir: opts.KeepCluster})
+	c, err := cluster.Start(ctx, cluster.Options{Out: opts.Progress, KeepDir: opts.KeepCluster, Topology: opts.Topology})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +209,8 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 		return nil, err
 	}
 	// Every CRD goes in first: the garbage collector learns new kinds only
-	// every 30 seconds (see warmUpGarbageCollector), counted from now.
+	// every 30 seconds (see warmUpGarbageCollector), counted from now. Helm
+	// leaves CRDs that exist alone.
 	if err := framework.InstallCRDs(ctx, b.env.Client); err != nil {
 		return nil, err
 	}
@@ -171,23 +221,9 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 			return nil, err
 		}
 	}
-	b.logf("starting copse-operator")
-	if _, err := framework.StartOperator(ctx, b.env, framework.OperatorOptions{
-		Name: "bench",
-		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
-			cfg.LeaderElection.Enabled = ptr.To(false)
-			if opts.OperatorLogLevel != "" {
-				cfg.Logging.Level = configv1alpha1.LogLevel(opts.OperatorLogLevel)
-			}
-		},
-	}); err != nil {
+	if err := b.startOperator(ctx); err != nil {
 		return nil, err
 	}
-	cfg := b.env.Operator.Configuration()
-	b.qps, b.burst = cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst)
-	b.meta.OperatorQPS, b.meta.OperatorBurst = b.qps, b.burst
-	b.meta.OperatorConcurrency = fmt.Sprintf("PodCliqueSet %d, PodClique %d, PodCliqueScalingGroup %d",
-		cfg.Controllers.PodCliqueSet.ConcurrentSyncs, cfg.Controllers.PodClique.ConcurrentSyncs, cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)
 	b.meta.ClusterDir = c.Dir()
 	if withJobSet {
 		if err := b.startJobSet(ctx, jobSetBinary); err != nil {
@@ -199,8 +235,11 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	if err := b.ensurePodCapacity(ctx, 2*max(opts.RestartPods, opts.CompletionPods)); err != nil {
 		return nil, err
 	}
-	if err := b.warmUpGarbageCollector(ctx); err != nil {
-		return nil, err
+	// Every scenario but scale deletes workloads between runs.
+	if !opts.has(ScenarioScale) {
+		if err := b.warmUpGarbageCollector(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if stats, err := ReadProcStats(b.env.Operator.PID()); err == nil {
 		b.startupPeakRSS = stats.PeakRSSBytes
@@ -209,26 +248,89 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	return b, nil
 }
 
+// The release the benchmark installs.
+const (
+	chartRelease   = "copse"
+	chartNamespace = "copse-system"
+	// chartWebhookConfiguration is the chart's webhook.configurationName.
+	chartWebhookConfiguration = "copse"
+	// flowControlName names the chart's PriorityLevelConfiguration and
+	// FlowSchema for release "copse".
+	flowControlName = "copse-operator"
+)
+
+// startOperator installs the chart in local mode, as `make demo` and the
+// helm suite do, and runs the copse-operator binary built from the working
+// tree with the chart's ServiceAccount identity (so the chart's RBAC and
+// FlowSchemas apply to every request) and the chart's configuration, which
+// leaves the client rate limit and the concurrency to the operator's
+// defaults. Only leader election is turned off, so that Lease renewals do
+// not count as its writes, and the log level follows the options.
+func (b *Bench) startOperator(ctx context.Context) error {
+	b.logf("installing the chart in local mode (flowControl.enabled=%t)", !b.opts.WithoutFlowControl)
+	helm, err := framework.NewHelm(ctx, b.env.Cluster.Kubeconfig(), filepath.Join(b.env.Cluster.Dir(), "helm"))
+	if err != nil {
+		return err
+	}
+	ports, err := framework.AllocateLocalOperatorPorts()
+	if err != nil {
+		return err
+	}
+	if _, err := framework.InstallLocalRelease(ctx, helm, chartRelease, chartNamespace, ports,
+		"--set", fmt.Sprintf("flowControl.enabled=%t", !b.opts.WithoutFlowControl)); err != nil {
+		return err
+	}
+	b.logf("starting copse-operator as the chart's ServiceAccount")
+	op, err := framework.StartChartOperator(ctx, b.env, framework.ChartOperatorOptions{
+		Release: chartRelease, Namespace: chartNamespace, Ports: ports,
+		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+			cfg.LeaderElection.Enabled = ptr.To(false)
+			if b.opts.OperatorLogLevel != "" {
+				cfg.Logging.Level = configv1alpha1.LogLevel(b.opts.OperatorLogLevel)
+			}
+		},
+		TokenValidity: 24 * time.Hour,
+	})
+	if err != nil {
+		return err
+	}
+	b.operatorKubeconfig = op.Kubeconfig
+	if _, err := framework.WaitForCABundles(ctx, b.env.Client, chartWebhookConfiguration, 2*time.Minute); err != nil {
+		return err
+	}
+	ns, err := b.namespace(ctx, "bench-admission")
+	if err != nil {
+		return err
+	}
+	if err := framework.WaitWebhooksActive(ctx, b.env.Client, ns); err != nil {
+		return err
+	}
+	cfg := op.Config
+	b.qps, b.burst = cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst)
+	b.meta.OperatorQPS, b.meta.OperatorBurst = b.qps, b.burst
+	b.meta.OperatorConcurrency = fmt.Sprintf("PodCliqueSet %d, PodClique %d, PodCliqueScalingGroup %d",
+		cfg.Controllers.PodCliqueSet.ConcurrentSyncs, cfg.Controllers.PodClique.ConcurrentSyncs, cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)
+	b.meta.OperatorIdentity = "system:serviceaccount:" + strings.Replace(op.ServiceAccount, "/", ":", 1)
+	b.meta.FlowControl = !b.opts.WithoutFlowControl
+	return nil
+}
+
 // installJobSet builds (or finds cached) the JobSet controller and installs
 // its CRD; it returns the binary.
 func (b *Bench) installJobSet(ctx context.Context) (string, error) {
-	mod, err := FindJobSetToolsModule()
+	tool, err := cluster.EnsureTool(ctx, cluster.ToolJobSet, b.opts.Progress)
 	if err != nil {
 		return "", err
 	}
-	binary, err := mod.EnsureBinary(ctx, b.opts.Progress)
-	if err != nil {
-		return "", err
-	}
-	crd, err := mod.CRD(ctx)
+	crd, err := JobSetCRD(ctx, tool.Tool)
 	if err != nil {
 		return "", err
 	}
 	if err := InstallCRD(ctx, b.env.Client, crd); err != nil {
 		return "", err
 	}
-	b.meta.JobSetVersion = mod.Version
-	return binary, nil
+	b.meta.JobSetVersion = tool.Version
+	return tool.Path(jobSetBinary), nil
 }
 
 // startJobSet runs the JobSet controller with the operator's client QPS and
@@ -422,6 +524,8 @@ type Meta struct {
 	OperatorQPS         float32   `json:"operatorQPS"`
 	OperatorBurst       int       `json:"operatorBurst"`
 	OperatorConcurrency string    `json:"operatorConcurrentSyncs"`
+	OperatorIdentity    string    `json:"operatorIdentity"`
+	FlowControl         bool      `json:"flowControl"`
 	JobSetVersion       string    `json:"jobsetVersion,omitempty"`
 	Nodes               int       `json:"nodes,omitempty"`
 	PodCapacity         int       `json:"podCapacity,omitempty"`
@@ -432,7 +536,10 @@ type Meta struct {
 		RestartPods           int      `json:"restartPods"`
 		CompletionPods        int      `json:"completionPods"`
 		CompletionRunDuration string   `json:"completionRunDuration"`
-		ReferenceParallelism  int      `json:"referenceParallelism"`
+		ReferenceParallelism  []int    `json:"referenceParallelism"`
+		ContentionPods        int      `json:"contentionPods"`
+		ContentionParallelism int      `json:"contentionParallelism"`
+		ObserverInterval      string   `json:"observerInterval"`
 		Scenarios             []string `json:"scenarios"`
 	} `json:"options"`
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +16,7 @@ import (
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 
+	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -70,6 +73,13 @@ var _ = Describe("/proc parsing", Label("bench"), func() {
 	})
 })
 
+func parse(text string) framework.Metrics {
+	GinkgoHelper()
+	m, err := framework.ParseMetrics(strings.NewReader(text))
+	Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
 var _ = Describe("Request metrics", Label("bench"), func() {
 	const before = `# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
 # TYPE rest_client_requests_total counter
@@ -88,9 +98,9 @@ rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PUT"} 1e+00
 `
 
 	It("counts writes and conflicts between two scrapes", func() {
-		b, err := parseRequestCounts(before)
+		b, err := operatorRequestCounts(parse(before))
 		Expect(err).NotTo(HaveOccurred())
-		a, err := parseRequestCounts(after)
+		a, err := operatorRequestCounts(parse(after))
 		Expect(err).NotTo(HaveOccurred())
 		d := a.Sub(b)
 		Expect(d.Writes()).To(Equal(64.0 + 6 + 1 + 1))
@@ -98,9 +108,99 @@ rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PUT"} 1e+00
 		Expect(d.ByMethod()).To(Equal(map[string]float64{"GET": 20, "POST": 64, "PATCH": 6, "DELETE": 1, "PUT": 1}))
 	})
 
+	It("counts each controller's reconciles, time in Reconcile and errors", func() {
+		const before = `controller_runtime_reconcile_total{controller="podclique",result="success"} 10
+controller_runtime_reconcile_total{controller="podclique",result="requeue"} 2
+controller_runtime_reconcile_errors_total{controller="podclique"} 1
+# TYPE controller_runtime_reconcile_time_seconds histogram
+controller_runtime_reconcile_time_seconds_bucket{controller="podclique",le="+Inf"} 12
+controller_runtime_reconcile_time_seconds_sum{controller="podclique"} 0.5
+controller_runtime_reconcile_time_seconds_count{controller="podclique"} 12
+`
+		const after = `controller_runtime_reconcile_total{controller="podclique",result="success"} 40
+controller_runtime_reconcile_total{controller="podclique",result="requeue"} 4
+controller_runtime_reconcile_total{controller="podcliqueset",result="success"} 3
+controller_runtime_reconcile_errors_total{controller="podclique"} 1
+controller_runtime_reconcile_errors_total{controller="podcliqueset"} 2
+# TYPE controller_runtime_reconcile_time_seconds histogram
+controller_runtime_reconcile_time_seconds_bucket{controller="podclique",le="+Inf"} 44
+controller_runtime_reconcile_time_seconds_sum{controller="podclique"} 2.5
+controller_runtime_reconcile_time_seconds_count{controller="podclique"} 44
+`
+		Expect(reconcileCosts(parse(before), parse(after))).To(Equal(map[string]ReconcileCost{
+			"podclique":    {Reconciles: 32, Seconds: 2},
+			"podcliqueset": {Reconciles: 3},
+		}))
+		Expect(reconcileErrors(parse(after)) - reconcileErrors(parse(before))).To(Equal(2.0))
+	})
+
 	It("refuses metrics without the counter", func() {
-		_, err := parseRequestCounts("up 1\n")
+		_, err := operatorRequestCounts(parse("up 1\n"))
 		Expect(err).To(HaveOccurred())
+	})
+})
+
+var _ = Describe("API server metrics", Label("bench"), func() {
+	const before = `apiserver_request_total{code="200",component="apiserver",group="grove.io",resource="podcliques",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 10
+apiserver_request_total{code="409",component="apiserver",group="grove.io",resource="podcliques",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 2
+apiserver_request_total{code="201",component="apiserver",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 100
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="copse-operator",priority_level="copse-operator"} 50
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="service-accounts",priority_level="workload-low"} 7
+# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="copse-operator",priority_level="copse-operator",le="+Inf"} 50
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="copse-operator",priority_level="copse-operator"} 1
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="copse-operator",priority_level="copse-operator"} 50
+`
+	const after = `apiserver_request_total{code="200",component="apiserver",group="grove.io",resource="podcliques",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 30
+apiserver_request_total{code="409",component="apiserver",group="grove.io",resource="podcliques",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 5
+apiserver_request_total{code="200",component="apiserver",group="grove.io",resource="podcliquesets",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 4
+apiserver_request_total{code="409",component="apiserver",group="grove.io",resource="podcliques",scope="resource",subresource="",verb="POST",version="v1alpha1"} 1
+apiserver_request_total{code="201",component="apiserver",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 164
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="copse-operator",priority_level="copse-operator"} 150
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="service-accounts",priority_level="workload-low"} 7
+apiserver_flowcontrol_rejected_requests_total{flow_schema="copse-operator",priority_level="copse-operator",reason="queue-full"} 3
+# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="copse-operator",priority_level="copse-operator",le="+Inf"} 150
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="copse-operator",priority_level="copse-operator"} 6
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="copse-operator",priority_level="copse-operator"} 150
+`
+
+	It("counts status writes and conflicts on grove.io objects, and requests by FlowSchema", func() {
+		cost := apiServerCost(parse(before), parse(after))
+		Expect(cost.Requests).To(Equal(20.0 + 3 + 4 + 1 + 64))
+		Expect(cost.StatusWrites).To(Equal(map[string]float64{"podcliques": 23, "podcliquesets": 4}))
+		Expect(cost.GroveConflicts).To(Equal(map[string]float64{"podcliques/status": 3, "podcliques": 1}))
+		Expect(cost.Conflicts()).To(Equal(4.0))
+		Expect(cost.ByFlowSchema).To(Equal(map[string]float64{"copse-operator": 100}))
+	})
+
+	It("reports what API Priority and Fairness did per priority level", func() {
+		levels := flowControlCost(parse(before), parse(after))
+		Expect(levels).To(HaveKeyWithValue("copse-operator", PriorityLevelCost{Dispatched: 100, Rejected: 3, WaitSeconds: 5, MeanWaitSeconds: 0.05}))
+		Expect(levels).NotTo(HaveKey("workload-low"), "a level without requests in between")
+	})
+})
+
+var _ = Describe("Creation growth", Label("bench"), func() {
+	It("fits k of time ~ N^k", func() {
+		Expect(GrowthExponent([]int{64, 512, 4096}, []float64{0.64, 5.12, 40.96})).To(BeNumerically("~", 1, 1e-9))
+		Expect(GrowthExponent([]int{64, 4096}, []float64{1, 64 * 64})).To(BeNumerically("~", 2, 1e-9))
+		Expect(GrowthExponent([]int{64, 512, 4096}, []float64{0.5, 0.5, 0.5})).To(BeNumerically("~", 0, 1e-9))
+		Expect(math.IsNaN(GrowthExponent([]int{64, 512}, []float64{1, math.NaN()}))).To(BeTrue())
+	})
+})
+
+var _ = Describe("Observer latencies", Label("bench"), func() {
+	It("takes nearest-rank quantiles", func() {
+		var ds []time.Duration
+		for i := 100; i >= 1; i-- {
+			ds = append(ds, time.Duration(i)*time.Millisecond)
+		}
+		Expect(quantile(ds, 0.5)).To(Equal(0.05))
+		Expect(quantile(ds, 0.99)).To(Equal(0.099))
+		Expect(quantile(ds, 1)).To(Equal(0.1))
+		Expect(quantile(nil, 0.5)).To(BeZero())
+		Expect(ds[0]).To(Equal(100*time.Millisecond), "the input is not sorted in place")
 	})
 })
 
@@ -189,5 +289,65 @@ var _ = Describe("The plain client's pods", Label("bench"), func() {
 		Expect(pod.Spec.Containers[0].Env[0].Value).To(Equal("7"))
 		Expect(template.Spec.Containers[0].Env[0].Value).To(Equal("0"), "the template is not modified")
 		Expect(template.Labels[labels.PodIndexKey]).To(Equal("0"))
+	})
+})
+
+var _ = Describe("The scale plan", Label("bench"), func() {
+	namespaces := []string{"a", "b", "c"}
+
+	It("splits the pods exactly into Training gangs of 64 to 512 and Inference workloads", func() {
+		plan, err := planScale(10000, 100, namespaces, 1)
+		Expect(err).NotTo(HaveOccurred())
+		var training, inference, total int
+		var sizes []int
+		for i, w := range plan {
+			total += w.Pods
+			Expect(w.Namespace).To(Equal(namespaces[i%3]), "round robin")
+			if w.Training {
+				training++
+				sizes = append(sizes, w.Pods)
+				Expect(w.Pods).To(And(BeNumerically(">=", 64), BeNumerically("<=", 512)), w.Name)
+			} else {
+				inference++
+				Expect(w.Pods).To(Equal(100), w.Name)
+			}
+		}
+		Expect(total).To(Equal(10000))
+		Expect(training).To(Equal(100))
+		Expect(inference).To(Equal(10))
+		Expect(slices.Max(sizes)).To(BeNumerically(">=", 256), "a mix, not all alike: %v", sizes)
+		Expect(slices.Min(sizes)).To(Equal(64), "a mix, not all alike: %v", sizes)
+	})
+
+	It("is the same for the same seed and differs for another", func() {
+		a, _ := planScale(1000, 10, namespaces, 7)
+		b, _ := planScale(1000, 10, namespaces, 7)
+		c, _ := planScale(1000, 10, namespaces, 8)
+		Expect(a).To(Equal(b))
+		Expect(a).NotTo(Equal(c))
+	})
+
+	It("refuses a plan whose gangs cannot fit the pods", func() {
+		_, err := planScale(1000, 20, namespaces, 1) // 900 Training pods < 20 x 64
+		Expect(err).To(MatchError(ContainSubstring("do not fit")))
+		_, err = planScale(100000, 10, namespaces, 1) // 90000 > 10 x 512
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("lays out at least the asked-for nodes in racks of ten", func() {
+		for nodes, want := range map[int]int{1000: 1000, 100: 100, 16: 20, 5: 5} {
+			Expect(len(ScaleTopology(nodes).Placements())).To(Equal(want), "%d nodes", nodes)
+		}
+	})
+
+	It("finds the largest binding spread of one gang", func() {
+		t0 := time.Unix(100, 0)
+		rec := func(ns, clique string, at time.Duration) podRecord {
+			return podRecord{Namespace: ns, Labels: map[string]string{podCliqueLabel: clique}, Scheduled: t0.Add(at)}
+		}
+		Expect(largestGangSpread([]podRecord{
+			rec("a", "x", 0), rec("a", "x", 2*time.Second), rec("b", "x", 5*time.Second), rec("a", "y", time.Second),
+			{Namespace: "a", Labels: map[string]string{podCliqueLabel: "x"}}, // never bound
+		})).To(Equal(2 * time.Second))
 	})
 })

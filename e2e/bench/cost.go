@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // WriteCost is the operator's API writes during one run.
@@ -29,20 +33,27 @@ type ProcessCost struct {
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
 }
 
-// costProbe measures one run's cost of the copse operator (API requests,
-// CPU, memory) or of the JobSet controller (CPU, memory).
+// costProbe measures one run's cost of the copse operator (API requests
+// from its own metrics and from the API server's, CPU, memory) or of the
+// JobSet controller (CPU, memory).
 type costProbe struct {
 	process string
 	pid     int
 	metrics string // the operator's metrics URL; "" for the JobSet controller
-	before  RequestCounts
-	stats   ProcStats
+	api     kubernetes.Interface
+	before  framework.Metrics
+	// apiBefore is the API server's metrics at the start.
+	apiBefore framework.Metrics
+	stats     ProcStats
 }
 
 func (b *Bench) startOperatorCost(ctx context.Context) (*costProbe, error) {
-	p := &costProbe{process: "copse-operator", pid: b.env.Operator.PID(), metrics: b.env.Operator.MetricsURL()}
+	p := &costProbe{process: "copse-operator", pid: b.env.Operator.PID(), metrics: b.env.Operator.MetricsURL(), api: b.env.Clientset}
 	var err error
-	if p.before, err = ScrapeRequestCounts(ctx, p.metrics); err != nil {
+	if p.before, err = framework.ScrapeMetrics(ctx, p.metrics); err != nil {
+		return nil, err
+	}
+	if p.apiBefore, err = framework.ScrapeAPIServerMetrics(ctx, p.api); err != nil {
 		return nil, err
 	}
 	return p, p.startProcess()
@@ -71,11 +82,27 @@ func (p *costProbe) finish(ctx context.Context, run *Run, podsCreated int) error
 	if p.metrics == "" {
 		return nil
 	}
-	after, err := ScrapeRequestCounts(ctx, p.metrics)
+	after, err := framework.ScrapeMetrics(ctx, p.metrics)
 	if err != nil {
 		return err
 	}
-	delta := after.Sub(p.before)
+	apiAfter, err := framework.ScrapeAPIServerMetrics(ctx, p.api)
+	if err != nil {
+		return err
+	}
+	run.APIServer = apiServerCost(p.apiBefore, apiAfter)
+	errs := reconcileErrors(after) - reconcileErrors(p.before)
+	run.ReconcileErrors = &errs
+	run.Reconciles = reconcileCosts(p.before, after)
+	countsAfter, err := operatorRequestCounts(after)
+	if err != nil {
+		return err
+	}
+	countsBefore, err := operatorRequestCounts(p.before)
+	if err != nil {
+		return err
+	}
+	delta := countsAfter.Sub(countsBefore)
 	run.Writes = &WriteCost{Writes: delta.Writes(), ByMethod: delta.ByMethod(), Conflicts: delta.Conflicts(), PodsCreated: podsCreated}
 	if podsCreated > 0 {
 		run.Writes.WritesPerPod = run.Writes.Writes / float64(podsCreated)
@@ -89,6 +116,8 @@ type Run struct {
 	System   string `json:"system"`
 	// Size is the pod count.
 	Size int `json:"size"`
+	// Parallelism is the reference client's creates in flight.
+	Parallelism int `json:"parallelism,omitempty"`
 	// Repetition counts from 1; 0 is a warm-up, left out of the summaries.
 	Repetition int `json:"repetition"`
 	// Seconds are the measured durations, by name (see the scenarios).
@@ -97,6 +126,22 @@ type Run struct {
 	Writes *WriteCost `json:"writes,omitempty"`
 	// StatusWrites counts status changes seen by watches, by kind.
 	StatusWrites map[string]int `json:"statusWrites,omitempty"`
+	// Objects counts the PodCliqueSets and PodCliques (by kind) the run's
+	// watches saw, the denominators of the per-object figures.
+	Objects map[string]int `json:"objects,omitempty"`
+	// APIServer is what the API server's metrics counted (copse runs).
+	APIServer *APIServerCost `json:"apiServer,omitempty"`
+	// ReconcileErrors is the operator's controller_runtime_reconcile_errors_total
+	// over the run (copse runs).
+	ReconcileErrors *float64 `json:"reconcileErrors,omitempty"`
+	// Reconciles is each controller's reconciles and time in Reconcile
+	// over the run (copse runs).
+	Reconciles map[string]ReconcileCost `json:"reconciles,omitempty"`
+	// Latency holds the contention scenario's observer latencies.
+	Latency *ObserverLatency `json:"latency,omitempty"`
+	// FlowControl is what API Priority and Fairness did, by priority level
+	// (contention scenario).
+	FlowControl map[string]PriorityLevelCost `json:"flowControl,omitempty"`
 	// Process is the controller's CPU and memory during the run.
 	Process *ProcessCost `json:"process,omitempty"`
 	// WallSeconds is the run's duration, setup and cleanup included.
@@ -108,6 +153,9 @@ type Run struct {
 
 func (r Run) String() string {
 	s := fmt.Sprintf("%s %s n=%d rep %d:", r.Scenario, r.System, r.Size, r.Repetition)
+	if r.Parallelism > 0 {
+		s = fmt.Sprintf("%s %s n=%d parallelism %d rep %d:", r.Scenario, r.System, r.Size, r.Parallelism, r.Repetition)
+	}
 	for _, k := range sortedKeys(r.Seconds) {
 		s += fmt.Sprintf(" %s=%.3fs", k, r.Seconds[k])
 	}

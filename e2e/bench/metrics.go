@@ -1,103 +1,42 @@
 package bench
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // RequestCounts is the operator's rest_client_requests_total, summed over
 // hosts: method -> status code -> requests. controller-runtime registers
 // client-go's request metric with the labels code, method and host only; it
-// has no path, so requests cannot be told apart by resource here.
+// has no path, so requests cannot be told apart by resource here (the API
+// server's metrics can: APIServerCost).
 type RequestCounts map[string]map[string]float64
 
 // writeMethods are the HTTP methods that change state.
 var writeMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
-// ScrapeRequestCounts reads the request counter from a Prometheus text
-// endpoint.
-func ScrapeRequestCounts(ctx context.Context, url string) (RequestCounts, error) {
-	if url == "" {
-		return nil, fmt.Errorf("scrape metrics: the operator serves no metrics")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	return parseRequestCounts(string(body))
-}
-
-// parseRequestCounts extracts rest_client_requests_total samples from the
-// Prometheus text format.
-func parseRequestCounts(text string) (RequestCounts, error) {
+// operatorRequestCounts extracts rest_client_requests_total from a scrape of
+// the operator's metrics.
+func operatorRequestCounts(m framework.Metrics) (RequestCounts, error) {
 	const name = "rest_client_requests_total"
+	samples := m.Samples(name, nil)
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("no %s samples in the operator's metrics", name)
+	}
 	counts := RequestCounts{}
-	found := false
-	for line := range strings.SplitSeq(text, "\n") {
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			return nil, fmt.Errorf("malformed sample %q", line)
-		}
-		labels := parseLabels(line[len(name)+1 : end])
-		fields := strings.Fields(line[end+1:])
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("sample without value %q", line)
-		}
-		value, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("sample %q: %w", line, err)
-		}
-		method, code := labels["method"], labels["code"]
+	for _, s := range samples {
+		method, code := s.Labels["method"], s.Labels["code"]
 		if counts[method] == nil {
 			counts[method] = map[string]float64{}
 		}
-		counts[method][code] += value
-		found = true
-	}
-	if !found {
-		return nil, fmt.Errorf("no %s samples in the metrics", name)
+		counts[method][code] += s.Value
 	}
 	return counts, nil
-}
-
-// parseLabels parses `a="x",b="y"` (values without escaped quotes, which
-// methods, codes and host:port never have).
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	for s != "" {
-		key, rest, ok := strings.Cut(s, `="`)
-		if !ok {
-			break
-		}
-		value, rest, _ := strings.Cut(rest, `"`)
-		out[strings.TrimSpace(key)] = value
-		s = strings.TrimPrefix(rest, ",")
-	}
-	return out
 }
 
 // Sub returns c - before, per method and code.
@@ -149,6 +88,102 @@ func (c RequestCounts) ByMethod() map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range slices.Sorted(maps.Keys(c)) {
 		out[m] = c.Method(m)
+	}
+	return out
+}
+
+// ReconcileCost is what one controller of the operator did during a run,
+// from controller-runtime's metrics.
+type ReconcileCost struct {
+	// Reconciles is controller_runtime_reconcile_total, any result.
+	Reconciles float64 `json:"reconciles"`
+	// Seconds is the time spent in Reconcile in all
+	// (controller_runtime_reconcile_time_seconds), wall time, not CPU.
+	Seconds float64 `json:"seconds"`
+}
+
+// reconcileCosts is, per controller, the difference of two scrapes of the
+// operator's metrics.
+func reconcileCosts(before, after framework.Metrics) map[string]ReconcileCost {
+	const total, duration = "controller_runtime_reconcile_total", "controller_runtime_reconcile_time_seconds"
+	out := map[string]ReconcileCost{}
+	counts := subtract(after.SumBy(total, nil, "controller"), before.SumBy(total, nil, "controller"))
+	for controller, n := range counts {
+		match := map[string]string{"controller": controller}
+		out[controller] = ReconcileCost{Reconciles: n, Seconds: after.HistogramSum(duration, match) - before.HistogramSum(duration, match)}
+	}
+	return out
+}
+
+// reconcileErrors is controller-runtime's controller_runtime_reconcile_errors_total
+// of the operator, summed over its controllers.
+func reconcileErrors(m framework.Metrics) float64 {
+	return m.Sum("controller_runtime_reconcile_errors_total", nil)
+}
+
+// APIServerCost is what the API server's own metrics counted during one
+// run. apiserver_request_total counts every client's requests; copse is the
+// only client that writes grove.io objects, so those figures are its own.
+type APIServerCost struct {
+	// Requests is every request the API server answered, from any client.
+	Requests float64 `json:"requests"`
+	// GroveConflicts counts requests on grove.io objects answered 409
+	// (optimistic-lock conflicts), by resource[/subresource].
+	GroveConflicts map[string]float64 `json:"groveConflicts,omitempty"`
+	// StatusWrites counts status write requests (PATCH, PUT or APPLY on the
+	// status subresource, any outcome) on grove.io objects, by resource.
+	StatusWrites map[string]float64 `json:"statusWrites,omitempty"`
+	// ByFlowSchema counts the requests API Priority and Fairness dispatched,
+	// by FlowSchema, which tells the clients apart (copse-operator,
+	// kube-scheduler, kube-controller-manager, exempt for system:masters
+	// such as kwok and this benchmark, ...).
+	ByFlowSchema map[string]float64 `json:"byFlowSchema,omitempty"`
+}
+
+// apiServerCost is the difference of two scrapes of the API server's
+// metrics.
+func apiServerCost(before, after framework.Metrics) *APIServerCost {
+	const requests = "apiserver_request_total"
+	cost := &APIServerCost{
+		Requests:       after.Sum(requests, nil) - before.Sum(requests, nil),
+		GroveConflicts: map[string]float64{},
+		StatusWrites:   map[string]float64{},
+		ByFlowSchema:   subtract(after.SumBy("apiserver_flowcontrol_dispatched_requests_total", nil, "flow_schema"), before.SumBy("apiserver_flowcontrol_dispatched_requests_total", nil, "flow_schema")),
+	}
+	grove := map[string]string{"group": "grove.io"}
+	for key, v := range subtract(after.SumBy(requests, grove, "code", "resource", "subresource", "verb"), before.SumBy(requests, grove, "code", "resource", "subresource", "verb")) {
+		parts := strings.Split(key, "/") // code, resource, subresource, verb
+		code, resource, subresource, verb := parts[0], parts[1], parts[2], parts[3]
+		if code == "409" {
+			name := resource
+			if subresource != "" {
+				name += "/" + subresource
+			}
+			cost.GroveConflicts[name] += v
+		}
+		if subresource == "status" && (verb == "PATCH" || verb == "PUT" || verb == "APPLY") {
+			cost.StatusWrites[resource] += v
+		}
+	}
+	return cost
+}
+
+// Conflicts is the grove.io requests answered 409.
+func (c *APIServerCost) Conflicts() float64 {
+	var sum float64
+	for _, v := range c.GroveConflicts {
+		sum += v
+	}
+	return sum
+}
+
+// subtract returns a - b per key, leaving out keys that did not change.
+func subtract(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range a {
+		if d := v - b[k]; d != 0 {
+			out[k] = d
+		}
 	}
 	return out
 }

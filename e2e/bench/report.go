@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +43,7 @@ func (b *Bench) Run(ctx context.Context) *Results {
 		b.logf("repetition %d of %d", rep, o.Repetitions)
 		if o.has(ScenarioCreation) {
 			for _, n := range o.Sizes {
-				pair(rep, func() { b.creationCopse(ctx, rep, n) }, func() { b.creationReference(ctx, rep, n) })
+				pair(rep, func() { b.creationCopse(ctx, rep, n) }, func() { b.creationReferences(ctx, rep, n) })
 			}
 		}
 		if o.has(ScenarioRestart) {
@@ -51,6 +53,13 @@ func (b *Bench) Run(ctx context.Context) *Results {
 		if o.has(ScenarioCompletion) {
 			n := o.CompletionPods
 			pair(rep, func() { b.completionCopse(ctx, rep, n) }, func() { b.completionJobSet(ctx, rep, n) })
+		}
+		if o.has(ScenarioContention) {
+			n := o.ContentionPods
+			pair(rep, func() { b.contentionCopse(ctx, rep, n) }, func() {
+				b.contentionIdle(ctx, rep, n)
+				b.contentionAPILimit(ctx, rep, n)
+			})
 		}
 	}
 	return b.report(ctx)
@@ -64,6 +73,8 @@ type Results struct {
 	Notes  []string `json:"notes"`
 	Runs   []Run    `json:"runs"`
 	Errors []string `json:"errors,omitempty"`
+	// Scale is the plan of `make bench-scale` (RunScale).
+	Scale *ScaleReport `json:"scale,omitempty"`
 }
 
 // Row is one figure: copse's spread over the repetitions, the reference's,
@@ -85,19 +96,39 @@ func (r *Results) Failed() bool { return len(r.Errors) > 0 }
 // series is one value per repetition (NaN where the run failed or has no
 // such value), so that two series pair up by repetition.
 func (b *Bench) series(scenario, system string, size int, get func(Run) (float64, bool)) []float64 {
-	out := make([]float64, b.opts.Repetitions)
-	for i := range out {
-		out[i] = math.NaN()
+	values, _ := b.bestSeries(scenario, system, size, seconds(MeasureAllPodsCreated), get)
+	return values
+}
+
+// bestSeries is series for a system run several times per repetition (the
+// API-limit client, once per parallelism): per repetition, get of the run
+// with the lowest rank, and that run's parallelism. With one run per
+// repetition it is plain series.
+func (b *Bench) bestSeries(scenario, system string, size int, rank, get func(Run) (float64, bool)) ([]float64, []int) {
+	values := make([]float64, b.opts.Repetitions)
+	best := make([]float64, b.opts.Repetitions)
+	parallelism := make([]int, b.opts.Repetitions)
+	for i := range values {
+		values[i], best[i] = math.NaN(), math.Inf(1)
 	}
 	for _, r := range b.runs {
-		if r.Scenario != scenario || r.System != system || r.Size != size || r.Repetition < 1 || r.Error != "" {
+		if r.Scenario != scenario || r.System != system || r.Size != size || r.Repetition < 1 ||
+			r.Repetition > len(values) || r.Error != "" {
 			continue
 		}
-		if v, ok := get(r); ok && r.Repetition <= len(out) {
-			out[r.Repetition-1] = v
+		i := r.Repetition - 1
+		score, ok := rank(r)
+		if !ok {
+			score = math.MaxFloat64 // still eligible when no run has a rank
+		}
+		if score >= best[i] {
+			continue
+		}
+		if v, ok := get(r); ok {
+			values[i], best[i], parallelism[i] = v, score, r.Parallelism
 		}
 	}
-	return out
+	return values, parallelism
 }
 
 func seconds(name string) func(Run) (float64, bool) {
@@ -151,6 +182,163 @@ func row(section, name, unit string, copse []float64, refName string, ref []floa
 	return r
 }
 
+func perPodMillis(n int, get func(Run) (float64, bool)) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		v, ok := get(r)
+		return v * 1000 / float64(n), ok
+	}
+}
+
+func apiConflicts(r Run) (float64, bool) {
+	if r.APIServer == nil {
+		return 0, false
+	}
+	return r.APIServer.Conflicts(), true
+}
+
+// statusRequestsPer is the API server's count of status write requests on
+// resource, per object of kind the run's watches saw.
+func statusRequestsPer(resource, kind string) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		if r.APIServer == nil || r.Objects[kind] == 0 {
+			return 0, false
+		}
+		return r.APIServer.StatusWrites[resource] / float64(r.Objects[kind]), true
+	}
+}
+
+// statusChangesPer is the status changes the watches saw on kind, per
+// object.
+func statusChangesPer(kind string) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		v, ok := r.StatusWrites[kind]
+		if !ok || r.Objects[kind] == 0 {
+			return float64(v), ok
+		}
+		return float64(v) / float64(r.Objects[kind]), true
+	}
+}
+
+func reconciles(controller string) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		c, ok := r.Reconciles[controller]
+		return c.Reconciles, ok
+	}
+}
+
+// controllers names the operator's controllers that reconciled in copse's
+// runs of scenario.
+func (b *Bench) controllers(scenario string) []string {
+	seen := map[string]bool{}
+	for _, r := range b.runs {
+		if r.Scenario == scenario && r.System == SystemCopse {
+			for c := range r.Reconciles {
+				seen[c] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+func latency(get func(*ObserverLatency) float64) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		if r.Latency == nil {
+			return 0, false
+		}
+		return get(r.Latency), true
+	}
+}
+
+func levelCost(level string, get func(PriorityLevelCost) float64) func(Run) (float64, bool) {
+	return func(r Run) (float64, bool) {
+		if r.FlowControl == nil {
+			return 0, false
+		}
+		return get(r.FlowControl[level]), true
+	}
+}
+
+// GrowthExponent is k of time = c * N^k, fitted by least squares to the
+// logarithms of the points (sizes[i], times[i]) that have a positive time;
+// NaN with fewer than two such points.
+func GrowthExponent(sizes []int, times []float64) float64 {
+	var xs, ys []float64
+	for i, n := range sizes {
+		if i < len(times) && !math.IsNaN(times[i]) && times[i] > 0 && n > 0 {
+			xs, ys = append(xs, math.Log(float64(n))), append(ys, math.Log(times[i]))
+		}
+	}
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/float64(len(xs)), my/float64(len(xs))
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if sxx == 0 {
+		return math.NaN()
+	}
+	return sxy / sxx
+}
+
+// growthSeries is, per repetition, GrowthExponent over the sizes.
+func growthSeries(sizes []int, bySize [][]float64, reps int) []float64 {
+	out := make([]float64, reps)
+	for rep := range out {
+		times := make([]float64, len(sizes))
+		for i := range sizes {
+			times[i] = bySize[i][rep]
+		}
+		out[rep] = GrowthExponent(sizes, times)
+	}
+	return out
+}
+
+// bestParallelismNote says which parallelism of the API-limit client was
+// fastest in how many repetitions, and each one's median time.
+func (b *Bench) bestParallelismNote(n int, best []int) string {
+	wins := map[int]int{}
+	for _, p := range best {
+		if p > 0 {
+			wins[p]++
+		}
+	}
+	var parts []string
+	for _, p := range b.opts.ReferenceParallelism {
+		var times []float64
+		for _, r := range b.runs {
+			if r.Scenario == ScenarioCreation && r.System == SystemAPILimit && r.Size == n && r.Parallelism == p && r.Repetition >= 1 && r.Error == "" {
+				times = append(times, r.Seconds[MeasureAllPodsCreated])
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d creators: median %.3f s, fastest in %d of %d", p, Summarize(times).Median, wins[p], b.opts.Repetitions))
+	}
+	return fmt.Sprintf("API server limit at N=%d: %s", n, strings.Join(parts, "; "))
+}
+
+// conflictAndStatusRows are a copse scenario's optimistic-lock conflicts
+// (the operator's client metric, and, with apiConflicts, the API server's
+// for grove.io objects) and its status write requests per object (the API
+// server's metric); what names the runs in the row names.
+func (b *Bench) conflictAndStatusRows(section, scenario, what string, n int, withAPIConflicts bool) []Row {
+	series := func(get func(Run) (float64, bool)) []float64 { return b.series(scenario, SystemCopse, n, get) }
+	rows := []Row{row(section, fmt.Sprintf("409 conflicts, %s (operator's client, all requests)", what), "requests", series(conflicts), "", nil, "")}
+	if withAPIConflicts {
+		rows = append(rows, row(section, fmt.Sprintf("409 conflicts, %s (API server, grove.io objects)", what), "requests", series(apiConflicts), "", nil, ""))
+	}
+	for _, kind := range []struct{ resource, kind string }{{"podcliquesets", "PodCliqueSet"}, {"podcliques", "PodClique"}} {
+		rows = append(rows, row(section, fmt.Sprintf("status write requests per %s, %s (API server)", kind.kind, what), "requests",
+			series(statusRequestsPer(kind.resource, kind.kind)), "", nil, ""))
+	}
+	return rows
+}
+
 func (b *Bench) report(ctx context.Context) *Results {
 	o := b.opts
 	b.meta.DurationSeconds = time.Since(b.started).Seconds()
@@ -159,6 +347,8 @@ func (b *Bench) report(ctx context.Context) *Results {
 	b.meta.Options.RestartPods, b.meta.Options.CompletionPods = o.RestartPods, o.CompletionPods
 	b.meta.Options.CompletionRunDuration = o.CompletionRunDuration.String()
 	b.meta.Options.ReferenceParallelism, b.meta.Options.Scenarios = o.ReferenceParallelism, o.Scenarios
+	b.meta.Options.ContentionPods, b.meta.Options.ObserverInterval = o.ContentionPods, o.ObserverInterval.String()
+	b.meta.Options.ContentionParallelism = o.ContentionParallelism
 	rep := &Results{Meta: b.meta, Runs: b.runs}
 	for _, r := range b.runs {
 		if r.Error != "" {
@@ -169,26 +359,44 @@ func (b *Bench) report(ctx context.Context) *Results {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("benchmark interrupted: %v", ctx.Err()))
 	}
 
-	const timeSec, apiSec, opSec = "time", "api", "operator"
-	plain := "plain client"
+	const timeSec, apfSec, apiSec, opSec = "time", "apf", "api", "operator"
+	apiLimit := "API server limit"
+	sameQPS := "same-QPS client"
 	jobset := "JobSet"
 	rep.Notes = []string{
 		"times come from this process's clock on watch events (millisecond precision); rows 'from finishedAt' start at a whole-second timestamp instead, so they read up to 1 s more",
-	}
-	if o.has(ScenarioCreation) {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("plain client: copies of copse's pod (scheduling-gated, like copse's), created with client-go's token bucket at copse's qps %g / burst %d, %d creates in flight", b.qps, b.burst, o.ReferenceParallelism))
-	}
-	if o.has(ScenarioRestart) || o.has(ScenarioCompletion) {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("JobSet: sigs.k8s.io/jobset %s controller at copse's qps/burst; the pods of its Jobs are created and deleted by kube-controller-manager (client qps 20 / burst 30, Kubernetes' defaults), whose CPU is not in the JobSet controller's", b.meta.JobSetVersion))
+		fmt.Sprintf("copse runs with its default client settings (qps %g, burst %d, %s) as %s, with the chart's API Priority and Fairness objects %s",
+			b.qps, b.burst, b.meta.OperatorConcurrency, b.meta.OperatorIdentity, map[bool]string{true: "installed", false: "left out (flowControl.enabled=false)"}[b.meta.FlowControl]),
 	}
 	var rows []Row
 	add := func(r Row) { rows = append(rows, r) }
 	if o.has(ScenarioCreation) {
-		for _, n := range o.Sizes {
-			add(row(timeSec, fmt.Sprintf("creation N=%d: create -> N-th pod", n), "s",
-				b.series(ScenarioCreation, SystemCopse, n, seconds(MeasureAllPodsCreated)), plain,
-				b.series(ScenarioCreation, SystemPlainClient, n, seconds(MeasureAllPodsCreated)), ""))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("API server limit: copies of copse's pod (scheduling-gated, like copse's) created with copse's identity and no client-side rate limit by %v concurrent creators, each in every repetition; the fastest of each repetition is the reference", o.ReferenceParallelism))
+		if !o.WithoutSameQPSReference {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("same-QPS client (secondary): the same pods created through client-go's token bucket at copse's qps %g / burst %d, %d creates in flight", b.qps, b.burst, sameQPSParallelism))
 		}
+		var copseBySize, limitBySize [][]float64
+		for _, n := range o.Sizes {
+			copse := b.series(ScenarioCreation, SystemCopse, n, seconds(MeasureAllPodsCreated))
+			limit, best := b.bestSeries(ScenarioCreation, SystemAPILimit, n, seconds(MeasureAllPodsCreated), seconds(MeasureAllPodsCreated))
+			copseBySize, limitBySize = append(copseBySize, copse), append(limitBySize, limit)
+			add(row(timeSec, fmt.Sprintf("creation N=%d: create -> N-th pod", n), "s", copse, apiLimit, limit, ""))
+			copsePerPod := b.series(ScenarioCreation, SystemCopse, n, perPodMillis(n, seconds(MeasureAllPodsCreated)))
+			limitPerPod, _ := b.bestSeries(ScenarioCreation, SystemAPILimit, n, seconds(MeasureAllPodsCreated), perPodMillis(n, seconds(MeasureAllPodsCreated)))
+			add(row(timeSec, fmt.Sprintf("  per pod, N=%d", n), "ms/pod", copsePerPod, apiLimit, limitPerPod, ""))
+			if !o.WithoutSameQPSReference {
+				add(row(timeSec, fmt.Sprintf("  N=%d against the same-QPS client (secondary)", n), "s", copse, sameQPS,
+					b.series(ScenarioCreation, SystemSameQPSClient, n, seconds(MeasureAllPodsCreated)), ""))
+			}
+			rep.Notes = append(rep.Notes, b.bestParallelismNote(n, best))
+		}
+		if len(o.Sizes) > 1 {
+			add(row(timeSec, fmt.Sprintf("creation growth: k in time ~ N^k, N=%d..%d", slices.Min(o.Sizes), slices.Max(o.Sizes)), "k",
+				growthSeries(o.Sizes, copseBySize, o.Repetitions), apiLimit, growthSeries(o.Sizes, limitBySize, o.Repetitions), "least-squares fit of log time over log N, per repetition"))
+		}
+	}
+	if o.has(ScenarioRestart) || o.has(ScenarioCompletion) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("JobSet: sigs.k8s.io/jobset %s controller at copse's qps/burst; the pods of its Jobs are created and deleted by kube-controller-manager (client qps 20 / burst 30, Kubernetes' defaults), whose CPU is not in the JobSet controller's", b.meta.JobSetVersion))
 	}
 	if o.has(ScenarioRestart) {
 		n := o.RestartPods
@@ -211,6 +419,8 @@ func (b *Bench) report(ctx context.Context) *Results {
 				b.series(ScenarioRestart, SystemCopse, n, seconds(m.name)), jobset,
 				b.series(ScenarioRestart, SystemJobSet, n, seconds(m.name)), ""))
 		}
+		add(row(timeSec, fmt.Sprintf("  409 conflicts per restart, restart %d (API server, grove.io objects)", n), "requests",
+			b.series(ScenarioRestart, SystemCopse, n, apiConflicts), "", nil, ""))
 	}
 	if o.has(ScenarioCompletion) {
 		n := o.CompletionPods
@@ -221,20 +431,67 @@ func (b *Bench) report(ctx context.Context) *Results {
 			b.series(ScenarioCompletion, SystemCopse, n, seconds(MeasureLastExitToSucceededFromFinishedAt)), jobset+" Completed",
 			b.series(ScenarioCompletion, SystemJobSet, n, seconds(MeasureLastExitToSucceededFromFinishedAt)), ""))
 	}
+	if o.has(ScenarioContention) {
+		n := o.ContentionPods
+		idle := "idle server"
+		rep.Notes = append(rep.Notes, fmt.Sprintf("contention: an observer with a ServiceAccount of its own (API Priority and Fairness: service-accounts / workload-low) GETs one ConfigMap and LISTs its namespace's ConfigMaps every %s, for %s on the idle server, while copse creates %d gated pods, and while the API-limit client (copse's identity, no client-side limit, %d creators) creates as many, in every repetition", o.ObserverInterval, o.ObserverIdle, n, o.ContentionParallelism))
+		copseLevel := flowControlName
+		if !b.meta.FlowControl {
+			copseLevel = "workload-low"
+		}
+		for _, burst := range []struct{ system, who string }{{SystemCopse, "copse"}, {SystemAPILimit, "the API-limit client"}} {
+			for _, m := range []struct {
+				what string
+				get  func(*ObserverLatency) float64
+			}{
+				{"GET p50", func(l *ObserverLatency) float64 { return l.GetP50 }},
+				{"GET p99", func(l *ObserverLatency) float64 { return l.GetP99 }},
+				{"GET max", func(l *ObserverLatency) float64 { return l.GetMax }},
+				{"LIST p50", func(l *ObserverLatency) float64 { return l.ListP50 }},
+				{"LIST p99", func(l *ObserverLatency) float64 { return l.ListP99 }},
+				{"LIST max", func(l *ObserverLatency) float64 { return l.ListMax }},
+				{"requests failed", func(l *ObserverLatency) float64 { return float64(l.Errors) }},
+			} {
+				unit := "s"
+				if m.what == "requests failed" {
+					unit = "requests"
+				}
+				add(row(apfSec, fmt.Sprintf("observer %s while %s creates %d pods", m.what, burst.who, n), unit,
+					b.series(ScenarioContention, burst.system, n, latency(m.get)), idle,
+					b.series(ScenarioContention, SystemIdle, n, latency(m.get)), ""))
+			}
+			add(row(apfSec, fmt.Sprintf("  %s under observation: create -> %d-th pod", burst.who, n), "s",
+				b.series(ScenarioContention, burst.system, n, seconds(MeasureAllPodsCreated)), "", nil, ""))
+			for _, level := range slices.Compact([]string{copseLevel, "workload-low"}) {
+				for _, m := range []struct {
+					what, unit string
+					get        func(PriorityLevelCost) float64
+				}{
+					{"requests dispatched", "requests", func(c PriorityLevelCost) float64 { return c.Dispatched }},
+					{"mean queue wait", "s", func(c PriorityLevelCost) float64 { return c.MeanWaitSeconds }},
+					{"rejected (429)", "requests", func(c PriorityLevelCost) float64 { return c.Rejected }},
+				} {
+					add(row(apfSec, fmt.Sprintf("  APF level %s during %s's burst: %s", level, burst.who, m.what), m.unit,
+						b.series(ScenarioContention, burst.system, n, levelCost(level, m.get)), "", nil, ""))
+				}
+			}
+		}
+	}
 	if o.has(ScenarioCreation) {
 		for _, n := range o.Sizes {
+			limit, _ := b.bestSeries(ScenarioCreation, SystemAPILimit, n, seconds(MeasureAllPodsCreated), writesPerPod)
 			add(row(apiSec, fmt.Sprintf("API writes per pod, creation N=%d", n), "writes",
-				b.series(ScenarioCreation, SystemCopse, n, writesPerPod), "plain client",
-				b.series(ScenarioCreation, SystemPlainClient, n, writesPerPod), ""))
+				b.series(ScenarioCreation, SystemCopse, n, writesPerPod), apiLimit, limit, ""))
 		}
 	}
 	if o.has(ScenarioRestart) {
 		n := o.RestartPods
 		add(row(apiSec, fmt.Sprintf("API writes per replacement pod, restart %d", n), "writes",
 			b.series(ScenarioRestart, SystemCopse, n, writesPerPod), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("409 conflicts per restart, restart %d", n), "requests",
-			b.series(ScenarioRestart, SystemCopse, n, conflicts), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("status writes per restart, restart %d: workload", n), "writes",
+		for _, r := range b.conflictAndStatusRows(apiSec, ScenarioRestart, fmt.Sprintf("restart %d", n), n, false) {
+			add(r)
+		}
+		add(row(apiSec, fmt.Sprintf("status changes per restart, restart %d: workload (watch)", n), "writes",
 			b.series(ScenarioRestart, SystemCopse, n, statusWritesOf("PodCliqueSet")), jobset,
 			b.series(ScenarioRestart, SystemJobSet, n, statusWritesOf("JobSet")), "PodCliqueSet vs JobSet status"))
 	}
@@ -242,13 +499,23 @@ func (b *Bench) report(ctx context.Context) *Results {
 		n := o.CompletionPods
 		add(row(apiSec, fmt.Sprintf("API writes per pod, lifecycle %d (create -> Succeeded)", n), "writes",
 			b.series(ScenarioCompletion, SystemCopse, n, writesPerPod), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("409 conflicts per run, lifecycle %d", n), "requests",
-			b.series(ScenarioCompletion, SystemCopse, n, conflicts), "", nil, ""))
-		add(row(apiSec, fmt.Sprintf("status writes per run, lifecycle %d: workload", n), "writes",
-			b.series(ScenarioCompletion, SystemCopse, n, statusWritesOf("PodCliqueSet")), jobset,
+		for _, r := range b.conflictAndStatusRows(apiSec, ScenarioCompletion, fmt.Sprintf("lifecycle %d", n), n, true) {
+			add(r)
+		}
+		add(row(apiSec, fmt.Sprintf("status changes per PodCliqueSet, lifecycle %d (watch)", n), "writes",
+			b.series(ScenarioCompletion, SystemCopse, n, statusChangesPer("PodCliqueSet")), jobset,
 			b.series(ScenarioCompletion, SystemJobSet, n, statusWritesOf("JobSet")), "PodCliqueSet vs JobSet status"))
-		add(row(apiSec, fmt.Sprintf("status writes per run, lifecycle %d: PodCliques", n), "writes",
-			b.series(ScenarioCompletion, SystemCopse, n, statusWritesOf("PodClique")), "", nil, ""))
+		add(row(apiSec, fmt.Sprintf("status changes per PodClique, lifecycle %d (watch)", n), "writes",
+			b.series(ScenarioCompletion, SystemCopse, n, statusChangesPer("PodClique")), "", nil, ""))
+	}
+	var reconcileErrs []float64
+	for _, r := range b.runs {
+		if r.ReconcileErrors != nil && r.Repetition >= 1 {
+			reconcileErrs = append(reconcileErrs, *r.ReconcileErrors)
+		}
+	}
+	if len(reconcileErrs) > 0 {
+		add(row(opSec, "operator reconcile errors per copse run", "errors", reconcileErrs, "", nil, "controller_runtime_reconcile_errors_total"))
 	}
 	if o.has(ScenarioCreation) {
 		for _, n := range o.Sizes {
@@ -258,6 +525,13 @@ func (b *Bench) report(ctx context.Context) *Results {
 		n := o.Sizes[len(o.Sizes)-1]
 		add(row(opSec, fmt.Sprintf("operator peak RSS, creation N=%d", n), "MiB",
 			b.series(ScenarioCreation, SystemCopse, n, peakRSSMiB), "", nil, ""))
+	}
+	if o.has(ScenarioCompletion) {
+		n := o.CompletionPods
+		for _, controller := range b.controllers(ScenarioCompletion) {
+			add(row(opSec, fmt.Sprintf("%s reconciles per run, lifecycle %d", controller, n), "reconciles",
+				b.series(ScenarioCompletion, SystemCopse, n, reconciles(controller)), "", nil, ""))
+		}
 	}
 	controller := "JobSet controller"
 	if o.has(ScenarioRestart) {

@@ -15,7 +15,7 @@ import (
 	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
@@ -166,7 +166,7 @@ func (b *Bench) creationCopse(ctx context.Context, rep, n int) Run {
 		if err := cost.finish(ctx, &run, n); err != nil {
 			return err
 		}
-		run.StatusWrites = statusWrites(pcsT, pclqT)
+		run.StatusWrites, run.Objects = statusWrites(pcsT, pclqT), objectCounts(pcsT, pclqT)
 		if b.referencePod == nil {
 			return b.captureReferencePod(ctx, ns)
 		}
@@ -231,20 +231,35 @@ func referencePod(template *corev1.Pod, namespace string, i int) *corev1.Pod {
 	return pod
 }
 
-// referenceClient is a clientset limited like copse's: client-go's token
-// bucket with the operator's QPS and burst (a fresh, full bucket per run,
-// as copse's is after the idle time between runs).
-func (b *Bench) referenceClient() (kubernetes.Interface, error) {
-	cfg := rest.CopyConfig(b.env.Cluster.RESTConfig())
-	cfg.QPS, cfg.Burst = b.qps, b.burst
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(b.qps, b.burst)
+// referenceClient is a clientset with copse's identity (the chart's
+// ServiceAccount, so the same RBAC and the same FlowSchema and priority
+// level): without a client-side rate limit (unthrottled), or limited like
+// copse's, by client-go's token bucket with the operator's QPS and burst (a
+// fresh, full bucket per run, as copse's is after the idle time between
+// runs).
+func (b *Bench) referenceClient(unthrottled bool) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.operatorKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reference client: %w", err)
+	}
+	if unthrottled {
+		cfg.QPS = -1 // client-go: no rate limiter
+	} else {
+		cfg.QPS, cfg.Burst = b.qps, b.burst
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(b.qps, b.burst)
+	}
 	return kubernetes.NewForConfig(cfg)
 }
 
-// creationReference creates n copies of copse's pod with a plain client, at
-// most ReferenceParallelism at once, and times them like copse's.
-func (b *Bench) creationReference(ctx context.Context, rep, n int) Run {
-	run := Run{Scenario: ScenarioCreation, System: SystemPlainClient, Size: n, Repetition: rep, Seconds: map[string]float64{}, started: time.Now()}
+// sameQPSParallelism is the same-QPS client's creates in flight: more than
+// its token bucket ever lets through at once.
+const sameQPSParallelism = 64
+
+// creationReference creates n copies of copse's pod with a reference
+// client, at most parallelism at once, and times them like copse's: system
+// SystemAPILimit (unthrottled) or SystemSameQPSClient.
+func (b *Bench) creationReference(ctx context.Context, rep, n int, system string, parallelism int) Run {
+	run := Run{Scenario: ScenarioCreation, System: system, Size: n, Repetition: rep, Parallelism: parallelism, Seconds: map[string]float64{}, started: time.Now()}
 	if b.referencePod == nil {
 		return b.record(run, fmt.Errorf("no copse pod was captured to copy (the copse creation run failed)"))
 	}
@@ -253,7 +268,7 @@ func (b *Bench) creationReference(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		cs, err := b.referenceClient()
+		cs, err := b.referenceClient(system == SystemAPILimit)
 		if err != nil {
 			return err
 		}
@@ -262,7 +277,7 @@ func (b *Bench) creationReference(ctx context.Context, rep, n int) Run {
 			objs[i] = referencePod(b.referencePod, ns, i)
 		}
 		t0 := time.Now()
-		if err := createPods(ctx, cs, objs, b.opts.ReferenceParallelism); err != nil {
+		if err := createPods(ctx, cs, objs, parallelism); err != nil {
 			return err
 		}
 		if err := waitPods(ctx, b.opts.RunTimeout, pods, klabels.Everything(), n, "created", added); err != nil {
@@ -273,6 +288,17 @@ func (b *Bench) creationReference(ctx context.Context, rep, n int) Run {
 		return nil
 	})
 	return b.record(run, err)
+}
+
+// creationReferences runs every reference of one size and repetition: the
+// API-limit client at each parallelism, then the same-QPS client.
+func (b *Bench) creationReferences(ctx context.Context, rep, n int) {
+	for _, p := range b.opts.ReferenceParallelism {
+		b.creationReference(ctx, rep, n, SystemAPILimit, p)
+	}
+	if !b.opts.WithoutSameQPSReference {
+		b.creationReference(ctx, rep, n, SystemSameQPSClient, sameQPSParallelism)
+	}
 }
 
 // createPods creates pods with at most parallelism requests in flight.
@@ -395,7 +421,7 @@ func (b *Bench) restartCopse(ctx context.Context, rep, n int) Run {
 			return err
 		}
 		waitQuiet(ctx, time.Second, 20*time.Second, pods, pcsT, pclqT)
-		run.StatusWrites = subCounts(statusWrites(pcsT, pclqT), before)
+		run.StatusWrites, run.Objects = subCounts(statusWrites(pcsT, pclqT), before), objectCounts(pcsT, pclqT)
 		return cost.finish(ctx, &run, n)
 	})
 	return b.record(run, err)
@@ -510,7 +536,7 @@ func (b *Bench) completionCopse(ctx context.Context, rep, n int) Run {
 			return err
 		}
 		waitQuiet(ctx, time.Second, 20*time.Second, pods, pcsT, pclqT)
-		run.StatusWrites = statusWrites(pcsT, pclqT)
+		run.StatusWrites, run.Objects = statusWrites(pcsT, pclqT), objectCounts(pcsT, pclqT)
 		return cost.finish(ctx, &run, n)
 	})
 	return b.record(run, err)
@@ -564,6 +590,15 @@ func statusWrites(trackers ...*objTracker) map[string]int {
 		for _, r := range t.Objects() {
 			out[t.kind] += r.StatusWrites
 		}
+	}
+	return out
+}
+
+// objectCounts counts the objects the trackers saw, by kind.
+func objectCounts(trackers ...*objTracker) map[string]int {
+	out := map[string]int{}
+	for _, t := range trackers {
+		out[t.kind] += len(t.Objects())
 	}
 	return out
 }

@@ -69,13 +69,16 @@ func runWatch(ctx context.Context, resourceVersion string, w watcherFunc, handle
 
 // podRecord is what a watch saw of one pod, with receive times.
 type podRecord struct {
-	UID    types.UID
-	Name   string
-	Labels map[string]string
+	UID       types.UID
+	Namespace string
+	Name      string
+	Labels    map[string]string
 	// Added is when the pod was first seen.
 	Added time.Time
 	// Created is its creationTimestamp (whole seconds).
 	Created time.Time
+	// Scheduled is when the pod was first seen bound to a node.
+	Scheduled time.Time
 	// Running, Succeeded, Failed: when the phase was first seen.
 	Running, Succeeded, Failed time.Time
 	// Terminated is when a main container was first seen terminated, and
@@ -151,10 +154,13 @@ func (t *podTracker) observe(pod *corev1.Pod, now time.Time) {
 func (t *podTracker) observeLocked(pod *corev1.Pod, now time.Time) {
 	r := t.pods[pod.UID]
 	if r == nil {
-		r = &podRecord{UID: pod.UID, Name: pod.Name, Added: now, Created: pod.CreationTimestamp.Time}
+		r = &podRecord{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Added: now, Created: pod.CreationTimestamp.Time}
 		t.pods[pod.UID] = r
 	}
 	r.Labels = pod.Labels
+	if pod.Spec.NodeName != "" {
+		setOnce(&r.Scheduled, now)
+	}
 	switch pod.Status.Phase {
 	case corev1.PodRunning:
 		setOnce(&r.Running, now)
@@ -210,8 +216,9 @@ func (t *podTracker) lastEvent() time.Time {
 
 // objRecord is what a watch saw of one custom object.
 type objRecord struct {
-	Name  string
-	Added time.Time
+	Namespace string
+	Name      string
+	Added     time.Time
 	// StatusWrites counts the changes of .status seen, the first status
 	// included: every status write that changed something bumps the
 	// resourceVersion and produces one watch event (writes that change
@@ -221,6 +228,9 @@ type objRecord struct {
 	Phases map[string]time.Time
 	// TrueConditions: when each condition type was first seen True.
 	TrueConditions map[string]time.Time
+	// Available is when status.availableReplicas was first seen to reach
+	// spec.replicas (PodCliqueSets).
+	Available time.Time
 	// Deleted is when the object was seen gone.
 	Deleted time.Time
 
@@ -280,7 +290,7 @@ func (t *objTracker) observe(u *unstructured.Unstructured, now time.Time) {
 	r := t.objs[u.GetUID()]
 	status, hasStatus := u.Object["status"]
 	if r == nil {
-		r = &objRecord{Name: u.GetName(), Added: now, Phases: map[string]time.Time{}, TrueConditions: map[string]time.Time{}}
+		r = &objRecord{Namespace: u.GetNamespace(), Name: u.GetName(), Added: now, Phases: map[string]time.Time{}, TrueConditions: map[string]time.Time{}}
 		t.objs[u.GetUID()] = r
 		if hasStatus && !emptyStatus(status) {
 			r.StatusWrites++
@@ -293,6 +303,10 @@ func (t *objTracker) observe(u *unstructured.Unstructured, now time.Time) {
 		if _, seen := r.Phases[phase]; !seen {
 			r.Phases[phase] = now
 		}
+	}
+	want, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if available, found, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas"); found && want > 0 && available >= want {
+		setOnce(&r.Available, now)
 	}
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conditions {
@@ -343,6 +357,19 @@ func (t *objTracker) Object(name string) (objRecord, bool) {
 	return objRecord{}, false
 }
 
+// ObjectIn returns the record of the object namespace/name, for a tracker
+// of every namespace.
+func (t *objTracker) ObjectIn(namespace, name string) (objRecord, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.objs {
+		if r.Namespace == namespace && r.Name == name {
+			return *r, true
+		}
+	}
+	return objRecord{}, false
+}
+
 // Err is the watch's failure, if it broke.
 func (t *objTracker) Err() error {
 	t.mu.Lock()
@@ -387,6 +414,7 @@ func waitQuiet(ctx context.Context, quiet, limit time.Duration, sources ...event
 // Times are taken from the trackers' records, not from when waitFor
 // notices, so polling adds nothing to a measurement.
 func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(20 * time.Millisecond)
@@ -398,7 +426,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s waiting for %s (%s)", timeout, what, detail)
+			return fmt.Errorf("gave up waiting for %s after %s: %w (%s)", what, time.Since(start).Round(time.Millisecond), ctx.Err(), detail)
 		case <-ticker.C:
 		}
 	}

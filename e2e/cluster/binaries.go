@@ -4,16 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,69 +36,6 @@ type Binaries struct {
 	Kwok                  string `json:"kwok"`
 }
 
-// toolModule is one of the go.mod files under hack/tools. Each is built as a
-// unit: its binaries share one cache directory, keyed by the module's
-// version and dependency pins, so bumping a pin rebuilds exactly that module.
-type toolModule struct {
-	name     string            // directory under hack/tools, and cache key prefix
-	module   string            // the required module whose version names the build
-	packages map[string]string // binary name -> package path
-	eta      string            // rough cold-build time, for the progress message
-	// versionFlags returns the -X linker flags that stamp the version into
-	// the binaries; nil when they stamp nothing.
-	versionFlags func(version string) []string
-}
-
-// kubernetesVersionFlags stamps the version Kubernetes' own build stamps.
-// Built from the module source without them, every component reports
-// v0.0.0-master, and clients that check the server version (Helm's chart
-// kubeVersion, kubectl version skew warnings) misjudge the cluster.
-func kubernetesVersionFlags(version string) []string {
-	major, minor := "", ""
-	if parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3); len(parts) >= 2 {
-		major, minor = parts[0], parts[1]
-	}
-	var flags []string
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		flags = append(flags,
-			"-X", pkg+".gitVersion="+version,
-			"-X", pkg+".gitMajor="+major,
-			"-X", pkg+".gitMinor="+minor,
-			"-X", pkg+".gitTreeState=clean",
-		)
-	}
-	return flags
-}
-
-var toolModules = []toolModule{
-	{
-		name:   "etcd",
-		module: "go.etcd.io/etcd/server/v3",
-		// etcd's main package sits at the module root; the binary would be
-		// named "v3" without an explicit -o file name.
-		packages: map[string]string{"etcd": "go.etcd.io/etcd/server/v3"},
-		eta:      "~2 min",
-	},
-	{
-		name:   "kube",
-		module: "k8s.io/kubernetes",
-		packages: map[string]string{
-			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
-			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
-			"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
-			"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
-		},
-		eta:          "~8 min",
-		versionFlags: kubernetesVersionFlags,
-	},
-	{
-		name:     "kwok",
-		module:   "sigs.k8s.io/kwok",
-		packages: map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
-		eta:      "~2 min",
-	},
-}
-
 // EnsureBinaries returns the control-plane binaries, building any that are
 // not cached yet from the pinned tools modules. Progress goes to stderr.
 func EnsureBinaries(ctx context.Context) (Binaries, error) {
@@ -111,22 +43,14 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 }
 
 func ensureBinaries(ctx context.Context, progress io.Writer) (Binaries, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return Binaries{}, err
-	}
-	cache, err := CacheDir()
-	if err != nil {
-		return Binaries{}, err
-	}
 	paths := map[string]string{}
-	for _, tm := range toolModules {
-		dir, err := tm.ensure(ctx, filepath.Join(root, "hack", "tools", tm.name), filepath.Join(cache, "bin"), progress)
+	for _, name := range []string{ToolEtcd, ToolKube, ToolKwok} {
+		built, err := EnsureTool(ctx, name, progress)
 		if err != nil {
 			return Binaries{}, err
 		}
-		for bin := range tm.packages {
-			paths[bin] = filepath.Join(dir, bin)
+		for bin := range built.Binaries {
+			paths[bin] = built.Path(bin)
 		}
 	}
 	return Binaries{
@@ -137,169 +61,6 @@ func ensureBinaries(ctx context.Context, progress io.Writer) (Binaries, error) {
 		Kubectl:               paths["kubectl"],
 		Kwok:                  paths["kwok"],
 	}, nil
-}
-
-// ensure returns the cache directory holding every binary of the module,
-// building it first if needed.
-func (tm toolModule) ensure(ctx context.Context, srcDir, binRoot string, progress io.Writer) (string, error) {
-	key, version, err := tm.cacheKey(srcDir)
-	if err != nil {
-		return "", err
-	}
-	final := filepath.Join(binRoot, key)
-	if tm.complete(final) {
-		return final, nil
-	}
-	if err := os.MkdirAll(binRoot, 0o755); err != nil {
-		return "", fmt.Errorf("create binary cache: %w", err)
-	}
-
-	// Two test suites started together on a cold cache would otherwise both
-	// spend minutes building the same thing.
-	unlock, err := LockFile(ctx, filepath.Join(binRoot, key+".lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if tm.complete(final) {
-		return final, nil
-	}
-	// Leftovers of builds that were killed outright; holding the lock means
-	// no one else is writing to them.
-	stale, _ := filepath.Glob(filepath.Join(binRoot, "."+key+".tmp-*"))
-	for _, dir := range stale {
-		_ = os.RemoveAll(dir)
-	}
-
-	names := slices.Sorted(maps.Keys(tm.packages))
-	fmt.Fprintf(progress, "building %s %s (first run only, %s)...\n", strings.Join(names, ", "), version, tm.eta)
-	start := time.Now()
-
-	tmp, err := os.MkdirTemp(binRoot, "."+key+".tmp-")
-	if err != nil {
-		return "", fmt.Errorf("create build dir: %w", err)
-	}
-	defer os.RemoveAll(tmp) // no-op after the rename succeeded
-
-	if err := tm.build(ctx, srcDir, tmp, version); err != nil {
-		return "", fmt.Errorf("build %s %s: %w", strings.Join(names, ", "), version, err)
-	}
-	if !tm.complete(tmp) {
-		return "", fmt.Errorf("build %s %s: go build succeeded but left no binaries in %s", tm.name, version, tmp)
-	}
-	// The rename is what makes a cache entry visible, so an interrupted build
-	// never leaves a directory that looks complete.
-	if err := os.Rename(tmp, final); err != nil {
-		return "", fmt.Errorf("install %s binaries: %w", tm.name, err)
-	}
-	fmt.Fprintf(progress, "built %s %s in %s\n", tm.name, version, time.Since(start).Round(time.Second))
-	return final, nil
-}
-
-func (tm toolModule) complete(dir string) bool {
-	for bin := range tm.packages {
-		info, err := os.Stat(filepath.Join(dir, bin))
-		if err != nil || info.IsDir() || info.Mode().Perm()&0o100 == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// cacheKey is <name>-<version>-<hash of go.mod and go.sum>. go.mod is hashed
-// too because a changed replace directive need not change go.sum.
-func (tm toolModule) cacheKey(srcDir string) (key, version string, err error) {
-	gomod, err := os.ReadFile(filepath.Join(srcDir, "go.mod"))
-	if err != nil {
-		return "", "", fmt.Errorf("read tools module %s: %w", tm.name, err)
-	}
-	gosum, err := os.ReadFile(filepath.Join(srcDir, "go.sum"))
-	if err != nil {
-		return "", "", fmt.Errorf("read tools module %s: %w", tm.name, err)
-	}
-	version, err = requiredVersion(gomod, tm.module)
-	if err != nil {
-		return "", "", fmt.Errorf("tools module %s: %w", tm.name, err)
-	}
-	h := sha256.New()
-	h.Write(gomod)
-	h.Write([]byte{0})
-	h.Write(gosum)
-	if tm.versionFlags != nil {
-		// Changing how binaries are stamped must rebuild them too.
-		h.Write([]byte{0})
-		h.Write([]byte(strings.Join(tm.versionFlags(version), " ")))
-	}
-	return fmt.Sprintf("%s-%s-%s", tm.name, version, hex.EncodeToString(h.Sum(nil))[:12]), version, nil
-}
-
-// requiredVersion finds the version of module in a go.mod's require
-// directives (single-line or block form).
-func requiredVersion(gomod []byte, module string) (string, error) {
-	sc := bufio.NewScanner(bytes.NewReader(gomod))
-	inRequire := false
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		fields := strings.Fields(line)
-		switch {
-		case len(fields) == 0:
-			continue
-		case inRequire && fields[0] == ")":
-			inRequire = false
-			continue
-		case fields[0] == "require" && len(fields) == 2 && fields[1] == "(":
-			inRequire = true
-			continue
-		case fields[0] == "require":
-			fields = fields[1:]
-		case !inRequire:
-			continue
-		}
-		if len(fields) >= 2 && fields[0] == module {
-			return fields[1], nil
-		}
-	}
-	return "", fmt.Errorf("no requirement on %s in go.mod", module)
-}
-
-// build runs one go build for all of the module's packages, so that they
-// compile and link in parallel. A single package gets an explicit output
-// file because its binary name need not match its import path (etcd's main
-// package is the module root, ".../server/v3").
-func (tm toolModule) build(ctx context.Context, srcDir, outDir, version string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("the go command is needed to build control-plane binaries: %w", err)
-	}
-	args := []string{"build"}
-	if tm.versionFlags != nil {
-		args = append(args, "-ldflags", strings.Join(tm.versionFlags(version), " "))
-	}
-	if len(tm.packages) == 1 {
-		for bin, pkg := range tm.packages {
-			args = append(args, "-o", filepath.Join(outDir, bin), pkg)
-		}
-	} else {
-		args = append(args, "-o", outDir+string(filepath.Separator))
-		for _, bin := range slices.Sorted(maps.Keys(tm.packages)) {
-			args = append(args, tm.packages[bin])
-		}
-	}
-	cmd := exec.CommandContext(ctx, goTool, args...)
-	cmd.Dir = srcDir
-	// A go.work at the repository root would pull the tools module into the
-	// workspace and resolve Kubernetes against copse's own requirements.
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var output bytes.Buffer
-	cmd.Stdout = &output
-	cmd.Stderr = &output
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s (in %s): %w\n%s", strings.Join(args, " "), srcDir, err, lastLines(output.String(), 30))
-	}
-	return nil
 }
 
 // LockFile takes an exclusive flock on path, polling so that ctx can cancel

@@ -208,3 +208,37 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Process is a local process run next to a cluster, such as a controller a
+// benchmark compares copse with. Like the cluster's own components it has its
+// own process group, is killed if this process dies, and appends its output
+// to a log file.
+type Process struct{ p *process }
+
+// StartProcess starts binary with args, appending its output to logPath.
+func StartProcess(name, binary string, args []string, logPath string) (*Process, error) {
+	p, err := startProcess(processSpec{name: name, binary: binary, args: args, logPath: logPath})
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
+// PID is the process id, or 0 once the process has exited.
+func (p *Process) PID() int {
+	if p.p.exitErr() != nil {
+		return 0
+	}
+	return p.p.pid
+}
+
+// CheckHealthy reports a process that has exited, with the end of its log.
+func (p *Process) CheckHealthy() error {
+	if err := p.p.exitErr(); err != nil {
+		return p.p.crashError(err)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM to the process group, and SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) error { return p.p.stop(grace) }

@@ -233,3 +233,97 @@ func WaitForCABundles(ctx context.Context, c client.Client, name string, timeout
 	}
 	return bundles, nil
 }
+
+// InstallLocalRelease installs (or upgrades) charts/copse as release name
+// into namespace in local mode, with its webhooks calling ports.Webhook on
+// 127.0.0.1, plus any further helm arguments (e.g. "--set", "k=v"), and
+// waits for it; it returns helm's output.
+func InstallLocalRelease(ctx context.Context, helm *Helm, name, namespace string, ports LocalOperatorPorts, args ...string) (string, error) {
+	chart, err := ChartDir()
+	if err != nil {
+		return "", err
+	}
+	cmd := append([]string{"upgrade", "--install", name, chart, "--namespace", namespace, "--create-namespace",
+		"--set", "localMode.enabled=true", "--set", "localMode.webhookURL=" + ports.WebhookURL(),
+		"--wait", "--timeout", "2m"}, args...)
+	return helm.Run(ctx, cmd...)
+}
+
+// ChartOperatorOptions configure StartChartOperator.
+type ChartOperatorOptions struct {
+	// Release and Namespace name the Helm release installed in local mode.
+	Release, Namespace string
+	// Ports are those the release was installed with (localMode.webhookURL).
+	Ports LocalOperatorPorts
+	// Configure may change the configuration after it was read from the
+	// chart and moved to this machine (e.g. the log level).
+	Configure func(*configv1alpha1.OperatorConfiguration)
+	// TokenValidity of the ServiceAccount token; zero means two hours.
+	TokenValidity time.Duration
+	// StreamLogs copies the log to GinkgoWriter as well.
+	StreamLogs bool
+}
+
+// ChartOperator is an operator started by StartChartOperator.
+type ChartOperator struct {
+	*Operator
+	// Config is the configuration it runs with; RawConfig is the file the
+	// chart rendered into its ConfigMap.
+	Config    *configv1alpha1.OperatorConfiguration
+	RawConfig []byte
+	// Kubeconfig authenticates as the chart's ServiceAccount.
+	Kubeconfig string
+	// ServiceAccount is the chart's ServiceAccount, "<namespace>/<name>".
+	ServiceAccount string
+}
+
+// StartChartOperator runs copse-operator as a release of the chart installed
+// in local mode expects (see InstallLocalRelease): with a token of the
+// release's ServiceAccount and the configuration in the release's ConfigMap,
+// changed only where a local process must differ (the metrics and probe
+// ports, the certificate directory). Its requests are therefore authorized
+// by the chart's RBAC alone and classified by the chart's FlowSchemas. The
+// ServiceAccount and the ConfigMap are found by the release's labels.
+func StartChartOperator(ctx context.Context, env *Env, opts ChartOperatorOptions) (*ChartOperator, error) {
+	release := client.MatchingLabels{"app.kubernetes.io/instance": opts.Release, "app.kubernetes.io/name": "copse"}
+	var accounts corev1.ServiceAccountList
+	if err := env.Client.List(ctx, &accounts, client.InNamespace(opts.Namespace), release); err != nil {
+		return nil, fmt.Errorf("find the ServiceAccount of release %s: %w", opts.Release, err)
+	}
+	var configMaps corev1.ConfigMapList
+	if err := env.Client.List(ctx, &configMaps, client.InNamespace(opts.Namespace), release); err != nil {
+		return nil, fmt.Errorf("find the ConfigMap of release %s: %w", opts.Release, err)
+	}
+	if len(accounts.Items) != 1 || len(configMaps.Items) != 1 {
+		return nil, fmt.Errorf("release %s/%s has %d ServiceAccounts and %d ConfigMaps, want one of each",
+			opts.Namespace, opts.Release, len(accounts.Items), len(configMaps.Items))
+	}
+	cfg, raw, err := ConfigMapOperatorConfiguration(ctx, env.Client, opts.Namespace, configMaps.Items[0].Name, "config.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.WebhookServer.Port != int32(opts.Ports.Webhook) {
+		return nil, fmt.Errorf("the release's webhook port is %d, not %d: install it with the same LocalOperatorPorts", cfg.WebhookServer.Port, opts.Ports.Webhook)
+	}
+	dir := filepath.Join(env.Cluster.Dir(), "operator")
+	cfg.Server.Metrics.BindAddress = loopback(opts.Ports.Metrics)
+	cfg.Server.HealthProbes.BindAddress = loopback(opts.Ports.HealthProbes)
+	cfg.WebhookServer.CertDir = filepath.Join(dir, "certs")
+	if opts.Configure != nil {
+		opts.Configure(cfg)
+	}
+	validity := opts.TokenValidity
+	if validity == 0 {
+		validity = 2 * time.Hour
+	}
+	sa := accounts.Items[0].Name
+	kubeconfig := filepath.Join(dir, "serviceaccount.kubeconfig")
+	if err := WriteServiceAccountKubeconfig(ctx, env, opts.Namespace, sa, kubeconfig, validity); err != nil {
+		return nil, err
+	}
+	o, err := StartOperatorProcess(ctx, env, ProcessOptions{Kubeconfig: kubeconfig, Config: cfg, Dir: dir, StreamLogs: opts.StreamLogs})
+	if err != nil {
+		return nil, err
+	}
+	return &ChartOperator{Operator: o, Config: cfg, RawConfig: raw, Kubeconfig: kubeconfig, ServiceAccount: opts.Namespace + "/" + sa}, nil
+}

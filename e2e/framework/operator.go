@@ -114,7 +114,7 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 				opts.Configure(cfg)
 			}
 		}
-	} else if caPEM, err = writeWebhookServingCertificate(certDir); err != nil {
+	} else if caPEM, err = WriteServingCertificate(certDir, "copse-operator-webhook"); err != nil {
 		return nil, fmt.Errorf("start operator: %w", err)
 	}
 	cfg := operatorConfiguration(ports, certDir, configure)

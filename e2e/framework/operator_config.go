@@ -47,7 +47,7 @@ func operatorConfiguration(ports operatorPorts, certDir string,
 	cfg.WebhookServer.Port = int32(ports.webhook)
 	cfg.WebhookServer.CertDir = certDir
 	// The framework writes the serving certificate itself (see
-	// writeWebhookServingCertificate) unless useSelfManagedCertificates
+	// WriteServingCertificate) unless useSelfManagedCertificates
 	// applies.
 	cfg.WebhookServer.Certificates.Mode = configv1alpha1.WebhookCertificateModeProvided
 	cfg.Server.Metrics.BindAddress = loopback(ports.metrics)

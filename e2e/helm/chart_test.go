@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +45,7 @@ const (
 	configMapName     = "copse-config"
 	certSecretName    = "copse-webhook-serving-cert"
 	leaseName         = "copse-operator-leader"
+	flowControlName   = "copse-operator" // PriorityLevelConfiguration and FlowSchema
 
 	longWait = 2 * time.Minute
 )
@@ -63,20 +66,14 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 	// ports) and where it writes the certificate files.
 	startOperator := func(ctx context.Context) *configv1alpha1.OperatorConfiguration {
 		GinkgoHelper()
-		cfg, raw, err := framework.ConfigMapOperatorConfiguration(ctx, env.Client, releaseNamespace, configMapName, "config.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		AddReportEntry("operator configuration from the chart", string(raw))
-		Expect(cfg.WebhookServer.Port).To(BeEquivalentTo(ports.Webhook), "the chart takes the webhook port from localMode.webhookURL")
-		cfg.Server.Metrics.BindAddress = fmt.Sprintf("127.0.0.1:%d", ports.Metrics)
-		cfg.Server.HealthProbes.BindAddress = fmt.Sprintf("127.0.0.1:%d", ports.HealthProbes)
-		cfg.WebhookServer.CertDir = filepath.Join(env.Cluster.Dir(), "operator", "certs")
-
-		saKubeconfig = filepath.Join(env.Cluster.Dir(), "operator", "serviceaccount.kubeconfig")
-		Expect(framework.WriteServiceAccountKubeconfig(ctx, env, releaseNamespace, serviceAccount, saKubeconfig, 2*time.Hour)).To(Succeed())
 		env.Operator = nil // a stopped operator is replaced by a new process
-		_, err = framework.StartOperatorProcess(ctx, env, framework.ProcessOptions{Kubeconfig: saKubeconfig, Config: cfg})
+		op, err := framework.StartChartOperator(ctx, env, framework.ChartOperatorOptions{
+			Release: release, Namespace: releaseNamespace, Ports: ports})
 		Expect(err).NotTo(HaveOccurred())
-		return cfg
+		AddReportEntry("operator configuration from the chart", string(op.RawConfig))
+		Expect(op.ServiceAccount).To(Equal(releaseNamespace + "/" + serviceAccount))
+		saKubeconfig = op.Kubeconfig
+		return op.Config
 	}
 
 	stopOperator := func() {
@@ -137,8 +134,9 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 	})
 
 	It("installs, and the operator runs with the chart's ServiceAccount and configuration", func(ctx context.Context) {
-		helmRun(ctx, "install", release, chart, "--namespace", releaseNamespace, "--create-namespace",
-			"--set", "localMode.enabled=true", "--set", "localMode.webhookURL="+ports.WebhookURL(), "--wait", "--timeout", "2m")
+		out, err := framework.InstallLocalRelease(ctx, helm, release, releaseNamespace, ports)
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("helm install (local mode)", out)
 
 		By("installing the CRDs from crds/")
 		all, err := crds.All()
@@ -213,6 +211,55 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		for _, p := range trainingPods {
 			Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded))
 		}
+		expectNoForbidden()
+	}, SpecTimeout(5*time.Minute))
+
+	It("classifies the operator's requests with the chart's FlowSchemas (API Priority and Fairness)", func(ctx context.Context) {
+		By("installing a priority level and two FlowSchemas for the operator's ServiceAccount")
+		level := &flowcontrolv1.PriorityLevelConfiguration{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: flowControlName}, level)).To(Succeed())
+		operatorSchema := &flowcontrolv1.FlowSchema{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: flowControlName}, operatorSchema)).To(Succeed())
+		leaseSchema := &flowcontrolv1.FlowSchema{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: flowControlName + "-leader-election"}, leaseSchema)).To(Succeed())
+		for _, fs := range []*flowcontrolv1.FlowSchema{operatorSchema, leaseSchema} {
+			Expect(fs.Status.Conditions).NotTo(ContainElement(And(
+				HaveField("Type", flowcontrolv1.FlowSchemaConditionDangling), HaveField("Status", flowcontrolv1.ConditionTrue))),
+				"FlowSchema %s points at a priority level that does not exist", fs.Name)
+		}
+
+		By("answering a request made with the ServiceAccount's token through copse's FlowSchema and priority level")
+		saConfig, err := clientcmd.BuildConfigFromFlags("", saKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		headers := responseHeaders(ctx, saConfig, "/api/v1/namespaces/"+workloads+"/pods?limit=1")
+		Expect(headers.Get(flowSchemaUIDHeader)).To(Equal(string(operatorSchema.UID)), "the operator's request was classified by another FlowSchema")
+		Expect(headers.Get(priorityLevelUIDHeader)).To(Equal(string(level.UID)))
+		By("answering its Lease requests through the leader-election level")
+		headers = responseHeaders(ctx, saConfig, "/apis/coordination.k8s.io/v1/namespaces/"+releaseNamespace+"/leases/"+leaseName)
+		Expect(headers.Get(flowSchemaUIDHeader)).To(Equal(string(leaseSchema.UID)))
+		By("leaving other identities alone")
+		headers = responseHeaders(ctx, env.Cluster.RESTConfig(), "/api/v1/namespaces/"+workloads+"/pods?limit=1")
+		Expect(headers.Get(flowSchemaUIDHeader)).NotTo(BeElementOf(string(operatorSchema.UID), string(leaseSchema.UID)))
+
+		By("dispatching the requests the operator makes for a new workload in copse's priority level")
+		copseRequests := func() float64 {
+			GinkgoHelper()
+			m, err := framework.ScrapeAPIServerMetrics(ctx, env.Clientset)
+			Expect(err).NotTo(HaveOccurred())
+			return m.Sum("apiserver_flowcontrol_dispatched_requests_total",
+				map[string]string{"flow_schema": flowControlName, "priority_level": flowControlName})
+		}
+		before := copseRequests()
+		const pods = 3
+		Expect(env.Client.Create(ctx, framework.NewPodCliqueSet(workloads, "classified", 1,
+			framework.CliqueTemplate("server", pods, framework.PodSpec(0))))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.GetPodCliqueSet(ctx, g, workloads, "classified").Status.AvailableReplicas).To(Equal(int32(1)))
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		// At least the pod creations, the PodClique creation and the status
+		// writes went through it.
+		Expect(copseRequests()-before).To(BeNumerically(">", pods), "the operator's requests were not dispatched in priority level %s", flowControlName)
+		Expect(env.Client.Delete(ctx, env.GetPodCliqueSet(ctx, Default, workloads, "classified"))).To(Succeed())
 		expectNoForbidden()
 	}, SpecTimeout(5*time.Minute))
 
@@ -296,6 +343,9 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: operatorRoleName + "-webhook-cert"}},
 			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: configurationName}},
 			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: configurationName}},
+			&flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: flowControlName}},
+			&flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: flowControlName + "-leader-election"}},
+			&flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: flowControlName}},
 		}
 		for _, obj := range gone {
 			err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -383,4 +433,25 @@ func lastRunLogged(logPath, substr string) (bool, error) {
 		data = data[i:]
 	}
 	return bytes.Contains(data, []byte(substr)), nil
+}
+
+// The headers in which the API server names the FlowSchema and the priority
+// level that classified a request.
+const (
+	flowSchemaUIDHeader    = "X-Kubernetes-PF-FlowSchema-UID"
+	priorityLevelUIDHeader = "X-Kubernetes-PF-PriorityLevel-UID"
+)
+
+// responseHeaders GETs path from the API server as the identity of config
+// and returns the response's headers, whatever its status.
+func responseHeaders(ctx context.Context, config *rest.Config, path string) http.Header {
+	GinkgoHelper()
+	httpClient, err := rest.HTTPClientFor(config)
+	Expect(err).NotTo(HaveOccurred())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(config.Host, "/")+path, nil)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := httpClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	return resp.Header
 }

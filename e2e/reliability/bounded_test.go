@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/bench"
+	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -136,7 +136,8 @@ func podCount(ctx context.Context, g Gomega, namespace string) int {
 // answered 403 Forbidden (a quota's refusal), from the operator's metrics.
 func refusedCreates(ctx context.Context) float64 {
 	GinkgoHelper()
-	counts, err := bench.ScrapeRequestCounts(ctx, env.Operator.MetricsURL())
+	metrics, err := framework.ScrapeMetrics(ctx, env.Operator.MetricsURL())
 	Expect(err).NotTo(HaveOccurred())
-	return counts[http.MethodPost][fmt.Sprint(http.StatusForbidden)]
+	return metrics.Sum("rest_client_requests_total",
+		map[string]string{"method": http.MethodPost, "code": fmt.Sprint(http.StatusForbidden)})
 }

@@ -6,6 +6,7 @@
 //	copse-cluster status [--dir D]
 //	copse-cluster down [--dir D]
 //	copse-cluster build
+//	copse-cluster tool BINARY
 //	copse-cluster kubectl [--dir D] -- ARGS...
 package main
 
@@ -15,10 +16,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -32,7 +35,9 @@ commands:
   up      start a cluster in the background (refuses if one already runs in --dir)
   status  report whether each component of the cluster is alive
   down    stop the cluster and remove its directory
-  build   build and cache the control-plane binaries only
+  build   build and cache every pinned tool (hack/tools/*) and print their paths
+  tool    print the path of one pinned binary, building its tool first if needed:
+          tool BINARY (e.g. helm, controller-gen, crdgen, jobset-controller)
   kubectl run the cluster's kubectl (v1.37) against it: kubectl [--dir D] -- ARGS...
 
 Run "copse-cluster <command> -h" for the flags of a command.
@@ -56,6 +61,8 @@ func main() {
 		err = status(args)
 	case "build":
 		err = build(ctx, args)
+	case "tool":
+		err = tool(ctx, args)
 	case "kubectl":
 		err = kubectl(ctx, args)
 	case "-h", "--help", "help":
@@ -194,19 +201,36 @@ func printComponents(w io.Writer, comps []cluster.ComponentStatus) (dead int) {
 	return dead
 }
 
+// build builds every pinned tool and prints each binary's path.
 func build(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	_ = fs.Parse(args)
-	bins, err := cluster.EnsureBinaries(ctx)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	for _, t := range cluster.Tools {
+		built, err := t.Ensure(ctx, os.Stderr)
+		if err != nil {
+			return err
+		}
+		for _, bin := range slices.Sorted(maps.Keys(t.Binaries)) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", bin, built.Version, built.Path(bin))
+		}
+	}
+	return nil
+}
+
+// tool prints the path of one pinned binary (for the Makefile), building
+// its tool first if needed; progress goes to stderr.
+func tool(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tool", flag.ExitOnError)
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New("usage: copse-cluster tool BINARY")
+	}
+	path, err := cluster.EnsureToolBinary(ctx, fs.Arg(0), os.Stderr)
 	if err != nil {
 		return err
 	}
-	for _, b := range []struct{ name, path string }{
-		{"etcd", bins.Etcd}, {"kube-apiserver", bins.KubeAPIServer},
-		{"kube-controller-manager", bins.KubeControllerManager}, {"kube-scheduler", bins.KubeScheduler},
-		{"kubectl", bins.Kubectl}, {"kwok", bins.Kwok},
-	} {
-		fmt.Printf("%-24s %s\n", b.name, b.path)
-	}
+	fmt.Println(path)
 	return nil
 }

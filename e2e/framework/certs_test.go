@@ -11,9 +11,9 @@ import (
 
 // The serving certificate must satisfy the API server: a TLS handshake with
 // https://127.0.0.1 trusting only the returned CA.
-func TestWebhookServingCertificateIsTrustedFor127001(t *testing.T) {
+func TestServingCertificateIsTrustedFor127001(t *testing.T) {
 	dir := t.TempDir()
-	caPEM, err := writeWebhookServingCertificate(dir)
+	caPEM, err := WriteServingCertificate(dir, "copse-operator-webhook")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,25 +15,27 @@ import (
 	"time"
 )
 
-// servingCertificateValidity covers the longest e2e run with room to spare;
-// certificates are made afresh for every operator anyway.
+// servingCertificateValidity covers the longest e2e run or benchmark with
+// room to spare; certificates are made afresh for every process anyway.
 const servingCertificateValidity = 7 * 24 * time.Hour
 
-// writeWebhookServingCertificate creates a CA and a serving certificate for
-// 127.0.0.1 signed by it, writes tls.crt and tls.key into dir (the
-// operator's webhookServer.certDir) and returns the CA certificate in PEM,
-// which the webhook configurations carry as their caBundle.
-func writeWebhookServingCertificate(dir string) (caPEM []byte, err error) {
+// WriteServingCertificate is the one writer of the certificates that local
+// test servers (the operator's webhooks, the benchmark's JobSet controller)
+// serve on 127.0.0.1: it creates a CA and a serving certificate for
+// 127.0.0.1 and localhost signed by it, named name, writes tls.crt, tls.key
+// and ca.crt into dir (a controller-runtime certDir) and returns the CA
+// certificate in PEM, e.g. for a webhook configuration's caBundle.
+func WriteServingCertificate(dir, name string) (caPEM []byte, err error) {
 	notBefore := time.Now().Add(-time.Hour) // tolerate small clock differences
 	notAfter := notBefore.Add(servingCertificateValidity)
 
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("generate webhook CA key: %w", err)
+		return nil, fmt.Errorf("generate %s CA key: %w", name, err)
 	}
 	caTemplate := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "copse-e2e-webhook-ca"},
+		Subject:               pkix.Name{CommonName: name + "-ca"},
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -42,20 +44,20 @@ func writeWebhookServingCertificate(dir string) (caPEM []byte, err error) {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("create webhook CA certificate: %w", err)
+		return nil, fmt.Errorf("create %s CA certificate: %w", name, err)
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return nil, fmt.Errorf("parse webhook CA certificate: %w", err)
+		return nil, fmt.Errorf("parse %s CA certificate: %w", name, err)
 	}
 
 	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("generate webhook serving key: %w", err)
+		return nil, fmt.Errorf("generate %s serving key: %w", name, err)
 	}
 	servingTemplate := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "copse-operator-webhook"},
+		Subject:      pkix.Name{CommonName: name},
 		// The API server matches the URL's host against the SANs only.
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		DNSNames:    []string{"localhost"},
@@ -66,15 +68,15 @@ func writeWebhookServingCertificate(dir string) (caPEM []byte, err error) {
 	}
 	servingDER, err := x509.CreateCertificate(rand.Reader, servingTemplate, ca, &servingKey.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("create webhook serving certificate: %w", err)
+		return nil, fmt.Errorf("create %s serving certificate: %w", name, err)
 	}
 	servingKeyDER, err := x509.MarshalECPrivateKey(servingKey)
 	if err != nil {
-		return nil, fmt.Errorf("encode webhook serving key: %w", err)
+		return nil, fmt.Errorf("encode %s serving key: %w", name, err)
 	}
 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create webhook certificate directory: %w", err)
+		return nil, fmt.Errorf("create %s certificate directory: %w", name, err)
 	}
 	files := []struct {
 		name  string
@@ -86,7 +88,7 @@ func writeWebhookServingCertificate(dir string) (caPEM []byte, err error) {
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), pem.EncodeToMemory(f.block), 0o600); err != nil {
-			return nil, fmt.Errorf("write webhook %s: %w", f.name, err)
+			return nil, fmt.Errorf("write %s %s: %w", name, f.name, err)
 		}
 	}
 	return pem.EncodeToMemory(files[2].block), nil
