@@ -304,21 +304,3 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
-
-func TestWrittenVersions(t *testing.T) {
-	var w WrittenVersions
-	if w.Behind("ns/a", "5") {
-		t.Error("nothing written: never behind")
-	}
-	w.Wrote("ns/a", "10")
-	cases := map[string]bool{"9": true, "10": false, "11": false, "not-a-number": false}
-	for cached, want := range cases {
-		if got := w.Behind("ns/a", cached); got != want {
-			t.Errorf("Behind(%q) = %v, want %v", cached, got, want)
-		}
-	}
-	w.Forget("ns/a")
-	if w.Behind("ns/a", "9") {
-		t.Error("forgotten: never behind")
-	}
-}

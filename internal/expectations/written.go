@@ -3,6 +3,8 @@ package expectations
 import (
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
@@ -13,23 +15,33 @@ import (
 // the optimistic lock on every status write keeps stale decisions out
 // either way, and forgetting (an operator restart) costs at most a conflict.
 type WrittenVersions struct {
-	m sync.Map
+	m sync.Map // key -> written
 }
 
-// Wrote records the resourceVersion a successful status write returned.
-func (w *WrittenVersions) Wrote(key, resourceVersion string) {
-	w.m.Store(key, resourceVersion)
+type written struct {
+	uid             types.UID
+	resourceVersion string
 }
 
-// Behind reports whether cached, the resourceVersion the cache shows, is
-// older than the last one written. Versions that cannot be compared are not
-// behind.
-func (w *WrittenVersions) Behind(key, cached string) bool {
-	written, ok := w.m.Load(key)
+// Wrote records the object as a successful status write returned it.
+func (w *WrittenVersions) Wrote(key string, obj metav1.Object) {
+	w.m.Store(key, written{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion()})
+}
+
+// Behind reports whether cached, the object as the cache shows it, is older
+// than the last version written. An object of another UID (deleted and
+// created again under the same name) and versions that cannot be compared
+// are not behind.
+func (w *WrittenVersions) Behind(key string, cached metav1.Object) bool {
+	v, ok := w.m.Load(key)
 	if !ok {
 		return false
 	}
-	cmp, err := resourceversion.CompareResourceVersion(cached, written.(string))
+	last := v.(written)
+	if last.uid != cached.GetUID() {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), last.resourceVersion)
 	return err == nil && cmp < 0
 }
 

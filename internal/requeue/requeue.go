@@ -17,6 +17,11 @@ const (
 	// the pass computed it from a cache that was behind; the cache is
 	// usually milliseconds behind.
 	AfterConflict = 50 * time.Millisecond
+	// CacheCatchUp follows a pass that found the cache behind this
+	// controller's own last status write (expectations.WrittenVersions).
+	// The watch event of that write normally triggers the next pass first;
+	// this is the fallback.
+	CacheCatchUp = 20 * time.Millisecond
 )
 
 // Earliest combines two results, keeping the sooner non-zero requeue.

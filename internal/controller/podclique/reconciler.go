@@ -85,6 +85,10 @@ type Reconciler struct {
 
 	once    sync.Once
 	history *creationHistory
+	// written is the last status version this controller wrote per
+	// PodClique: a pass on a cache that has not caught up with it would
+	// only lose the optimistic-lock race (a 409) or act on stale records.
+	written expectations.WrittenVersions
 }
 
 // Reconcile gathers the PodClique, its pods and its PodCliqueSet, decides
@@ -107,11 +111,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// copse put on them must not hold them.
 		r.Expectations.Forget(key)
 		r.history.forget(key)
+		r.written.Forget(key)
 		_, strays, err := r.podsOf(ctx, req.Namespace, req.Name, "")
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.releaseAll(ctx, req.Namespace, strays)
+	}
+
+	if r.written.Behind(key, pclq) {
+		log.V(1).Info("the cache has not caught up with the last status write yet")
+		return ctrl.Result{RequeueAfter: requeue.CacheCatchUp}, nil
 	}
 
 	owned, strays, err := r.podsOf(ctx, pclq.Namespace, pclq.Name, string(pclq.UID))
@@ -239,6 +249,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pclq *copsev1alpha1.PodCli
 		}
 		return fmt.Errorf("writing status of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
 	}
+	r.written.Wrote(expectations.Key(pclq.Namespace, pclq.Name), updated)
 	updated.DeepCopyInto(pclq)
 	return nil
 }

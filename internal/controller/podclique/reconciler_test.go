@@ -9,6 +9,7 @@ import (
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ import (
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
 	"github.com/copse-dev/copse/internal/testfixtures"
 )
@@ -53,6 +55,9 @@ type apiServer struct {
 	mu      sync.Mutex
 	creates int
 	deletes map[types.UID]int
+	// statusWrites and statusConflicts count PodClique status patches, and
+	// those refused for a stale resourceVersion.
+	statusWrites, statusConflicts int
 }
 
 func newAPIServer(t *testing.T, scheme *runtime.Scheme, podsLinger bool, objs ...client.Object) *apiServer {
@@ -81,6 +86,18 @@ func newAPIServer(t *testing.T, scheme *runtime.Scheme, podsLinger bool, objs ..
 					s.mu.Unlock()
 				}
 				return nil
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				err := c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+				if _, isClique := obj.(*copsev1alpha1.PodClique); isClique && subResource == "status" {
+					s.mu.Lock()
+					s.statusWrites++
+					if apierrors.IsConflict(err) {
+						s.statusConflicts++
+					}
+					s.mu.Unlock()
+				}
+				return err
 			},
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				if _, isPod := obj.(*corev1.Pod); isPod {
@@ -546,5 +563,40 @@ func TestCreateFailureIsReportedAndRetried(t *testing.T) {
 	}
 	if p := r.Expectations.Pending(expectations.Key(testfixtures.Namespace, "llm-1-leader")); len(p.Creations) != 0 {
 		t.Errorf("failed creations recorded as expectations: %+v", p)
+	}
+}
+
+// TestPassWaitsForTheCacheToShowItsOwnStatusWrite: a pass that runs before
+// the cache shows this controller's last status write would compute from
+// the older PodClique and lose the optimistic-lock race; it waits instead,
+// and the pass after the cache caught up goes on.
+func TestPassWaitsForTheCacheToShowItsOwnStatusWrite(t *testing.T) {
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(2))
+	h.reconcile(t, 1)
+	if h.server.statusWrites != 1 {
+		t.Fatalf("%d status writes in the first pass, want 1", h.server.statusWrites)
+	}
+	alive, _ := h.server.pods(t)
+	for i := range alive { // the pods run: the status must change again
+		alive[i].Status.Phase = corev1.PodRunning
+		alive[i].Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if err := h.server.Status().Update(context.Background(), &alive[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	result, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.pclq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.RequeueAfter != requeue.CacheCatchUp || h.server.statusWrites != 1 {
+		t.Errorf("pass on a cache behind its own write: requeue %v and %d status writes, want %v and 1",
+			result.RequeueAfter, h.server.statusWrites, requeue.CacheCatchUp)
+	}
+
+	h.cache.catchUp(t)
+	h.reconcile(t, 1)
+	if h.server.statusWrites != 2 || h.server.statusConflicts != 0 {
+		t.Errorf("after the cache caught up: %d status writes, %d conflicts; want 2, 0", h.server.statusWrites, h.server.statusConflicts)
 	}
 }

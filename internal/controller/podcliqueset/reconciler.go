@@ -10,7 +10,6 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,13 +26,6 @@ import (
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
-)
-
-// Requeue delays for work that waits on nothing but this controller.
-const (
-	// cacheCatchUp follows a pass that found the cache behind this
-	// controller's own last status write.
-	cacheCatchUp = 20 * time.Millisecond
 )
 
 // Reconciler reconciles PodCliqueSets.
@@ -87,9 +79,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Children go with it through their owner references.
 		return ctrl.Result{}, nil
 	}
-	if r.written.Behind(key, pcs.ResourceVersion) {
+	if r.written.Behind(key, pcs) {
 		logger.V(1).Info("the cache has not caught up with the last status write yet")
-		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+		return ctrl.Result{RequeueAfter: requeue.CacheCatchUp}, nil
 	}
 	now := r.Clock.Now()
 

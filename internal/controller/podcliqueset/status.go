@@ -220,7 +220,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pcs *copsev1alpha1.PodCliq
 	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
 		return nil, fmt.Errorf("write status of %s/%s: %w", pcs.Namespace, pcs.Name, err)
 	}
-	r.written.Wrote(client.ObjectKeyFromObject(pcs).String(), updated.ResourceVersion)
+	r.written.Wrote(client.ObjectKeyFromObject(pcs).String(), updated)
 	return updated, nil
 }
 
