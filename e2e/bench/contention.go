@@ -192,8 +192,8 @@ func (b *Bench) contentionCopse(ctx context.Context, rep, n int) Run {
 // (copse's identity, so copse's FlowSchema and priority level, and no
 // client-side limit) creates n copies of copse's pod with
 // ContentionParallelism creators: a burst as copse could make without its
-// client-side rate limit (slow-start batches of up to 64 creates in each of
-// its PodClique workers), which API Priority and Fairness alone then holds
+// client-side rate limit (up to 64 creates in flight in each of its
+// PodClique workers), which API Priority and Fairness alone then holds
 // back.
 func (b *Bench) contentionAPILimit(ctx context.Context, rep, n int) Run {
 	parallelism := b.opts.ContentionParallelism

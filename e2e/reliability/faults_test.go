@@ -104,7 +104,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 		Eventually(func(g Gomega) {
 			err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s still exists: %v", ns, err)
-		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		errs := operatorErrors(ns)[len(errorsBefore):]
 		GinkgoWriter.Printf("operator error lines about %s during its deletion: %d\n%s\n", ns, len(errs), strings.Join(errs, "\n"))

@@ -10,70 +10,79 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestBatchSizes(t *testing.T) {
-	cases := []struct {
-		n, start, limit int
-		want            []int
-	}{
-		{0, 1, 8, nil},
-		{1, 1, 8, []int{1}},
-		{10, 1, 8, []int{1, 2, 4, 3}},
-		{20, 1, 4, []int{1, 2, 4, 4, 4, 4, 1}},
-		{2, 1, 0, []int{1, 1}},
-		{20, 8, 8, []int{8, 8, 4}},
-		{20, 16, 8, []int{8, 8, 4}},
-		{5, 0, 8, []int{1, 2, 2}},
-	}
-	for _, c := range cases {
-		if diff := cmp.Diff(c.want, batchSizes(c.n, c.start, c.limit)); diff != "" {
-			t.Errorf("batchSizes(%d, %d, %d) (-want +got):\n%s", c.n, c.start, c.limit, diff)
-		}
-	}
+// recorder is an fn for InSlowStart that counts calls per item and the
+// most calls it saw in flight at once.
+type recorder struct {
+	mu                    sync.Mutex
+	called                map[int]int
+	inFlight, maxInFlight int
+	failing               map[int]bool
+	delay                 time.Duration
 }
 
-func TestInSlowStartBatches(t *testing.T) {
+func (r *recorder) call(_ context.Context, item int) error {
+	r.mu.Lock()
+	if r.called == nil {
+		r.called = map[int]int{}
+	}
+	r.called[item]++
+	r.inFlight++
+	r.maxInFlight = max(r.maxInFlight, r.inFlight)
+	r.mu.Unlock()
+	time.Sleep(r.delay)
+	r.mu.Lock()
+	r.inFlight--
+	r.mu.Unlock()
+	if r.failing[item] {
+		return errors.New("boom")
+	}
+	return nil
+}
+
+func TestInSlowStart(t *testing.T) {
 	cases := []struct {
 		name          string
-		n             int
+		n, start      int
 		failing       map[int]bool
-		wantCalled    int // items 0..wantCalled-1 are called, no others
-		wantSucceeded int
+		wantCalledMin int // items 0..m-1 are called once for some m in [min, max], no others
+		wantCalledMax int
+		wantSucceeded int // -1: called - len(failing)
 		wantErr       bool
 	}{
-		{name: "nothing to do", n: 0},
-		{name: "every item once", n: 10, wantCalled: 10, wantSucceeded: 10},
-		{name: "the first call fails: nothing more is tried", n: 10, failing: map[int]bool{0: true},
-			wantCalled: 1, wantErr: true},
-		{name: "a failure in the third batch ends the run after that batch", n: 10, failing: map[int]bool{4: true},
-			wantCalled: 7, wantSucceeded: 6, wantErr: true},
-		{name: "every failure of the batch is reported", n: 10, failing: map[int]bool{1: true, 2: true},
-			wantCalled: 3, wantSucceeded: 1, wantErr: true},
+		{name: "nothing to do", n: 0, start: 1},
+		{name: "every item once", n: 100, start: 1, wantCalledMin: 100, wantCalledMax: 100, wantSucceeded: 100},
+		{name: "the first call fails: nothing more is tried", n: 100, start: 1, failing: map[int]bool{0: true},
+			wantCalledMin: 1, wantCalledMax: 1, wantErr: true},
+		// At most a window (8) of calls past the failing one are started.
+		{name: "a failure stops the run within a window", n: 100, start: 1, failing: map[int]bool{20: true},
+			wantCalledMin: 21, wantCalledMax: 21 + 8, wantSucceeded: -1, wantErr: true},
+		{name: "a failing first window reports each failure", n: 100, start: 8, failing: map[int]bool{1: true, 2: true},
+			wantCalledMin: 3, wantCalledMax: 3 + 8, wantSucceeded: -1, wantErr: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var mu sync.Mutex
-			called := map[int]int{}
-			succeeded, err := InSlowStartBatches(context.Background(), c.n, 1, 8, time.Time{}, func(_ context.Context, item int) error {
-				mu.Lock()
-				called[item]++
-				mu.Unlock()
-				if c.failing[item] {
-					return errors.New("boom")
-				}
-				return nil
-			})
-			want := map[int]int{}
-			for i := range c.wantCalled {
-				want[i] = 1
+			r := &recorder{failing: c.failing, delay: time.Millisecond}
+			succeeded, err := InSlowStart(context.Background(), c.n, c.start, 8, time.Time{}, r.call)
+			called := len(r.called)
+			if called < c.wantCalledMin || called > c.wantCalledMax {
+				t.Errorf("%d items called, want %d to %d", called, c.wantCalledMin, c.wantCalledMax)
 			}
-			if diff := cmp.Diff(want, called); diff != "" {
-				t.Errorf("calls per item (-want +got):\n%s", diff)
+			for i := range called {
+				if r.called[i] != 1 {
+					t.Errorf("item %d called %d times, want the first %d items once each", i, r.called[i], called)
+				}
+			}
+			if c.wantSucceeded == -1 {
+				c.wantSucceeded = called - len(c.failing)
 			}
 			if succeeded != c.wantSucceeded || (err != nil) != c.wantErr {
 				t.Errorf("succeeded %d, err %v; want %d, error %v", succeeded, err, c.wantSucceeded, c.wantErr)
 			}
-			if n := len(failures(err)); n != len(c.failing) && c.wantErr {
+			if n := len(failures(err)); c.wantErr && n != len(c.failing) {
 				t.Errorf("%d failures reported, want %d", n, len(c.failing))
+			}
+			if r.maxInFlight > 8 {
+				t.Errorf("%d calls in flight at once, limit 8", r.maxInFlight)
 			}
 		})
 	}
@@ -89,33 +98,78 @@ func failures(err error) []error {
 	return nil
 }
 
-func TestInSlowStartBatchesRunsABatchConcurrently(t *testing.T) {
-	// Batches of 7 items with limit 4 are 1, 2, 4: the calls of the last
-	// batch (items 3..6) wait for one another, which only finishes if they
-	// run at the same time.
-	var barrier sync.WaitGroup
-	barrier.Add(4)
-	_, err := InSlowStartBatches(context.Background(), 7, 1, 4, time.Time{}, func(_ context.Context, item int) error {
-		if item >= 3 {
-			barrier.Done()
-			barrier.Wait()
+// TestInSlowStartGrowsItsWindowLikeBatches: the window doubles from start
+// after as many successes as it is wide, up to the limit, and the calls do
+// run concurrently.
+func TestInSlowStartGrowsItsWindowLikeBatches(t *testing.T) {
+	cases := []struct{ n, start, limit, wantMaxInFlight int }{
+		{n: 1, start: 1, limit: 8, wantMaxInFlight: 1},
+		{n: 3, start: 1, limit: 8, wantMaxInFlight: 2},
+		{n: 200, start: 1, limit: 8, wantMaxInFlight: 8},
+		{n: 200, start: 16, limit: 8, wantMaxInFlight: 8},
+		{n: 200, start: 4, limit: 4, wantMaxInFlight: 4},
+	}
+	for _, c := range cases {
+		r := &recorder{delay: 5 * time.Millisecond}
+		if _, err := InSlowStart(context.Background(), c.n, c.start, c.limit, time.Time{}, r.call); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
+		if r.maxInFlight != c.wantMaxInFlight {
+			t.Errorf("n %d, start %d, limit %d: %d calls in flight at most, want %d", c.n, c.start, c.limit, r.maxInFlight, c.wantMaxInFlight)
+		}
+	}
+}
+
+// TestInSlowStartDoesNotWaitForItsSlowestCall: while one call hangs, the
+// others go on through the rest of the window. Batches that wait for their
+// slowest member would never reach item 5, which item 0 waits for.
+func TestInSlowStartDoesNotWaitForItsSlowestCall(t *testing.T) {
+	fifthStarted := make(chan struct{})
+	finished := make(chan error, 1)
+	go func() {
+		_, err := InSlowStart(context.Background(), 10, 2, 2, time.Time{}, func(_ context.Context, item int) error {
+			switch item {
+			case 0:
+				select {
+				case <-fifthStarted:
+				case <-time.After(5 * time.Second):
+					return errors.New("item 5 never started while item 0 was in flight")
+				}
+			case 5:
+				close(fifthStarted)
+			}
+			return nil
+		})
+		finished <- err
+	}()
+	if err := <-finished; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestInSlowStartBatchesStopsStartingBatchesAfterItsTime(t *testing.T) {
-	calls := 0
+func TestInSlowStartStopsStartingCallsAfterItsTime(t *testing.T) {
+	r := &recorder{delay: 20 * time.Millisecond}
 	stopBy := time.Now().Add(50 * time.Millisecond)
-	succeeded, err := InSlowStartBatches(context.Background(), 100, 1, 1, stopBy, func(context.Context, int) error {
-		calls++
-		time.Sleep(20 * time.Millisecond)
-		return nil
-	})
+	succeeded, err := InSlowStart(context.Background(), 100, 1, 1, stopBy, r.call)
+	calls := len(r.called)
 	if err != nil || succeeded != calls || calls < 2 || calls > 4 {
-		t.Errorf("succeeded %d of %d calls, err %v; want the batches started within 50ms (about 3), no error", succeeded, calls, err)
+		t.Errorf("succeeded %d of %d calls, err %v; want the calls started within 50ms (about 3), no error", succeeded, calls, err)
+	}
+}
+
+func TestInSlowStartStopsWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recorder{}
+	succeeded, err := InSlowStart(ctx, 100, 1, 1, time.Time{}, func(ctx context.Context, item int) error {
+		if item == 2 {
+			cancel()
+		}
+		return r.call(ctx, item)
+	})
+	if err != nil || succeeded != 3 {
+		t.Errorf("succeeded %d, err %v; want the 3 calls started before the context ended", succeeded, err)
+	}
+	if diff := cmp.Diff(map[int]int{0: 1, 1: 1, 2: 1}, r.called); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }

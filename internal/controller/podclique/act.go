@@ -28,7 +28,7 @@ func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		return 0, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	deleted, err := podwrite.InSlowStartBatches(ctx, len(deletions), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+	deleted, err := podwrite.InSlowStart(ctx, len(deletions), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		d := deletions[i]
 		if err := podwrite.DeleteAndRelease(ctx, r.Client, pclq.Namespace, d.pod); err != nil {
 			return fmt.Errorf("%w (%s)", err, d.cause)
@@ -106,7 +106,7 @@ func (r *Reconciler) releaseAll(ctx context.Context, namespace string, pods []po
 	if len(withFinalizer) == 0 {
 		return nil
 	}
-	released, err := podwrite.InSlowStartBatches(ctx, len(withFinalizer), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+	released, err := podwrite.InSlowStart(ctx, len(withFinalizer), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		return podwrite.ReleaseOutcome(ctx, r.Client, namespace, withFinalizer[i])
 	})
 	ctrl.LoggerFrom(ctx).V(1).Info("released outcome finalizers", "released", released, "planned", len(withFinalizer))
@@ -151,7 +151,7 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 	}
 
 	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
-	created, err := podwrite.InSlowStartBatches(ctx, len(pods), r.history.startBatch(key), podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+	created, err := podwrite.InSlowStart(ctx, len(pods), r.history.startWindow(key), podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		if err := r.Client.Create(ctx, pods[i]); err != nil {
 			return fmt.Errorf("creating pod with index %d: %w", indices[i], err)
 		}

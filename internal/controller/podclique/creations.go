@@ -23,7 +23,7 @@ const (
 )
 
 // creationHistory remembers, per PodClique, how its last pod creations went.
-// It is only a retry timer and a batch-size hint: losing it (an operator
+// It is only a retry timer and a slow-start hint: losing it (an operator
 // restart) costs one extra attempt, never correctness.
 type creationHistory struct {
 	mu      sync.Mutex
@@ -65,8 +65,8 @@ func (h *creationHistory) pausedUntil(key string) time.Time {
 	return time.Time{}
 }
 
-// startBatch is the first batch size of the next creation burst.
-func (h *creationHistory) startBatch(key string) int {
+// startWindow is the slow-start window the next creation burst starts with.
+func (h *creationHistory) startWindow(key string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if rec := h.byKey[key]; rec != nil && rec.smooth {

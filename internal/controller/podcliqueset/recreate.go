@@ -77,7 +77,7 @@ func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCl
 		if len(pods) > 0 {
 			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods))
 		}
-		_, err := podwrite.InSlowStartBatches(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 			return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 		})
 		errs = append(errs, err)

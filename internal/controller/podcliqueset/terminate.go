@@ -27,7 +27,7 @@ func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1
 		return nil
 	}
 	log.FromContext(ctx).Info("terminating the pods of a failed workload", "pods", len(pods))
-	_, err := podwrite.InSlowStartBatches(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+	_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 	})
 	return err
@@ -45,7 +45,7 @@ func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.Po
 		}
 	}
 	held = budget.cut(held)
-	_, err := podwrite.InSlowStartBatches(ctx, len(held), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+	_, err := podwrite.InSlowStart(ctx, len(held), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		return podwrite.ReleaseOutcome(ctx, r.Client, pcs.Namespace, held[i])
 	})
 	return err
