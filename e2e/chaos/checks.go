@@ -215,7 +215,8 @@ func (r *runner) pods(ctx context.Context, namespace string) ([]corev1.Pod, erro
 // back has run for a while, that no workload's end changed, and the
 // run-wide invariants.
 func (r *runner) finish(ctx context.Context) *Report {
-	rep := &Report{Config: r.cfg, Plan: r.plan, Runs: r.runs, Kills: r.killer.done(), Events: map[string]int{}, Start: r.start}
+	rep := &Report{Config: r.cfg, Plan: r.plan, Runs: r.runs, Events: map[string]int{}, Start: r.start}
+	rep.Kills, _ = r.killer.done()
 	if len(rep.Kills) != len(r.plan.Kills) {
 		rep.violate("%d of %d planned kills were done", len(rep.Kills), len(r.plan.Kills))
 	}
@@ -240,6 +241,16 @@ func (r *runner) finish(ctx context.Context) *Report {
 	}
 	for _, line := range matchingLines(r.env.Operator.LogPath(), "panic", 0) {
 		rep.violate("operator log: %s", line)
+	}
+	// The supervisor still runs: the exits of the whole run, this check
+	// included.
+	_, rep.Exits = r.killer.done()
+	for _, e := range rep.Exits {
+		if !e.LostLease {
+			rep.violate("the operator exited on its own at %s: %v; last log lines:\n%s", clock(r.start, e.At), e.Err, e.LogTail)
+		} else if e.LeadingAt.IsZero() {
+			rep.violate("the operator lost its Lease at %s and could not be started again: %v", clock(r.start, e.At), e.Err)
+		}
 	}
 	for _, run := range r.runs {
 		if len(run.Violations) > 0 {

@@ -2,8 +2,11 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +27,18 @@ type KillRecord struct {
 	Err                              error
 }
 
+// Exit is an end of the operator the harness did not cause. The manager
+// exits when it loses its Lease (a renewal that timed out on a loaded
+// machine); a Deployment would restart it, and so does the harness. Any
+// other exit is a crash.
+type Exit struct {
+	At, LeadingAt time.Time
+	Err           error
+	// LostLease: the operator's last log lines say it lost leader election.
+	LostLease bool
+	LogTail   string
+}
+
 type killRequest struct {
 	kill  Kill
 	cause string
@@ -32,16 +47,22 @@ type killRequest struct {
 
 // killer SIGKILLs the operator once per planned kill, one kill at a time:
 // each waits until the operator that came back leads again, so every kill
-// hits an operator that was acting.
+// hits an operator that was acting. It also plays the Deployment: an
+// operator that exits on its own is started again (supervise).
 type killer struct {
 	operator *framework.Operator
 	out      io.Writer
 	start    time.Time
 	requests chan killRequest
 
+	// lifecycle is held while the operator is being killed or restarted,
+	// so that the supervisor never mistakes a planned kill for an exit.
+	lifecycle sync.Mutex
+
 	mu      sync.Mutex
 	fired   map[int]bool
 	records []KillRecord
+	exits   []Exit
 }
 
 func newKiller(operator *framework.Operator, kills int, out io.Writer, start time.Time) *killer {
@@ -87,25 +108,15 @@ func (k *killer) execute(ctx context.Context, req killRequest) KillRecord {
 	if req.kill.Trigger != TriggerUniform {
 		sleep(ctx, time.Until(req.at.Add(req.kill.Delay)))
 	}
+	k.lifecycle.Lock()
+	defer k.lifecycle.Unlock()
 	rec.KilledAt = time.Now()
 	if err := k.operator.Kill(); err != nil {
 		rec.Err = fmt.Errorf("kill %d: %w", req.kill.Index, err)
 		return rec
 	}
 	sleep(ctx, req.kill.Down)
-	var err error
-	for range 3 {
-		if err = k.operator.Restart(ctx); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		rec.Err = fmt.Errorf("kill %d: restart: %w", req.kill.Index, err)
-		return rec
-	}
-	leadCtx, cancel := context.WithTimeout(ctx, leadershipTimeout)
-	defer cancel()
-	if err := k.operator.WaitForLeadership(leadCtx); err != nil {
+	if err := k.restart(ctx); err != nil {
 		rec.Err = fmt.Errorf("kill %d: %w", req.kill.Index, err)
 		return rec
 	}
@@ -115,10 +126,74 @@ func (k *killer) execute(ctx context.Context, req killRequest) KillRecord {
 	return rec
 }
 
-func (k *killer) done() []KillRecord {
+// restart starts the operator again and waits until it leads.
+func (k *killer) restart(ctx context.Context) error {
+	var err error
+	for range 3 {
+		if err = k.operator.Restart(ctx); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	leadCtx, cancel := context.WithTimeout(ctx, leadershipTimeout)
+	defer cancel()
+	return k.operator.WaitForLeadership(leadCtx)
+}
+
+// supervise starts the operator again whenever it exits on its own, until
+// ctx ends.
+func (k *killer) supervise(ctx context.Context) {
+	ticker := time.NewTicker(500 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		k.lifecycle.Lock()
+		if running, err := k.operator.Running(); !running {
+			tail := lastRunLog(k.operator.LogPath(), 10)
+			exit := Exit{At: time.Now(), Err: err, LostLease: strings.Contains(tail, "leader election lost"), LogTail: tail}
+			if restartErr := k.restart(ctx); restartErr != nil {
+				exit.Err = errors.Join(exit.Err, restartErr)
+			} else {
+				exit.LeadingAt = time.Now()
+			}
+			fmt.Fprintf(k.out, "[chaos] %s the operator exited on its own (%v; lost its Lease: %t); started again, leading at %s\n",
+				clock(k.start, exit.At), exit.Err, exit.LostLease, clock(k.start, exit.LeadingAt))
+			k.mu.Lock()
+			k.exits = append(k.exits, exit)
+			k.mu.Unlock()
+		}
+		k.lifecycle.Unlock()
+	}
+}
+
+func (k *killer) done() ([]KillRecord, []Exit) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return append([]KillRecord(nil), k.records...)
+	return append([]KillRecord(nil), k.records...), append([]Exit(nil), k.exits...)
+}
+
+// lastRunLog is the end of the operator log's last run (after its last
+// "=====" line), at most n lines.
+func lastRunLog(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	text := string(data)
+	if i := strings.LastIndex(text, "\n====="); i >= 0 {
+		text = text[i+1:]
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func sleep(ctx context.Context, d time.Duration) {

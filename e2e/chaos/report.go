@@ -13,6 +13,8 @@ type Report struct {
 	Plan   Plan
 	Runs   []*WorkloadRun
 	Kills  []KillRecord
+	// Exits are the operator's ends the harness did not cause.
+	Exits []Exit
 	// Events counts the GREP-0285 events of all workloads by reason.
 	Events map[string]int
 	// Global are the violations of run-wide invariants.
@@ -74,9 +76,16 @@ func (rep *Report) Table() string {
 	for _, reason := range EventReasons {
 		events = append(events, fmt.Sprintf("%s=%d", reason, rep.Events[reason]))
 	}
-	fmt.Fprintf(&b, "\nseed %d: %d workloads, %d ended as the oracle says; kills done %d of %d; events %s; invariant violations %d; took %s\n",
-		rep.Plan.Seed, len(rep.Runs), asExpected, rep.killsSucceeded(), len(rep.Plan.Kills), strings.Join(events, " "),
-		len(rep.Violations()), rep.Elapsed.Round(time.Second))
+	lostLeases := 0
+	for _, e := range rep.Exits {
+		if e.LostLease {
+			lostLeases++
+		}
+	}
+	fmt.Fprintf(&b, "\nseed %d: %d workloads, %d ended as the oracle says; kills done %d of %d; "+
+		"operator exits not planned %d (lost Lease %d); events %s; invariant violations %d; took %s\n",
+		rep.Plan.Seed, len(rep.Runs), asExpected, rep.killsSucceeded(), len(rep.Plan.Kills), len(rep.Exits), lostLeases,
+		strings.Join(events, " "), len(rep.Violations()), rep.Elapsed.Round(time.Second))
 	return b.String()
 }
 

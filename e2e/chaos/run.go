@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
@@ -101,6 +102,16 @@ func Run(ctx context.Context, env *framework.Env, cfg Config, out io.Writer) (*R
 	go func() {
 		defer close(killsDone)
 		r.killer.run(ctx, len(plan.Kills))
+	}()
+	superviseCtx, stopSupervising := context.WithCancel(ctx)
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		r.killer.supervise(superviseCtx)
+	}()
+	defer func() {
+		stopSupervising()
+		<-supervised
 	}()
 
 	slots := make(chan struct{}, cfg.Concurrency)
@@ -262,7 +273,7 @@ func (r *runner) monitor(ctx context.Context, run *WorkloadRun, kills []Kill) bo
 		if run.Victim != nil && !pcs.Status.Phase.IsTerminal() {
 			if run.Injected == "" {
 				r.injectFailure(ctx, run)
-			} else if !run.Released {
+			} else {
 				r.releaseAfterReplacement(ctx, run)
 			}
 		}
@@ -277,7 +288,7 @@ func (r *runner) monitor(ctx context.Context, run *WorkloadRun, kills []Kill) bo
 		if pcs.Status.Phase.IsTerminal() {
 			run.Ended = time.Now()
 			if run.Victim != nil && run.Injected == "" {
-				run.violate("the tolerated failure was never injected: clique %s of replica 0 never had all its pods ready", run.Victim.Clique)
+				run.violate("the tolerated failure was never injected: the workload never had all its pods ready")
 			}
 			return true
 		}
@@ -321,9 +332,9 @@ func (run *WorkloadRun) observe(pcs *copsev1alpha1.PodCliqueSet) {
 	}
 }
 
-// injectFailure fails the victim pod once every pod of its clique (replica
-// 0, first run) runs and is ready, so the failure is one the clique
-// tolerates.
+// injectFailure fails the victim pod once every pod of the workload, in
+// every replica, runs and is ready: the failure is one the victim's clique
+// tolerates, and no pod is created after releaseAfterReplacement.
 func (r *runner) injectFailure(ctx context.Context, run *WorkloadRun) {
 	selector, err := run.victimCliqueSelector()
 	if err != nil {
@@ -331,12 +342,11 @@ func (r *runner) injectFailure(ctx context.Context, run *WorkloadRun) {
 		run.Injected = "impossible"
 		return
 	}
-	clique, _ := run.Clique(run.Victim.Clique)
 	var pods corev1.PodList
-	if err := r.cache.List(ctx, &pods, client.InNamespace(run.Namespace), client.MatchingLabels(selector)); err != nil {
+	if err := r.cache.List(ctx, &pods, client.InNamespace(run.Namespace)); err != nil {
 		return
 	}
-	if len(pods.Items) != int(clique.Pods) {
+	if len(pods.Items) != run.totalPods() {
 		return
 	}
 	var victim *corev1.Pod
@@ -345,7 +355,7 @@ func (r *runner) injectFailure(ctx context.Context, run *WorkloadRun) {
 		if p.Status.Phase != corev1.PodRunning || !framework.IsReady(p) || p.DeletionTimestamp != nil {
 			return
 		}
-		if p.Labels[labels.PodIndexKey] == strconv.Itoa(int(run.Victim.Index)) {
+		if labelsMatch(p.Labels, selector) && p.Labels[labels.PodIndexKey] == strconv.Itoa(int(run.Victim.Index)) {
 			victim = p
 		}
 	}
@@ -362,25 +372,30 @@ func (r *runner) injectFailure(ctx context.Context, run *WorkloadRun) {
 }
 
 // releaseAfterReplacement makes every pod of a tolerated-failure workload
-// exit 0 once the victim's replacement runs.
+// exit 0 once the victim's replacement runs. Called on every pass after
+// that too, it tells any pod it has not told yet.
 func (r *runner) releaseAfterReplacement(ctx context.Context, run *WorkloadRun) {
 	var pods corev1.PodList
 	if err := r.cache.List(ctx, &pods, client.InNamespace(run.Namespace)); err != nil {
 		return
 	}
-	replaced := false
-	for _, p := range pods.Items {
-		if p.Labels[labels.PodCliqueKey] == run.victimPodClique && p.Labels[labels.PodIndexKey] == strconv.Itoa(int(run.Victim.Index)) &&
-			p.Name != run.Injected && p.Status.Phase == corev1.PodRunning {
-			replaced = true
+	if !run.Released {
+		replaced := false
+		for _, p := range pods.Items {
+			if p.Labels[labels.PodCliqueKey] == run.victimPodClique && p.Labels[labels.PodIndexKey] == strconv.Itoa(int(run.Victim.Index)) &&
+				p.Name != run.Injected && p.Status.Phase == corev1.PodRunning {
+				replaced = true
+			}
 		}
-	}
-	if !replaced {
-		return
+		if !replaced {
+			return
+		}
+		run.Released = true
+		fmt.Fprintf(r.out, "[chaos] %s %s: the replacement of %s runs; every pod told to exit 0\n", clock(r.start, time.Now()), run.Name, run.Injected)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if framework.IsTerminal(p) || p.DeletionTimestamp != nil {
+		if framework.IsTerminal(p) || p.DeletionTimestamp != nil || p.Annotations[cluster.AnnotationRunDuration] != "" {
 			continue
 		}
 		if err := r.env.PatchPodExit(ctx, p, "0"); err != nil {
@@ -388,8 +403,15 @@ func (r *runner) releaseAfterReplacement(ctx context.Context, run *WorkloadRun) 
 			return
 		}
 	}
-	run.Released = true
-	fmt.Fprintf(r.out, "[chaos] %s %s: the replacement of %s runs; every pod told to exit 0\n", clock(r.start, time.Now()), run.Name, run.Injected)
+}
+
+func labelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // momentCame says what shows that trigger's moment has come for the

@@ -3,13 +3,10 @@ package chaos_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
@@ -22,15 +19,10 @@ func TestChaos(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "chaos", WithOperator: true, Operator: framework.OperatorOptions{
-		// The harness kills the operator many times; a short lease lets
-		// each successor lead within seconds instead of Kubernetes' 15.
-		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
-			cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
-			cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 3 * time.Second}
-			cfg.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
-		},
-	}})
+	// The harness kills the operator many times: each successor must lead
+	// within seconds.
+	env, err = framework.Setup(ctx, framework.Options{Name: "chaos", WithOperator: true,
+		Operator: framework.OperatorOptions{Configure: framework.ShortLeases}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Teardown)
 }, NodeTimeout(framework.SetupTimeout))
