@@ -146,7 +146,7 @@ COPSE_CHAOS_KILLS     ?= 20
 CHAOS_TIMEOUT         ?= 90m
 
 .PHONY: chaos
-chaos: tools ## Chaos harness: 50 Training workloads, 20 operator SIGKILLs (~20 min); COPSE_CHAOS_SEED=<seed> replays a run.
+chaos: tools ## Chaos harness: 50 Training workloads, 20 operator SIGKILLs (4-15 min); COPSE_CHAOS_SEED=<seed> replays a run.
 	COPSE_CHAOS_WORKLOADS=$(COPSE_CHAOS_WORKLOADS) COPSE_CHAOS_KILLS=$(COPSE_CHAOS_KILLS) \
 		go test -v -count=1 -timeout $(CHAOS_TIMEOUT) ./e2e/chaos/... -args -ginkgo.label-filter=chaos
 

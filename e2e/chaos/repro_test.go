@@ -26,7 +26,11 @@ import (
 const ReproEnv = "COPSE_CHAOS_REPRO"
 
 // TEST-ONLY REPRODUCTION of a bug found by the chaos harness (seed
-// 1795371534442876055, workloads w00, w07, w15, w36, w38, w43 stuck Running).
+// 1795371534442876055, workloads w00, w07, w15, w36, w38, w43 stuck Running,
+// in a first form of the tolerated-failure scenario whose other pods exited
+// 0 on their own, before the replacement came). The replacement joins the
+// replica's gang, whose minCount is the sum of the cliques' minAvailable;
+// pods that exited 0 no longer count, so kube-scheduler never binds it.
 var _ = Describe("Chaos reproduction: a tolerated failure replaced after the rest of the gang exited 0", Label("chaos"), func() {
 	It("schedules the replacement and succeeds", func(ctx context.Context) {
 		if os.Getenv(ReproEnv) == "" {
