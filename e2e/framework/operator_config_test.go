@@ -48,7 +48,7 @@ func TestOperatorConfigurationLoadsAsWritten(t *testing.T) {
 
 func TestInvalidOperatorConfigurationIsRefusedBeforeStart(t *testing.T) {
 	cfg := operatorConfiguration(operatorPorts{1, 2, 3}, "/certs", func(c *configv1alpha1.OperatorConfiguration) {
-		c.ClientConnection.QPS = -2
+		c.ClientConnection.QPS = -3 // -1 is valid: it turns client-side rate limiting off
 	})
 	err := writeOperatorConfiguration(filepath.Join(t.TempDir(), "config.yaml"), cfg)
 	if err == nil || !strings.Contains(err.Error(), "clientConnection.qps") {

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"github.com/onsi/ginkgo/v2"
@@ -93,13 +94,22 @@ func IsTerminal(pod *corev1.Pod) bool {
 // 1ms run-duration on a running pod ends it at once.
 func (e *Env) MakePodExit(ctx context.Context, pod *corev1.Pod, exitCode string) {
 	ginkgo.GinkgoHelper()
+	gomega.Expect(e.PatchPodExit(ctx, pod, exitCode)).To(gomega.Succeed())
+}
+
+// PatchPodExit is MakePodExit returning the error instead of failing the
+// spec, for goroutines that run outside a spec's assertions.
+func (e *Env) PatchPodExit(ctx context.Context, pod *corev1.Pod, exitCode string) error {
 	patch := client.MergeFrom(pod.DeepCopy())
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[cluster.AnnotationRunDuration] = "1ms"
 	pod.Annotations[cluster.AnnotationExitCode] = exitCode
-	gomega.Expect(e.Client.Patch(ctx, pod, patch)).To(gomega.Succeed())
+	if err := e.Client.Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("make pod %s/%s exit %s: %w", pod.Namespace, pod.Name, exitCode, err)
+	}
+	return nil
 }
 
 // EventsWithReason lists the events.k8s.io events of a namespace with reason.
