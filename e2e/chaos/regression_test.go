@@ -3,7 +3,6 @@ package chaos_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -20,22 +19,16 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 )
 
-// ReproEnv enables the reproductions of controller bugs the chaos harness
-// found. They fail until the bug is fixed; the fix turns them into
-// ordinary specs (drop the Skip).
-const ReproEnv = "COPSE_CHAOS_REPRO"
-
-// TEST-ONLY REPRODUCTION of a bug found by the chaos harness (seed
+// Regression spec for a bug found by the chaos harness (seed
 // 1795371534442876055, workloads w00, w07, w15, w36, w38, w43 stuck Running,
 // in a first form of the tolerated-failure scenario whose other pods exited
-// 0 on their own, before the replacement came). The replacement joins the
+// 0 on their own, before the replacement came). The replacement joined the
 // replica's gang, whose minCount is the sum of the cliques' minAvailable;
-// pods that exited 0 no longer count, so kube-scheduler never binds it.
-var _ = Describe("Chaos reproduction: a tolerated failure replaced after the rest of the gang exited 0", Label("chaos"), func() {
+// pods that exited 0 no longer count, so kube-scheduler never bound it. Now
+// a pod created after its clique was once available does not join the gang
+// (blueprint.PodContext.GangPlaced).
+var _ = Describe("Chaos regression: a tolerated failure replaced after the rest of the gang exited 0", Label("chaos"), func() {
 	It("schedules the replacement and succeeds", func(ctx context.Context) {
-		if os.Getenv(ReproEnv) == "" {
-			Skip("known controller bug, reported by the chaos harness; set " + ReproEnv + "=1 to run its reproduction")
-		}
 		ns, err := framework.CreateNamespace(ctx, env.Client, "repro-late-replacement")
 		Expect(err).NotTo(HaveOccurred())
 		// One replica, one clique of 3 pods that tolerates one loss: the
@@ -102,19 +95,18 @@ func podPhases(pods []corev1.Pod) string {
 	return strings.Join(out, ", ")
 }
 
-// TEST-ONLY REPRODUCTION of a bug found by the chaos harness (seed
+// Regression spec for a bug found by the chaos harness (seed
 // 1795372443393980968, workload w03: Failed(MaxRestartsExceeded), its
 // failed pods kept the outcome finalizer for good). The PodClique
-// controller releases a breach's failed pods only in a pass that sees the
-// workload failing, and nothing reconciles the PodClique again once the
-// PodCliqueSet controller has written the Failed condition: when the pods
+// controller released a breach's failed pods only in a pass that saw the
+// workload failing, and nothing reconciled the PodClique again once the
+// PodCliqueSet controller had written the Failed condition: when the pods
 // failed while the operator was down, the restarted operator's first
-// PodClique pass races its first PodCliqueSet pass.
-var _ = Describe("Chaos reproduction: the failed pods of a breach keep the outcome finalizer after the workload failed", Label("chaos"), func() {
+// PodClique pass raced its first PodCliqueSet pass. Now the PodCliqueSet
+// controller releases the pods of an ended workload itself
+// (releaseEndedPods).
+var _ = Describe("Chaos regression: the failed pods of a breach keep the outcome finalizer after the workload failed", Label("chaos"), func() {
 	It("releases the finalizer of every pod once the workload is Failed", func(ctx context.Context) {
-		if os.Getenv(ReproEnv) == "" {
-			Skip("known controller bug, reported by the chaos harness; set " + ReproEnv + "=1 to run its reproduction")
-		}
 		DeferCleanup(func(ctx context.Context) {
 			if ok, _ := env.Operator.Running(); !ok {
 				Expect(env.Operator.Restart(ctx)).To(Succeed())
