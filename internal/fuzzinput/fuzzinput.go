@@ -65,12 +65,12 @@ func Pick[T any](s *Source, options ...T) T { return options[s.Intn(len(options)
 
 // Limits on one call of RunBounded.
 const (
-	maxHeapGrowth = 512 << 20
-	maxDuration   = 20 * time.Second
+	maxHeapGrowth = 64 << 20
+	maxDuration   = 10 * time.Second
 )
 
 // RunBounded runs f, and crashes the test binary if f allocates more than
-// 512 MiB or runs longer than 20 seconds. It is for functions whose cost may
+// 64 MiB or runs longer than 10 seconds. It is for functions whose cost may
 // depend on the numbers in their input rather than on its length: an input
 // that would exhaust memory (or never end) fails as a crash, which the
 // fuzzer records like any other failure, instead of taking the machine
