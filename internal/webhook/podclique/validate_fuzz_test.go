@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/fuzzinput"
 	"github.com/copse-dev/copse/internal/podcount"
@@ -101,27 +100,10 @@ func FuzzValidatePodClique(f *testing.F) {
 		if workload := fuzzOwnerWorkloads[int(ownerKind)%len(fuzzOwnerWorkloads)]; workload != nil {
 			owner = webhooktest.NewFamily("job", *workload).Set
 		}
-		limits := webhooktest.DefaultLimits
-		if maxPods > 0 {
-			limits = configv1alpha1.LimitsConfiguration{MaxPodsPerReplica: maxPods, MaxPodsPerPodCliqueSet: maxPods}
-		}
+		limits := webhooktest.LimitsOf(maxPods)
 
-		created := ValidateCreate(pclq)
-		webhooktest.ExpectWellFormed(t, "ValidateCreate", created)
-		webhooktest.ExpectSameErrors(t, "ValidateCreate twice", created, ValidateCreate(pclq.DeepCopy()))
-
-		updated := ValidateUpdate(old, pclq)
-		webhooktest.ExpectWellFormed(t, "ValidateUpdate", updated)
-		if equality.Semantic.DeepEqual(old.Spec, pclq.Spec) {
-			if len(updated) > 0 {
-				t.Fatalf("an update that keeps the spec is refused: %v", updated)
-			}
-		} else {
-			webhooktest.ExpectSameErrors(t, "ValidateUpdate and ValidateCreate of a changed spec", updated, created)
-		}
-		if errs := ValidateUpdate(pclq, pclq.DeepCopy()); len(errs) > 0 {
-			t.Fatalf("an update to the same object is refused: %v", errs)
-		}
+		webhooktest.ExpectCreateAndUpdate(t, old, pclq, (*copsev1alpha1.PodClique).DeepCopy,
+			func(a, b *copsev1alpha1.PodClique) bool { return equality.Semantic.DeepEqual(a.Spec, b.Spec) }, ValidateCreate, ValidateUpdate)
 
 		for _, before := range []*copsev1alpha1.PodClique{nil, old} {
 			training := ValidateTraining(before, pclq, owner)

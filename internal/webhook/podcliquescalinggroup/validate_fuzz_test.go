@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/fuzzinput"
 	"github.com/copse-dev/copse/internal/podcount"
@@ -85,27 +84,12 @@ func FuzzValidateScalingGroup(f *testing.F) {
 		if len(ownerDoc) > 0 {
 			owner = fuzzinput.Object(ownerDoc, (*fuzzinput.Source).PodCliqueSet)
 		}
-		limits := webhooktest.DefaultLimits
-		if maxPods > 0 {
-			limits = configv1alpha1.LimitsConfiguration{MaxPodsPerReplica: maxPods, MaxPodsPerPodCliqueSet: maxPods}
-		}
+		limits := webhooktest.LimitsOf(maxPods)
 
-		created := ValidateCreate(pcsg)
-		webhooktest.ExpectWellFormed(t, "ValidateCreate", created)
-		webhooktest.ExpectSameErrors(t, "ValidateCreate twice", created, ValidateCreate(pcsg.DeepCopy()))
-
-		updated := ValidateUpdate(old, pcsg)
-		webhooktest.ExpectWellFormed(t, "ValidateUpdate", updated)
-		if equality.Semantic.DeepEqual(old.Spec, pcsg.Spec) {
-			if len(updated) > 0 {
-				t.Fatalf("an update that keeps the spec is refused: %v", updated)
-			}
-		} else {
-			webhooktest.ExpectSameErrors(t, "ValidateUpdate and ValidateCreate of a changed spec", updated, created)
-		}
-		if errs := ValidateUpdate(pcsg, pcsg.DeepCopy()); len(errs) > 0 {
-			t.Fatalf("an update to the same object is refused: %v", errs)
-		}
+		webhooktest.ExpectCreateAndUpdate(t, old, pcsg, (*copsev1alpha1.PodCliqueScalingGroup).DeepCopy,
+			func(a, b *copsev1alpha1.PodCliqueScalingGroup) bool {
+				return equality.Semantic.DeepEqual(a.Spec, b.Spec)
+			}, ValidateCreate, ValidateUpdate)
 
 		for _, before := range []*copsev1alpha1.PodCliqueScalingGroup{nil, old} {
 			training := ValidateTraining(before, pcsg, owner)

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/fuzzinput"
 	"github.com/copse-dev/copse/internal/generationhash"
@@ -85,7 +84,7 @@ func FuzzDefaultAndValidateCreate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc []byte, maxPods int64) {
 		pcs := fuzzinput.Object(doc, (*fuzzinput.Source).PodCliqueSet)
-		limits := fuzzLimits(maxPods)
+		limits := webhooktest.LimitsOf(maxPods)
 
 		before := pcs.DeepCopy()
 		beforeErrs := validated(t, "ValidateCreate before Default", ValidateCreate, pcs)
@@ -246,13 +245,6 @@ func validated(t *testing.T, what string, validate func(*copsev1alpha1.PodClique
 	webhooktest.ExpectWellFormed(t, what, errs)
 	webhooktest.ExpectSameErrors(t, what+" twice", errs, validate(pcs.DeepCopy()))
 	return errs
-}
-
-func fuzzLimits(maxPods int64) configv1alpha1.LimitsConfiguration {
-	if maxPods <= 0 {
-		return webhooktest.DefaultLimits
-	}
-	return configv1alpha1.LimitsConfiguration{MaxPodsPerReplica: maxPods, MaxPodsPerPodCliqueSet: maxPods}
 }
 
 // filledOnlyUnset returns the path of the first field that is set (not

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 // ExpectWellFormed fails t unless every error names a field and says what
@@ -35,4 +37,42 @@ func rendered(errs field.ErrorList) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// LimitsOf are the operator's limits with maxPods pods both per replica and
+// per PodCliqueSet, or DefaultLimits when maxPods is not positive, so that a
+// fuzz test varies the limits with one number.
+func LimitsOf(maxPods int64) configv1alpha1.LimitsConfiguration {
+	if maxPods <= 0 {
+		return DefaultLimits
+	}
+	return configv1alpha1.LimitsConfiguration{MaxPodsPerReplica: maxPods, MaxPodsPerPodCliqueSet: maxPods}
+}
+
+// ExpectCreateAndUpdate checks the rules of a kind whose update, when it
+// changes the spec, is checked as a creation (PodClique,
+// PodCliqueScalingGroup): the errors of validateCreate(obj) are well-formed
+// and the same when asked twice; an update from old to obj that keeps the
+// spec is accepted, one that changes it gets the errors of the creation;
+// an update to an identical object is accepted. It returns the errors of
+// the creation.
+func ExpectCreateAndUpdate[T any](t *testing.T, old, obj T, deepCopy func(T) T, sameSpec func(a, b T) bool,
+	validateCreate func(T) field.ErrorList, validateUpdate func(old, obj T) field.ErrorList) field.ErrorList {
+	t.Helper()
+	created := validateCreate(obj)
+	ExpectWellFormed(t, "ValidateCreate", created)
+	ExpectSameErrors(t, "ValidateCreate twice", created, validateCreate(deepCopy(obj)))
+
+	updated := validateUpdate(old, obj)
+	ExpectWellFormed(t, "ValidateUpdate", updated)
+	switch {
+	case !sameSpec(old, obj):
+		ExpectSameErrors(t, "ValidateUpdate and ValidateCreate of a changed spec", updated, created)
+	case len(updated) > 0:
+		t.Fatalf("an update that keeps the spec is refused: %v", updated)
+	}
+	if errs := validateUpdate(obj, deepCopy(obj)); len(errs) > 0 {
+		t.Fatalf("an update to the same object is refused: %v", errs)
+	}
+	return created
 }
