@@ -104,11 +104,27 @@ chart-rbac: ## Rewrite charts/copse/rbac-reviewed.yaml from the chart (review th
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-e2e bench-smoke ## Run every test tier: verify, unit tests, Ginkgo e2e suites, the benchmark's smoke run.
+test: verify test-unit test-fuzz test-e2e bench-smoke ## Run every test tier: verify, unit tests, fuzz targets, Ginkgo e2e suites, the benchmark's smoke run.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (everything outside e2e/ suites that needs no cluster).
 	go test -count=1 $$(go list ./... | grep -v '/e2e/')
+
+# FUZZTIME is how long test-fuzz fuzzes each target. New coverage is
+# minimized for at most a second, so that short runs spend their time fuzzing.
+FUZZTIME ?= 3s
+
+.PHONY: test-fuzz
+test-fuzz: ## Fuzz every target (func Fuzz* in a *_fuzz_test.go) for FUZZTIME (3s) each; test-unit runs their corpora only.
+	@failed=(); \
+	for file in $$(git ls-files --cached --others --exclude-standard '*_fuzz_test.go'); do \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \
+			echo "fuzzing $$target in ./$$(dirname "$$file") for $(FUZZTIME)"; \
+			go test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s "./$$(dirname "$$file")" \
+				|| failed+=("$$target"); \
+		done; \
+	done; \
+	if [ $${#failed[@]} -gt 0 ]; then echo "fuzz targets that failed: $${failed[*]}"; exit 1; fi
 
 .PHONY: test-e2e
 test-e2e: tools ## Ginkgo e2e suites on the local cluster; LABELS=<label> selects one area.

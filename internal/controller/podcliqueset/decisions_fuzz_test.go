@@ -1,0 +1,500 @@
+package podcliqueset
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/fuzzinput"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// Flags of a replica in the fuzz input of decideTraining, and of the
+// trainingInputs themselves.
+const (
+	flagBreached = 1 << iota
+	flagSucceeded
+	flagInProgress
+	flagAvailable
+	flagStarted
+)
+
+const (
+	inputHasMaxRuntime = 1 << iota
+	inputHasStartTime
+	inputFailing
+	inputTerminal
+)
+
+// timeUnit is the resolution of the replicas' times in the fuzz input.
+const timeUnit = 10 * time.Second
+
+// trainingFuzzInput is the fuzz input FuzzDecideTraining reads as
+// trainingInputs: the replicas (see trainingInputsOf) and the scalars, the
+// times as nanoseconds after t0.
+type trainingFuzzInput struct {
+	replicas                                []byte
+	restartCount, maxRestarts               int32
+	maxRuntime, startTime, terminationDelay int64
+	now                                     int64
+	flags                                   byte
+}
+
+// trainingInputsOf builds trainingInputs. Each replica is five bytes: its
+// flags, then breachedSince and succeededAt as big-endian int16 multiples
+// of timeUnit after t0. Replica i has index i, as assessReplicas numbers
+// them.
+func trainingInputsOf(f trainingFuzzInput) trainingInputs {
+	in := trainingInputs{
+		inProgress:       map[int]bool{},
+		restartCount:     f.restartCount,
+		maxRestarts:      f.maxRestarts,
+		terminationDelay: time.Duration(f.terminationDelay),
+		failing:          f.flags&inputFailing != 0,
+		terminal:         f.flags&inputTerminal != 0,
+		now:              t0.Add(time.Duration(f.now)),
+	}
+	if f.flags&inputHasMaxRuntime != 0 {
+		d := time.Duration(f.maxRuntime)
+		in.maxRuntime = &d
+	}
+	if f.flags&inputHasStartTime != 0 {
+		at := t0.Add(time.Duration(f.startTime))
+		in.startTime = &at
+	}
+	src := fuzzinput.New(f.replicas)
+	for i := range len(f.replicas) / 5 {
+		flags := src.Byte()
+		breachedSince, succeededAt := int16(src.Uint16()), int16(src.Uint16())
+		in.replicas = append(in.replicas, replicaAssessment{
+			index:         i,
+			breached:      flags&flagBreached != 0,
+			breachedSince: t0.Add(time.Duration(breachedSince) * timeUnit),
+			succeeded:     flags&flagSucceeded != 0,
+			succeededAt:   t0.Add(time.Duration(succeededAt) * timeUnit),
+			available:     flags&flagAvailable != 0,
+			started:       flags&flagStarted != 0,
+		})
+		if flags&flagInProgress != 0 {
+			in.inProgress[i] = true
+		}
+	}
+	return in
+}
+
+// trainingSeed is the fuzz input trainingInputsOf reads back as in (its
+// replicas' times rounded to timeUnit).
+func trainingSeed(in trainingInputs) trainingFuzzInput {
+	f := trainingFuzzInput{restartCount: in.restartCount, maxRestarts: in.maxRestarts,
+		terminationDelay: int64(in.terminationDelay), now: int64(in.now.Sub(t0))}
+	for _, flag := range []struct {
+		set  bool
+		flag byte
+	}{{in.maxRuntime != nil, inputHasMaxRuntime}, {in.startTime != nil, inputHasStartTime}, {in.failing, inputFailing}, {in.terminal, inputTerminal}} {
+		if flag.set {
+			f.flags |= flag.flag
+		}
+	}
+	if in.maxRuntime != nil {
+		f.maxRuntime = int64(*in.maxRuntime)
+	}
+	if in.startTime != nil {
+		f.startTime = int64(in.startTime.Sub(t0))
+	}
+	for _, r := range in.replicas {
+		var flags byte
+		for _, flag := range []struct {
+			set  bool
+			flag byte
+		}{{r.breached, flagBreached}, {r.succeeded, flagSucceeded}, {in.inProgress[r.index], flagInProgress}, {r.available, flagAvailable}, {r.started, flagStarted}} {
+			if flag.set {
+				flags |= flag.flag
+			}
+		}
+		breached, succeeded := uint16(int16(r.breachedSince.Sub(t0)/timeUnit)), uint16(int16(r.succeededAt.Sub(t0)/timeUnit))
+		f.replicas = append(f.replicas, flags, byte(breached>>8), byte(breached), byte(succeeded>>8), byte(succeeded))
+	}
+	return f
+}
+
+// FuzzDecideTraining checks GREP-0285's lifecycle rules on any replicas,
+// budget, clock and limits:
+//
+//   - a terminal or failing workload gets no decision at all;
+//   - restartCount never decreases, grows by at most the number of
+//     breached replicas not already being recreated, and stays within
+//     maxRestarts unless it already exceeded it;
+//   - a failure is MaxRestartsExceeded (the budget is spent) or
+//     MaxRuntimeExceeded (the deadline passed), has a message, and restarts
+//     nothing; otherwise each restart is counted, within the budget left;
+//   - a restarted replica is breached, not already being recreated, its
+//     breach lasted terminationDelay, and it is restarted once;
+//   - the cause is -1 or such a replica;
+//   - success in time is success: nothing is restarted or failed;
+//   - requeueAfter is 0, or at least minRequeue.
+func FuzzDecideTraining(f *testing.F) {
+	hour := time.Hour
+	start := t0
+	breachedAt := func(idx int, since time.Time) replicaAssessment {
+		return replicaAssessment{index: idx, breached: true, breachedSince: since}
+	}
+	succeededAt := func(idx int, at time.Time) replicaAssessment {
+		return replicaAssessment{index: idx, succeeded: true, succeededAt: at}
+	}
+	// The inputs of TestDecideTraining.
+	for _, in := range []trainingInputs{
+		{replicas: []replicaAssessment{{index: 0, available: true}}, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0)}, maxRestarts: 0, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0)}, restartCount: 1, maxRestarts: 2, now: t0},
+		{replicas: []replicaAssessment{{index: 0, available: true}, breachedAt(1, t0)}, maxRestarts: 3, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 1, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 2, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0)}, inProgress: map[int]bool{0: true}, restartCount: 1, maxRestarts: 1, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0)}, maxRestarts: 1, terminationDelay: 30 * time.Second, now: t0.Add(10 * time.Second)},
+		{maxRuntime: &hour, startTime: &start, now: t0.Add(45 * time.Minute)},
+		{maxRuntime: &hour, startTime: &start, now: t0.Add(hour)},
+		{replicas: []replicaAssessment{breachedAt(0, t0.Add(hour+time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+		{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+		{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, restartCount: 2, maxRestarts: 2, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+		{replicas: []replicaAssessment{succeededAt(0, t0.Add(59*time.Minute)), succeededAt(1, t0.Add(time.Hour))}, maxRuntime: &hour, startTime: &start, now: t0.Add(3 * hour)},
+		{replicas: []replicaAssessment{succeededAt(0, t0.Add(59*time.Minute)), succeededAt(1, t0.Add(61*time.Minute))}, maxRuntime: &hour, startTime: &start, now: t0.Add(3 * hour)},
+		{replicas: []replicaAssessment{breachedAt(0, t0.Add(20*time.Minute)), breachedAt(1, t0.Add(10*time.Minute))}, maxRestarts: 1, now: t0.Add(30 * time.Minute)},
+		{replicas: []replicaAssessment{breachedAt(0, t0)}, failing: true, restartCount: 2, maxRestarts: 5, now: t0},
+		{replicas: []replicaAssessment{breachedAt(0, t0)}, terminal: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+	} {
+		s := trainingSeed(in)
+		f.Add(s.replicas, s.restartCount, s.maxRestarts, s.maxRuntime, s.startTime, s.terminationDelay, s.now, s.flags)
+	}
+	f.Fuzz(func(t *testing.T, replicas []byte, restartCount, maxRestarts int32, maxRuntime, startTime, terminationDelay, now int64, flags byte) {
+		in := trainingInputsOf(trainingFuzzInput{replicas, restartCount, maxRestarts, maxRuntime, startTime, terminationDelay, now, flags})
+		d := decideTraining(in)
+
+		if in.terminal || in.failing {
+			if want := (trainingDecision{restartCount: in.restartCount, causeReplica: -1}); !reflect.DeepEqual(d, want) {
+				t.Fatalf("a terminal or failing workload got decision %+v", d)
+			}
+			return
+		}
+		isDue := func(r replicaAssessment) bool {
+			return r.breached && !in.inProgress[r.index] && !r.breachedSince.Add(in.terminationDelay).After(in.now)
+		}
+		breached, due := 0, map[int]bool{}
+		for _, r := range in.replicas {
+			if r.breached && !in.inProgress[r.index] {
+				breached++
+			}
+			if isDue(r) {
+				due[r.index] = true
+			}
+		}
+		if d.restartCount < in.restartCount || int64(d.restartCount)-int64(in.restartCount) > int64(breached) {
+			t.Fatalf("restartCount went from %d to %d with %d breached replicas", in.restartCount, d.restartCount, breached)
+		}
+		if d.restartCount > max(in.restartCount, in.maxRestarts) {
+			t.Fatalf("restartCount went from %d to %d, beyond maxRestarts %d", in.restartCount, d.restartCount, in.maxRestarts)
+		}
+		if d.requeueAfter < 0 || (d.requeueAfter > 0 && d.requeueAfter < minRequeue) {
+			t.Fatalf("requeueAfter %s", d.requeueAfter)
+		}
+		if d.causeReplica != -1 && !due[d.causeReplica] {
+			t.Fatalf("cause replica %d is not a breached replica due for a decision (due: %v)", d.causeReplica, due)
+		}
+		for i, r := range d.restart {
+			if !due[r] || slices.Contains(d.restart[:i], r) {
+				t.Fatalf("restart %v: replica %d is not due for a restart, or restarted twice (due: %v)", d.restart, r, due)
+			}
+		}
+
+		var deadline *time.Time
+		if in.maxRuntime != nil && in.startTime != nil {
+			at := in.startTime.Add(*in.maxRuntime)
+			deadline = &at
+		}
+		switch d.failReason {
+		case "":
+			if int64(d.restartCount) != int64(in.restartCount)+int64(len(d.restart)) {
+				t.Fatalf("restartCount went from %d to %d with %d restarts", in.restartCount, d.restartCount, len(d.restart))
+			}
+			if len(d.restart) > 0 && int64(len(d.restart)) > int64(in.maxRestarts)-int64(in.restartCount) {
+				t.Fatalf("%d restarts with %d of %d restarts used", len(d.restart), in.restartCount, in.maxRestarts)
+			}
+		case copsev1alpha1.ReasonMaxRestartsExceeded:
+			if d.restartCount < in.maxRestarts || d.causeReplica == -1 {
+				t.Fatalf("MaxRestartsExceeded with restartCount %d of %d, cause %d", d.restartCount, in.maxRestarts, d.causeReplica)
+			}
+		case copsev1alpha1.ReasonMaxRuntimeExceeded:
+			if deadline == nil || in.now.Before(*deadline) {
+				t.Fatalf("MaxRuntimeExceeded at %v before the deadline %v", in.now, deadline)
+			}
+		default:
+			t.Fatalf("unknown failReason %q", d.failReason)
+		}
+		if d.failReason != "" && (len(d.restart) > 0 || d.failMessage == "" || d.requeueAfter != 0) {
+			t.Fatalf("failure %q restarts %v, message %q, requeue %s", d.failReason, d.restart, d.failMessage, d.requeueAfter)
+		}
+		if last, ok := allSucceeded(in.replicas); ok && (deadline == nil || !last.After(*deadline)) {
+			if d.failReason != "" || len(d.restart) > 0 || d.restartCount != in.restartCount {
+				t.Fatalf("every replica succeeded in time, yet the decision is %+v", d)
+			}
+		}
+	})
+}
+
+// FuzzComputePhase: terminal phases stay; Failed comes only to a failing
+// Training workload with no pod left; Succeeded only to a Training
+// workload that succeeded and is not failing; a started or Running
+// workload does not go back to Pending.
+func FuzzComputePhase(f *testing.F) {
+	// The inputs of TestComputePhase.
+	for _, in := range []phaseInputs{
+		{training: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhasePending, started: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, activePods: 3},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, succeeded: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhasePending, succeeded: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, failing: true, activePods: 2},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, failing: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, failing: true, succeeded: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseSucceeded, failing: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseFailed, started: true, succeeded: true},
+		{previous: copsev1alpha1.PodCliqueSetPhaseRunning, succeeded: true, started: true},
+		{previous: copsev1alpha1.PodCliqueSetPhaseRunning, failing: true},
+		{},
+	} {
+		f.Add(in.training, string(in.previous), in.failing, in.activePods, in.succeeded, in.started)
+	}
+	f.Fuzz(func(t *testing.T, training bool, previous string, failing bool, activePods int, succeeded, started bool) {
+		in := phaseInputs{training: training, previous: copsev1alpha1.PodCliqueSetPhase(previous), failing: failing,
+			activePods: activePods, succeeded: succeeded, started: started}
+		got := computePhase(in)
+		switch {
+		case in.previous.IsTerminal():
+			if got != in.previous {
+				t.Fatalf("terminal phase %s became %s", in.previous, got)
+			}
+		case got == copsev1alpha1.PodCliqueSetPhaseFailed:
+			if !training || !failing || activePods != 0 {
+				t.Fatalf("Failed for %+v", in)
+			}
+		case got == copsev1alpha1.PodCliqueSetPhaseSucceeded:
+			if !training || failing || !succeeded {
+				t.Fatalf("Succeeded for %+v", in)
+			}
+		case got == copsev1alpha1.PodCliqueSetPhasePending:
+			if started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning {
+				t.Fatalf("Pending for %+v", in)
+			}
+		case got != copsev1alpha1.PodCliqueSetPhaseRunning:
+			t.Fatalf("phase %q for %+v", got, in)
+		}
+	})
+}
+
+// recreationsOf reads at most limit recreations, four bytes each: replica
+// (modulo replicas), attempt (modulo 5), completed (low bit), and which of
+// the UIDs obj-0 to obj-7 the entry lists (a bit each). With unique, a
+// replica gets at most one entry (a later one is dropped), as in the status
+// mergeRecreations writes.
+func recreationsOf(src *fuzzinput.Source, limit, replicas int, unique bool) []copsev1alpha1.ReplicaRecreation {
+	var out []copsev1alpha1.ReplicaRecreation
+	seen := map[int32]bool{}
+	for range src.Intn(limit + 1) {
+		rec := copsev1alpha1.ReplicaRecreation{
+			ReplicaIndex: int32(src.Intn(replicas)),
+			Reason:       copsev1alpha1.RecreationReasonTrainingRestart,
+			Attempt:      int32(src.Intn(5)),
+			StartedAt:    metav1.NewTime(t0),
+		}
+		if src.Bool() {
+			completed := metav1.NewTime(t0.Add(time.Minute))
+			rec.CompletedAt = &completed
+		}
+		rec.Deleting = uidsOf(src.Byte())
+		if unique && seen[rec.ReplicaIndex] {
+			continue
+		}
+		seen[rec.ReplicaIndex] = true
+		out = append(out, rec)
+	}
+	return out
+}
+
+// uidsOf lists obj-i for every bit i set in mask.
+func uidsOf(mask byte) []types.UID {
+	var out []types.UID
+	for i := range 8 {
+		if mask&(1<<i) != 0 {
+			out = append(out, types.UID("obj-"+string(rune('0'+i))))
+		}
+	}
+	return out
+}
+
+// encodeRecreations is the input recreationsOf reads back as recs (whose
+// Deleting UIDs must be among obj-0 to obj-7), for the given replicas.
+func encodeRecreations(recs []copsev1alpha1.ReplicaRecreation) []byte {
+	out := []byte{byte(len(recs))}
+	for _, rec := range recs {
+		var mask byte
+		for _, uid := range rec.Deleting {
+			mask |= 1 << (uid[len(uid)-1] - '0')
+		}
+		completed := byte(0)
+		if rec.CompletedAt != nil {
+			completed = 1
+		}
+		out = append(out, byte(rec.ReplicaIndex), byte(rec.Attempt), completed, mask)
+	}
+	return out
+}
+
+// FuzzAssessRecreations: every unfinished recreation is in progress, and
+// either finished (no listed object and no pod of an earlier attempt of
+// its replica is left) or has that many things remaining; finished replicas
+// are in progress and have none remaining.
+//
+// objects is a mask of the existing UIDs among obj-0 to obj-7.
+func FuzzAssessRecreations(f *testing.F) {
+	// The input of TestAssessRecreations, its UIDs renamed.
+	now := metav1.NewTime(t0)
+	recs := []copsev1alpha1.ReplicaRecreation{
+		{ReplicaIndex: 0, Attempt: 2, Deleting: []types.UID{"obj-0", "obj-1"}},
+		{ReplicaIndex: 1, Attempt: 1, Deleting: []types.UID{"obj-2"}},
+		{ReplicaIndex: 2, Attempt: 1, Deleting: []types.UID{"obj-3"}},
+		{ReplicaIndex: 3, Attempt: 1, CompletedAt: &now},
+	}
+	pods := []podstate.Summary{
+		{Replica: 1, Attempt: 0, Terminating: true},
+		{Replica: 2, Attempt: 1},
+		{Replica: 3, Attempt: 0},
+	}
+	f.Add(encodeRecreations(recs), byte(1<<1), fuzzinput.EncodePods(pods, t0))
+
+	f.Fuzz(func(t *testing.T, recreations []byte, objects byte, podBytes []byte) {
+		recs := recreationsOf(fuzzinput.New(recreations), 8, 4, true)
+		objectUIDs := map[types.UID]bool{}
+		for _, uid := range uidsOf(objects) {
+			objectUIDs[uid] = true
+		}
+		pods := fuzzinput.New(podBytes).Pods(32, t0)
+
+		p := assessRecreations(recs, objectUIDs, pods)
+		for replica := range p.finished {
+			if !p.inProgress[replica] || p.remaining[replica] != 0 {
+				t.Fatalf("replica %d finished but in progress %v, remaining %d", replica, p.inProgress[replica], p.remaining[replica])
+			}
+		}
+		for replica, n := range p.remaining {
+			if !p.inProgress[replica] || n <= 0 {
+				t.Fatalf("replica %d has %d remaining, in progress %v", replica, n, p.inProgress[replica])
+			}
+		}
+		inProgress := 0
+		for _, rec := range recs {
+			replica := int(rec.ReplicaIndex)
+			if rec.CompletedAt != nil {
+				continue
+			}
+			inProgress++
+			left := slices.ContainsFunc(rec.Deleting, func(uid types.UID) bool { return objectUIDs[uid] }) ||
+				slices.ContainsFunc(pods, func(pod podstate.Summary) bool { return pod.Replica == replica && pod.Attempt < int(rec.Attempt) })
+			if !p.inProgress[replica] || p.finished[replica] == left {
+				t.Fatalf("replica %d (attempt %d): in progress %v, finished %v, though something of the old run is left: %v",
+					replica, rec.Attempt, p.inProgress[replica], p.finished[replica], left)
+			}
+		}
+		if len(p.inProgress) != inProgress {
+			t.Fatalf("%d replicas in progress, %d unfinished recreations", len(p.inProgress), inProgress)
+		}
+	})
+}
+
+// FuzzMergeRecreations: the merged list has one entry per replica of the
+// previous and added lists, in the order they first appear; an added entry
+// replaces the replica's previous one; otherwise the replica keeps its
+// previous entry (its attempt above all), completed now if it just
+// finished, its UIDs then dropped. The inputs are not changed.
+//
+// finished is a mask of the finished replicas 0 to 7.
+func FuzzMergeRecreations(f *testing.F) {
+	// The inputs of TestMergeRecreations, its UIDs renamed.
+	previous := []copsev1alpha1.ReplicaRecreation{
+		{ReplicaIndex: 0, Attempt: 1, Deleting: []types.UID{"obj-0"}},
+		{ReplicaIndex: 1, Attempt: 2, Deleting: []types.UID{"obj-1"}},
+	}
+	added := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 2, Attempt: 1, Deleting: []types.UID{"obj-2"}}}
+	f.Add(encodeRecreations(previous), encodeRecreations(added), byte(1<<1))
+	f.Add(encodeRecreations(append(previous, added...)), encodeRecreations([]copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 3}}), byte(0))
+
+	f.Fuzz(func(t *testing.T, previousBytes, addedBytes []byte, finishedMask byte) {
+		// Duplicates are allowed in both lists: the result has none anyway.
+		previous := recreationsOf(fuzzinput.New(previousBytes), 8, 6, false)
+		added := recreationsOf(fuzzinput.New(addedBytes), 4, 6, false)
+		finished := map[int]bool{}
+		for i := range 8 {
+			if finishedMask&(1<<i) != 0 {
+				finished[i] = true
+			}
+		}
+		now := t0.Add(time.Hour)
+		previousCopy, addedCopy := deepCopyRecreations(previous), deepCopyRecreations(added)
+
+		got := mergeRecreations(previous, added, finished, now)
+
+		if !reflect.DeepEqual(previous, previousCopy) || !reflect.DeepEqual(added, addedCopy) {
+			t.Fatalf("mergeRecreations changed its inputs")
+		}
+		var order []int32
+		lastPrevious, lastAdded := map[int32]copsev1alpha1.ReplicaRecreation{}, map[int32]copsev1alpha1.ReplicaRecreation{}
+		for _, list := range []struct {
+			recs []copsev1alpha1.ReplicaRecreation
+			last map[int32]copsev1alpha1.ReplicaRecreation
+		}{{previous, lastPrevious}, {added, lastAdded}} {
+			for _, rec := range list.recs {
+				if !slices.Contains(order, rec.ReplicaIndex) {
+					order = append(order, rec.ReplicaIndex)
+				}
+				list.last[rec.ReplicaIndex] = rec
+			}
+		}
+		if len(got) != len(order) {
+			t.Fatalf("%d entries for replicas %v: %+v", len(got), order, got)
+		}
+		for i, rec := range got {
+			replica := rec.ReplicaIndex
+			if replica != order[i] {
+				t.Fatalf("entry %d is for replica %d, want %d (order %v)", i, replica, order[i], order)
+			}
+			if want, ok := lastAdded[replica]; ok {
+				if !reflect.DeepEqual(rec, want) {
+					t.Fatalf("replica %d: got %+v, want the added entry %+v", replica, rec, want)
+				}
+				continue
+			}
+			kept := lastPrevious[replica]
+			want := *kept.DeepCopy()
+			if want.CompletedAt == nil && finished[int(replica)] {
+				want.CompletedAt, want.Deleting = &metav1.Time{Time: now}, nil
+			}
+			if !reflect.DeepEqual(rec, want) {
+				t.Fatalf("replica %d: got %+v, want %+v", replica, rec, want)
+			}
+		}
+	})
+}
+
+func deepCopyRecreations(recs []copsev1alpha1.ReplicaRecreation) []copsev1alpha1.ReplicaRecreation {
+	if recs == nil {
+		return nil
+	}
+	out := make([]copsev1alpha1.ReplicaRecreation, len(recs))
+	for i := range recs {
+		recs[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
