@@ -11,36 +11,39 @@ import (
 	"github.com/copse-dev/copse/internal/fuzzinput"
 )
 
-// FuzzParse reads any string as a record. Parse must refuse it with an
-// error that quotes it, or return a set whose String is canonical (it
-// parses back to the same set and is written the same way again). A record
-// is status.succeededIndexes, which any client allowed to write a
-// PodClique's status can set, and both controllers parse it on every pass:
-// a record whose numbers describe a huge set must not make Parse exhaust
-// memory or run without end (fuzzinput.RunBounded turns that into a crash).
+// FuzzParse reads any string as a record of a clique of `below` replicas.
+// Parse must refuse it with an error that quotes it, or return a set of
+// indices below `below` whose String is canonical (it parses back to the
+// same set and is written the same way again). A record is
+// status.succeededIndexes, which any client allowed to write a PodClique's
+// status can set, and both controllers parse it on every pass: a record
+// whose numbers describe a huge set must not make Parse exhaust memory or
+// run without end (fuzzinput.RunBounded turns that into a crash). Replicas
+// are drawn up to 65535, above the operator's largest allowed replica.
 func FuzzParse(f *testing.F) {
 	// The inputs of TestRoundTrip and TestParseRejects.
 	for _, s := range []string{"", "0", "0-3,7", "3,0,1,2", "0-2,3-4,6", "5-5", "9-10,1", "a", "-1", "3-1", "1,,2", "1-", "1-x"} {
-		f.Add(s)
+		f.Add(s, uint16(64))
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Fuzz(func(t *testing.T, s string, replicas uint16) {
+		below := int(replicas)
 		var set Set
 		var err error
-		parse := func() { set, err = Parse(s) }
+		parse := func() { set, err = Parse(s, below) }
 		if describedIndices(s) > 1<<16 {
-			fuzzinput.RunBounded(fmt.Sprintf("Parse(%q)", s), parse)
+			fuzzinput.RunBounded(fmt.Sprintf("Parse(%q, %d)", s, below), parse)
 		} else {
 			parse()
 		}
 		if err != nil {
 			if !strings.Contains(err.Error(), strconv.Quote(s)) {
-				t.Fatalf("Parse(%q) error %q does not quote the input", s, err)
+				t.Fatalf("Parse(%q, %d) error %q does not quote the input", s, below, err)
 			}
 			return
 		}
 		for i, in := range set {
-			if i < 0 || !in {
-				t.Fatalf("Parse(%q) holds %d: %v", s, i, in)
+			if i < 0 || i >= below || !in {
+				t.Fatalf("Parse(%q, %d) holds %d: %v", s, below, i, in)
 			}
 		}
 		expectCanonical(t, set)
@@ -97,7 +100,7 @@ func encodeIndices(indices []int) []byte {
 func expectCanonical(t *testing.T, set Set) {
 	t.Helper()
 	written := set.String()
-	back, err := Parse(written)
+	back, err := Parse(written, math.MaxInt)
 	if err != nil {
 		t.Fatalf("Parse(%q), written by String, fails: %v", written, err)
 	}

@@ -68,7 +68,7 @@ func FuzzCliqueCompletion(f *testing.F) {
 				}
 			}
 		}
-		record, recordErr := indexset.Parse(recorded)
+		record, recordErr := indexset.Parse(recorded, replicas)
 		for i := range c.Succeeded {
 			if i < 0 || i >= replicas {
 				t.Fatalf("succeeded index %d outside [0, %d)", i, replicas)
