@@ -372,8 +372,11 @@ func (b *Bench) report(ctx context.Context) *Results {
 	add := func(r Row) { rows = append(rows, r) }
 	if o.has(ScenarioCreation) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("API server limit: copies of copse's pod (scheduling-gated, like copse's) created with copse's identity and no client-side rate limit by %v concurrent creators, each in every repetition; the fastest of each repetition is the reference", o.ReferenceParallelism))
-		if !o.WithoutSameQPSReference {
+		switch {
+		case b.sameQPSReference():
 			rep.Notes = append(rep.Notes, fmt.Sprintf("same-QPS client (secondary): the same pods created through client-go's token bucket at copse's qps %g / burst %d, %d creates in flight", b.qps, b.burst, sameQPSParallelism))
+		case !o.WithoutSameQPSReference:
+			rep.Notes = append(rep.Notes, "no same-QPS client row: copse has no client-side rate limit, so that client would be the API-limit client")
 		}
 		var copseBySize, limitBySize [][]float64
 		for _, n := range o.Sizes {
@@ -384,7 +387,7 @@ func (b *Bench) report(ctx context.Context) *Results {
 			copsePerPod := b.series(ScenarioCreation, SystemCopse, n, perPodMillis(n, seconds(MeasureAllPodsCreated)))
 			limitPerPod, _ := b.bestSeries(ScenarioCreation, SystemAPILimit, n, seconds(MeasureAllPodsCreated), perPodMillis(n, seconds(MeasureAllPodsCreated)))
 			add(row(timeSec, fmt.Sprintf("  per pod, N=%d", n), "ms/pod", copsePerPod, apiLimit, limitPerPod, ""))
-			if !o.WithoutSameQPSReference {
+			if b.sameQPSReference() {
 				add(row(timeSec, fmt.Sprintf("  N=%d against the same-QPS client (secondary)", n), "s", copse, sameQPS,
 					b.series(ScenarioCreation, SystemSameQPSClient, n, seconds(MeasureAllPodsCreated)), ""))
 			}

@@ -296,9 +296,16 @@ func (b *Bench) creationReferences(ctx context.Context, rep, n int) {
 	for _, p := range b.opts.ReferenceParallelism {
 		b.creationReference(ctx, rep, n, SystemAPILimit, p)
 	}
-	if !b.opts.WithoutSameQPSReference {
+	if b.sameQPSReference() {
 		b.creationReference(ctx, rep, n, SystemSameQPSClient, sameQPSParallelism)
 	}
+}
+
+// sameQPSReference tells whether the same-QPS client runs: unless it is
+// turned off, whenever copse has a client-side rate limit (qps > 0); without
+// one, that client would be the API-limit client again.
+func (b *Bench) sameQPSReference() bool {
+	return !b.opts.WithoutSameQPSReference && b.qps > 0
 }
 
 // createPods creates pods with at most parallelism requests in flight.
