@@ -20,7 +20,7 @@ const (
 	DefaultPodCliqueSetConcurrentSyncs          int32   = 3
 	DefaultPodCliqueConcurrentSyncs             int32   = 5
 	DefaultPodCliqueScalingGroupConcurrentSyncs int32   = 3
-	DefaultMaxWritesPerReconcile                int32   = 500
+	DefaultMaxWritesPerReconcile                int32   = 1000
 	DefaultWebhookPort                          int32   = 9443
 	DefaultWebhookCertDir                               = "/tmp/k8s-webhook-server/serving-certs"
 	DefaultWebhookCertificateMode                       = WebhookCertificateModeSelfManaged

@@ -28,7 +28,7 @@ func fullyDefaulted() *OperatorConfiguration {
 			PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 3},
 			PodClique:             ControllerConfiguration{ConcurrentSyncs: 5},
 			PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 3},
-			MaxWritesPerReconcile: 500,
+			MaxWritesPerReconcile: 1000,
 		},
 		WebhookServer: WebhookServerConfiguration{
 			Enabled: ptr.To(true),

@@ -67,7 +67,7 @@ limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
 					PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 1},
 					PodClique:             ControllerConfiguration{ConcurrentSyncs: 2},
 					PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 4},
-					MaxWritesPerReconcile: 500,
+					MaxWritesPerReconcile: 1000,
 				},
 				WebhookServer: WebhookServerConfiguration{Enabled: ptr.To(false), Host: "0.0.0.0", Port: 8443, CertDir: "/certs",
 					Certificates: fullyDefaulted().WebhookServer.Certificates},

@@ -121,8 +121,13 @@ type ControllersConfiguration struct {
 	// reconcile of any controller creates and deletes. A reconcile with more
 	// to do asks to be run again at once, and re-reads its object and its
 	// owners first, so a workload that is deleted, ended or restarted in
-	// the middle of a large gang stops getting pods within one pass.
-	// +kubebuilder:default=500
+	// the middle of a large gang stops getting pods within one pass. A pass
+	// also stops starting pod writes after a second (podwrite.PassTime); the
+	// default is above what the API server takes in a second on small
+	// clusters, so that time, not this count, usually ends a pass: every pass
+	// ends with a drain of its in-flight writes and a re-read, which cost
+	// gang creation time.
+	// +kubebuilder:default=1000
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxWritesPerReconcile int32 `json:"maxWritesPerReconcile,omitempty"`
