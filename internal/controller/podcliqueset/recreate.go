@@ -45,9 +45,10 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 }
 
 // deleteOldRuns carries out the recreations recorded in status: it deletes
-// the recorded objects that still exist, and the old run's pods itself, in
-// parallel, rather than leaving them to the garbage collector, so that the
-// new run starts as soon as the old one is gone. Only recorded entries are
+// the old run's pods itself, in parallel, rather than leaving them to the
+// garbage collector, and then the recorded objects that still exist, so that
+// the new run starts as soon as the old one is gone. The pods go first: their
+// grace period is what the new run waits for. Only recorded entries are
 // acted on, so each deletion follows a durable decision; UID preconditions
 // keep it from touching anything created afterwards.
 func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
@@ -57,6 +58,15 @@ func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCl
 			continue
 		}
 		replica := int(rec.ReplicaIndex)
+		pods := budget.cut(oldRunPods(obs.pods, replica, rec.Attempt))
+		if len(pods) > 0 {
+			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods))
+		}
+		_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+			return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+		})
+		errs = append(errs, err)
+
 		doomed := map[types.UID]bool{}
 		for _, uid := range rec.Deleting {
 			doomed[uid] = true
@@ -73,14 +83,6 @@ func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCl
 				}
 			}
 		}
-		pods := budget.cut(oldRunPods(obs.pods, replica, rec.Attempt))
-		if len(pods) > 0 {
-			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods))
-		}
-		_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
-			return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
-		})
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
