@@ -138,7 +138,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 
-	ids, stageFiles, err := writeClusterFiles(l)
+	ids, kwokConfigs, err := writeClusterFiles(l)
 	if err != nil {
 		return c, err
 	}
@@ -151,7 +151,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startControlPlane(ctx, bins, ids, timeout); err != nil {
 		return c, err
 	}
-	if err := c.startControllers(ctx, bins, stageFiles, timeout); err != nil {
+	if err := c.startControllers(ctx, bins, kwokConfigs, timeout); err != nil {
 		return c, err
 	}
 	if err := c.createInitialNodes(ctx); err != nil {
@@ -166,7 +166,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 }
 
 // writeClusterFiles creates the directory layout and everything the
-// components read at start: credentials and kwok's stages.
+// components read at start: credentials, kwok's configuration and stages.
 func writeClusterFiles(l layout) (map[string]identity, []string, error) {
 	for _, d := range l.dirs() {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -187,7 +187,11 @@ func writeClusterFiles(l layout) (map[string]identity, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return ids, stageFiles, nil
+	configuration, err := writeKwokConfiguration(l.kwokHome())
+	if err != nil {
+		return nil, nil, err
+	}
+	return ids, append([]string{configuration}, stageFiles...), nil
 }
 
 // startControlPlane starts etcd, then kube-apiserver (each needs the one
@@ -242,7 +246,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins Binaries, ids map[
 // startControllers starts the controller-manager, the scheduler and kwok.
 // They only need the apiserver, so they start together and are then waited
 // for in turn.
-func (c *Cluster) startControllers(ctx context.Context, bins Binaries, stageFiles []string, timeout time.Duration) error {
+func (c *Cluster) startControllers(ctx context.Context, bins Binaries, kwokConfigs []string, timeout time.Duration) error {
 	l, ports := c.layout, c.state.Ports
 	components := []struct {
 		spec  processSpec
@@ -257,7 +261,7 @@ func (c *Cluster) startControllers(ctx context.Context, bins Binaries, stageFile
 			httpProbe(loopbackURL("https", ports.Scheduler)+"/healthz", "", ""),
 		},
 		{
-			processSpec{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, stageFiles), env: kwokEnv(l)},
+			processSpec{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, kwokConfigs), env: kwokEnv(l)},
 			httpProbe(loopbackURL("http", ports.Kwok)+"/healthz", "", ""),
 		},
 	}

@@ -106,7 +106,7 @@ func schedulerArgs(l layout, p Ports) []string {
 	}
 }
 
-func kwokArgs(l layout, p Ports, stageFiles []string) []string {
+func kwokArgs(l layout, p Ports, configs []string) []string {
 	args := []string{
 		"--kubeconfig=" + l.kubeconfig(Kwok),
 		"--manage-all-nodes=false",
@@ -114,7 +114,7 @@ func kwokArgs(l layout, p Ports, stageFiles []string) []string {
 		fmt.Sprintf("--server-address=127.0.0.1:%d", p.Kwok),
 		"--cidr=" + podCIDR,
 	}
-	for _, f := range stageFiles {
+	for _, f := range configs {
 		args = append(args, "--config="+f)
 	}
 	return args

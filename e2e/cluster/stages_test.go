@@ -88,3 +88,27 @@ func TestStagesUseOnlyDocumentedAnnotations(t *testing.T) {
 		}
 	}
 }
+
+func TestKwokConfigurationIsWellFormed(t *testing.T) {
+	path, err := writeKwokConfiguration(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Options    struct {
+			PodPlayStageParallelism int `json:"podPlayStageParallelism"`
+		} `json:"options"`
+	}
+	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || cfg.Kind != "KwokConfiguration" || cfg.Options.PodPlayStageParallelism <= 4 {
+		t.Errorf("kwok configuration %+v: want a KwokConfiguration with more pod stage workers than kwok's default of 4", cfg)
+	}
+}
