@@ -89,7 +89,16 @@ func TestStagesUseOnlyDocumentedAnnotations(t *testing.T) {
 	}
 }
 
-func TestKwokConfigurationIsWellFormed(t *testing.T) {
+// kwokDefaultedOptions are the options kwok v0.8.0 defaults when it runs
+// without a configuration file, and leaves at their zero value when a file
+// does not name them (a zero play-stage parallelism stops kwok at start).
+var kwokDefaultedOptions = []string{
+	"podPlayStageParallelism", "nodePlayStageParallelism", "nodeLeaseParallelism",
+	"podsOnNodeSyncParallelism", "enablePodsOnNodeSyncListPager", "enablePodsOnNodeSyncStreamWatch",
+	"enableDebuggingHandlers", "enableContentionProfiling", "enableProfilingHandler",
+}
+
+func TestKwokConfigurationSetsEveryDefaultedOption(t *testing.T) {
 	path, err := writeKwokConfiguration(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -99,16 +108,27 @@ func TestKwokConfigurationIsWellFormed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cfg struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Options    struct {
-			PodPlayStageParallelism int `json:"podPlayStageParallelism"`
-		} `json:"options"`
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Options    map[string]any `json:"options"`
 	}
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || cfg.Kind != "KwokConfiguration" || cfg.Options.PodPlayStageParallelism <= 4 {
-		t.Errorf("kwok configuration %+v: want a KwokConfiguration with more pod stage workers than kwok's default of 4", cfg)
+	if cfg.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || cfg.Kind != "KwokConfiguration" {
+		t.Fatalf("kwok configuration is %s %s, want config.kwok.x-k8s.io/v1alpha1 KwokConfiguration", cfg.APIVersion, cfg.Kind)
+	}
+	for _, name := range kwokDefaultedOptions {
+		value, ok := cfg.Options[name]
+		if !ok {
+			t.Errorf("options.%s is not set: kwok would run with its zero value", name)
+			continue
+		}
+		if n, isNumber := value.(float64); isNumber && n <= 0 {
+			t.Errorf("options.%s is %v, want more than 0", name, n)
+		}
+	}
+	if n, _ := cfg.Options["podPlayStageParallelism"].(float64); n <= 4 {
+		t.Errorf("options.podPlayStageParallelism is %v, want more pod stage workers than kwok's default of 4", n)
 	}
 }

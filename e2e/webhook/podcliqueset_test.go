@@ -71,13 +71,21 @@ var _ = Describe("PodCliqueSet admission", Label("webhook"), func() {
 		pcs := newPodCliqueSet(namespace, "custom", copsev1alpha1.WorkloadTypeTraining)
 		pcs.Spec.Template.TerminationDelay = &metav1.Duration{Duration: 30 * time.Minute}
 		pcs.Spec.Template.Cliques[1].Spec.MinAvailable = ptr.To[int32](2)
-		pcs.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		got := stored(ctx, pcs)
 		Expect(got.Spec.Template.TerminationDelay).To(Equal(&metav1.Duration{Duration: 30 * time.Minute}))
 		Expect(got.Spec.Template.Cliques[1].Spec.MinAvailable).To(Equal(ptr.To[int32](2)))
-		Expect(got.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy).To(Equal(corev1.RestartPolicyAlways))
+	})
+
+	It("keeps a restart policy the user set on an Inference PodCliqueSet", func(ctx context.Context) {
+		pcs := newPodCliqueSet(namespace, "custom-inference", copsev1alpha1.WorkloadTypeInference)
+		pcs.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyNever
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		got := stored(ctx, pcs)
+		Expect(got.Spec.Template.Cliques[0].Spec.PodSpec.RestartPolicy).To(Equal(corev1.RestartPolicyAlways))
+		Expect(got.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 	})
 
 	DescribeTable("rejects an invalid PodCliqueSet, naming the field and the rule",
@@ -86,6 +94,10 @@ var _ = Describe("PodCliqueSet admission", Label("webhook"), func() {
 			change(pcs)
 			expectDenial(env.Client.Create(ctx, pcs), validatePodCliqueSet, fragments...)
 		},
+		Entry("a Training clique restarted in place by the kubelet", func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+			p.Spec.Template.Cliques[1].Spec.PodSpec.RestartPolicy = corev1.RestartPolicyAlways
+		}, `spec.template.cliques[1].spec.podSpec.restartPolicy: Invalid value: "Always": must be Never when the workload is Training`),
 		Entry("minAvailable above replicas", func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[1].Spec.MinAvailable = ptr.To[int32](5)
 		}, "spec.template.cliques[1].spec.minAvailable: Invalid value: 5: must not be greater than spec.template.cliques[1].spec.replicas (3)"),
