@@ -151,7 +151,7 @@ BENCH_OUT  ?= bin/bench
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Benchmark copse against the API server's limit and JobSet (N=64..4096, 3 repetitions, ~25 min); table + $(BENCH_OUT)/bench-results.json.
+bench: ## Benchmark copse against the API server's limit and JobSet (N=64..4096, 3 repetitions, ~18 min); table + $(BENCH_OUT)/bench-results.json.
 	go run ./e2e/bench/cmd/copse-bench --out-dir $(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: bench-smoke
@@ -163,7 +163,7 @@ bench-smoke: ## The benchmark's reduced form (N=64, one repetition, ~2-3 min): f
 BENCH_SCALE_ARGS ?=
 
 .PHONY: bench-scale
-bench-scale: ## 10,000 pods in 110 gangs on 1,000 simulated nodes (~25 min on 2 shared cores; not in `make test`); fails on reconcile errors.
+bench-scale: ## 10,000 pods in 110 gangs on 1,000 simulated nodes (~8 min on 2 cores; not in `make test`); fails on reconcile errors.
 	go run ./e2e/bench/cmd/copse-bench --scale --timeout 45m --out-dir bin/bench-scale $(BENCH_SCALE_ARGS)
 
 ##@ Demo

@@ -23,10 +23,11 @@ type PodContext struct {
 	Index int
 	// Owner is the controller reference to the PodClique.
 	Owner metav1.OwnerReference
-	// GangPlaced: the clique was available once, so its gang has been
-	// placed; a pod created now (a replacement, a scale-out) joins a
-	// running workload and is placed on its own, rather than waiting for
-	// gang peers that may already have ended.
+	// GangPlaced: the clique was available once, or a pod of its gang in
+	// the same run is bound to a node, so its gang has been placed; a pod
+	// created now (a replacement, a scale-out, a clique whose pods came
+	// late) joins a running workload and is placed on its own, rather than
+	// waiting for gang peers that may already have ended.
 	GangPlaced bool
 }
 

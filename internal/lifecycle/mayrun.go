@@ -98,3 +98,26 @@ func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
 	}
 	return 0
 }
+
+// MayCreatePodsChanged reports whether a change of a PodCliqueSet, from old
+// to cur, can change what MayCreatePods answers for any of its replicas: a
+// deletion started, the Training workload ended, or a recreation was
+// recorded or completed. The PodClique controller is woken by such changes
+// only: a clique that was refused pods because its replica was still being
+// recreated gets them as soon as the recreation completes, with no other
+// event needed.
+func MayCreatePodsChanged(old, cur *copsev1alpha1.PodCliqueSet) bool {
+	if old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() || WorkloadEnded(old) != WorkloadEnded(cur) {
+		return true
+	}
+	if len(old.Status.ReplicaRecreations) != len(cur.Status.ReplicaRecreations) {
+		return true
+	}
+	for i, was := range old.Status.ReplicaRecreations {
+		now := cur.Status.ReplicaRecreations[i]
+		if was.ReplicaIndex != now.ReplicaIndex || was.Attempt != now.Attempt || (was.CompletedAt == nil) != (now.CompletedAt == nil) {
+			return true
+		}
+	}
+	return false
+}

@@ -73,3 +73,44 @@ func TestCurrentAttempt(t *testing.T) {
 		t.Errorf("attempts %d %d, want 0 3", CurrentAttempt(pcs, 0), CurrentAttempt(pcs, 1))
 	}
 }
+
+func TestMayCreatePodsChanged(t *testing.T) {
+	now := metav1.Now()
+	base := func() *copsev1alpha1.PodCliqueSet {
+		pcs := &copsev1alpha1.PodCliqueSet{}
+		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		pcs.Status.ReplicaRecreations = []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Attempt: 1}}
+		return pcs
+	}
+	cases := []struct {
+		name   string
+		change func(*copsev1alpha1.PodCliqueSet)
+		want   bool
+	}{
+		{name: "nothing", change: func(*copsev1alpha1.PodCliqueSet) {}},
+		{name: "another status field", change: func(p *copsev1alpha1.PodCliqueSet) { p.Status.AvailableReplicas = 1 }},
+		{name: "a recreation completes", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Status.ReplicaRecreations[0].CompletedAt = &now
+		}, want: true},
+		{name: "a new attempt of the replica", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Status.ReplicaRecreations[0].Attempt = 2
+		}, want: true},
+		{name: "a recreation of another replica", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Status.ReplicaRecreations = append(p.Status.ReplicaRecreations, copsev1alpha1.ReplicaRecreation{ReplicaIndex: 1, Attempt: 1})
+		}, want: true},
+		{name: "the workload ends", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Status.Phase = copsev1alpha1.PodCliqueSetPhaseSucceeded
+		}, want: true},
+		{name: "its deletion starts", change: func(p *copsev1alpha1.PodCliqueSet) { p.DeletionTimestamp = &now }, want: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			old, cur := base(), base()
+			c.change(cur)
+			if got := MayCreatePodsChanged(old, cur); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -136,8 +136,14 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("resolving the PodClique kind: %w", err)
 	}
+	placed := wasAvailable(pclq)
+	if !placed {
+		if placed, err = r.gangPlaced(ctx, pclq.Namespace, id); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	pc := blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Owner: *metav1.NewControllerRef(pclq, gvk),
-		GangPlaced: wasAvailable(pclq)}
+		GangPlaced: placed}
 	// Every pod is built before any is created: a clique whose pods cannot
 	// be built gets none, rather than some.
 	pods := make([]*corev1.Pod, len(indices))

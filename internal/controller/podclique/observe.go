@@ -3,6 +3,7 @@ package podclique
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,30 @@ func (r *Reconciler) podsOf(ctx context.Context, namespace, name string, uid str
 		}
 	}
 	return owned, strays, nil
+}
+
+// gangPlaced reports whether a pod of the clique's gang, in the clique's run
+// of its replica, is bound to a node. The gang's quorum was then met and the
+// gang placed: a pod created now must not join it, since kube-scheduler
+// counts only the gang's pods that still run towards its minCount, and the
+// peers of a late pod may have ended by the time it comes (a clique whose
+// first pods came late, after an operator restart or a slow cache).
+func (r *Reconciler) gangPlaced(ctx context.Context, namespace string, id blueprint.CliqueIdentity) (bool, error) {
+	if id.Gang == "" {
+		return false, nil
+	}
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{
+		labels.PartOfKey: id.PodCliqueSet, labels.PodGangKey: id.Gang, labels.AttemptKey: strconv.Itoa(id.Attempt),
+	}); err != nil {
+		return false, fmt.Errorf("listing the pods of gang %s/%s: %w", namespace, id.Gang, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.NodeName != "" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // podCliqueSet returns the PodClique's PodCliqueSet from the cache, or nil

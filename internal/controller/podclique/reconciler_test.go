@@ -600,3 +600,55 @@ func TestPassWaitsForTheCacheToShowItsOwnStatusWrite(t *testing.T) {
 		t.Errorf("after the cache caught up: %d status writes, %d conflicts; want 2, 0", h.server.statusWrites, h.server.statusConflicts)
 	}
 }
+
+// TestLatePodsDoNotJoinAPlacedGang: a clique whose first pods come after
+// another clique's pods of the same gang and run were bound (its pods were
+// held back while the replica was being recreated, or the operator
+// restarted between the cliques) creates pods outside the gang: the gang's
+// minCount counts only its pods that still run, and the bound peers may
+// have ended. A bound pod of an earlier run of the replica does not count.
+func TestLatePodsDoNotJoinAPlacedGang(t *testing.T) {
+	cases := []struct {
+		name        string
+		peerAttempt string
+		peerNode    string
+		wantInGang  bool
+	}{
+		{name: "no peer bound yet", peerAttempt: "1", wantInGang: true},
+		{name: "a peer of this run is bound", peerAttempt: "1", peerNode: "node-a", wantInGang: false},
+		{name: "only a peer of the previous run is bound", peerAttempt: "0", peerNode: "node-a", wantInGang: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pclq := testfixtures.StandaloneClique(2)
+			pclq.Labels[labels.AttemptKey] = "1"
+			h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeTraining), pclq)
+			peer := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: "llm-1-worker-peer", Labels: map[string]string{
+					labels.PartOfKey: "llm", labels.PodGangKey: pclq.Labels[labels.PodGangKey], labels.AttemptKey: c.peerAttempt,
+					labels.PodCliqueKey: "llm-1-worker",
+				}},
+				Spec: corev1.PodSpec{NodeName: c.peerNode, Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+			}
+			if err := h.server.Create(context.Background(), peer); err != nil {
+				t.Fatal(err)
+			}
+			h.cache.catchUp(t)
+			h.reconcile(t, 1)
+			alive, _ := h.server.pods(t)
+			created := 0
+			for _, pod := range alive {
+				if pod.Labels[labels.PodCliqueKey] != pclq.Name {
+					continue
+				}
+				created++
+				if inGang := pod.Spec.SchedulingGroup != nil; inGang != c.wantInGang {
+					t.Errorf("pod %s: in the gang %v, want %v", pod.Name, inGang, c.wantInGang)
+				}
+			}
+			if created != 2 {
+				t.Errorf("%d pods of the clique created, want 2", created)
+			}
+		})
+	}
+}

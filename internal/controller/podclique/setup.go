@@ -20,6 +20,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -32,8 +33,12 @@ const ControllerName = "podclique"
 // PodCliques are watched for spec and label changes and deletion: the
 // controller's own status writes need no reconcile. Pod events reach the
 // PodClique named by the pod's label, so a pod whose PodClique is gone still
-// gets its finalizer released. A change of a ResourceQuota or LimitRange
-// ends the creation back-off of the namespace's refused cliques.
+// gets its finalizer released. A PodCliqueSet change that can change
+// whether its replicas may get pods (lifecycle.MayCreatePodsChanged) reaches
+// all its PodCliques: the cache may show a new PodClique before the status
+// that lets it have pods, and nothing else would wake it. A change of a
+// ResourceQuota or LimitRange ends the creation back-off of the namespace's
+// refused cliques.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -58,6 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&copsev1alpha1.PodClique{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted()))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToPodClique)).
+		Watches(&copsev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.cliquesOf), builder.WithPredicates(mayCreatePodsChanged())).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(quotaLoosened())).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(limitsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
@@ -82,6 +88,35 @@ func podToPodClique(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// cliquesOf maps a PodCliqueSet to its PodCliques, by their part-of label.
+func (r *Reconciler) cliquesOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	var cliques copsev1alpha1.PodCliqueList
+	if err := r.Client.List(ctx, &cliques, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{labels.PartOfKey: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the PodCliques of a PodCliqueSet", "podCliqueSet", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(cliques.Items))
+	for i := range cliques.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cliques.Items[i])})
+	}
+	return out
+}
+
+// mayCreatePodsChanged passes the PodCliqueSet updates after which a
+// PodClique may get pods it was refused, or must stop getting them.
+func mayCreatePodsChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*copsev1alpha1.PodCliqueSet)
+			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodCliqueSet)
+			return okOld && okNew && lifecycle.MayCreatePodsChanged(old, cur)
+		},
+	}
 }
 
 // refusedCliques ends the creation back-off in the object's namespace and
