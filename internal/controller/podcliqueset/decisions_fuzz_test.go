@@ -138,36 +138,8 @@ func trainingSeed(in trainingInputs) trainingFuzzInput {
 //   - success in time is success: nothing is restarted or failed;
 //   - requeueAfter is 0, or at least minRequeue.
 func FuzzDecideTraining(f *testing.F) {
-	hour := time.Hour
-	start := t0
-	breachedAt := func(idx int, since time.Time) replicaAssessment {
-		return replicaAssessment{index: idx, breached: true, breachedSince: since}
-	}
-	succeededAt := func(idx int, at time.Time) replicaAssessment {
-		return replicaAssessment{index: idx, succeeded: true, succeededAt: at}
-	}
-	// The inputs of TestDecideTraining.
-	for _, in := range []trainingInputs{
-		{replicas: []replicaAssessment{{index: 0, available: true}}, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0)}, maxRestarts: 0, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0)}, restartCount: 1, maxRestarts: 2, now: t0},
-		{replicas: []replicaAssessment{{index: 0, available: true}, breachedAt(1, t0)}, maxRestarts: 3, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 1, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 2, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0)}, inProgress: map[int]bool{0: true}, restartCount: 1, maxRestarts: 1, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0)}, maxRestarts: 1, terminationDelay: 30 * time.Second, now: t0.Add(10 * time.Second)},
-		{maxRuntime: &hour, startTime: &start, now: t0.Add(45 * time.Minute)},
-		{maxRuntime: &hour, startTime: &start, now: t0.Add(hour)},
-		{replicas: []replicaAssessment{breachedAt(0, t0.Add(hour+time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-		{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-		{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, restartCount: 2, maxRestarts: 2, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-		{replicas: []replicaAssessment{succeededAt(0, t0.Add(59*time.Minute)), succeededAt(1, t0.Add(time.Hour))}, maxRuntime: &hour, startTime: &start, now: t0.Add(3 * hour)},
-		{replicas: []replicaAssessment{succeededAt(0, t0.Add(59*time.Minute)), succeededAt(1, t0.Add(61*time.Minute))}, maxRuntime: &hour, startTime: &start, now: t0.Add(3 * hour)},
-		{replicas: []replicaAssessment{breachedAt(0, t0.Add(20*time.Minute)), breachedAt(1, t0.Add(10*time.Minute))}, maxRestarts: 1, now: t0.Add(30 * time.Minute)},
-		{replicas: []replicaAssessment{breachedAt(0, t0)}, failing: true, restartCount: 2, maxRestarts: 5, now: t0},
-		{replicas: []replicaAssessment{breachedAt(0, t0)}, terminal: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-	} {
-		s := trainingSeed(in)
+	for _, c := range decideTrainingCases() {
+		s := trainingSeed(c.in)
 		f.Add(s.replicas, s.restartCount, s.maxRestarts, s.maxRuntime, s.startTime, s.terminationDelay, s.now, s.flags)
 	}
 	f.Fuzz(func(t *testing.T, replicas []byte, restartCount, maxRestarts int32, maxRuntime, startTime, terminationDelay, now int64, flags byte) {

@@ -7,7 +7,15 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
-func TestDecideTraining(t *testing.T) {
+// decideTrainingCase is one row of TestDecideTraining; its inputs also seed
+// FuzzDecideTraining.
+type decideTrainingCase struct {
+	name string
+	in   trainingInputs
+	want trainingDecision
+}
+
+func decideTrainingCases() []decideTrainingCase {
 	hour := time.Hour
 	start := t0
 	breachedAt := func(idx int, since time.Time) replicaAssessment {
@@ -16,11 +24,7 @@ func TestDecideTraining(t *testing.T) {
 	succeededAt := func(idx int, at time.Time) replicaAssessment {
 		return replicaAssessment{index: idx, succeeded: true, succeededAt: at}
 	}
-	cases := []struct {
-		name string
-		in   trainingInputs
-		want trainingDecision
-	}{
+	return []decideTrainingCase{
 		{
 			name: "healthy, no limit: nothing to do",
 			in:   trainingInputs{replicas: []replicaAssessment{{index: 0, available: true}}, now: t0},
@@ -112,7 +116,10 @@ func TestDecideTraining(t *testing.T) {
 			want: trainingDecision{causeReplica: -1},
 		},
 	}
-	for _, c := range cases {
+}
+
+func TestDecideTraining(t *testing.T) {
+	for _, c := range decideTrainingCases() {
 		t.Run(c.name, func(t *testing.T) {
 			got := decideTraining(c.in)
 			if got.failReason != c.want.failReason || got.restartCount != c.want.restartCount || got.requeueAfter != c.want.requeueAfter {
