@@ -53,9 +53,11 @@ generate: ## Regenerate deepcopy functions and CRDs (charts/copse/crds).
 	controller_gen=$$($(TOOL) controller-gen); crdgen=$$($(TOOL) crdgen); \
 	$$controller_gen object paths=./api/... && \
 	rm -f charts/copse/crds/*.yaml && \
-	$$crdgen -paths ./api/core/... -output-dir charts/copse/crds
+	$$crdgen -paths ./api/core/... -output-dir charts/copse/crds && \
+	rm -f charts/copse/trainer-crds/*.yaml && \
+	$$crdgen -paths ./api/trainer/... -types-only '' -embedded-object-meta -output-dir charts/copse/trainer-crds
 
-GENERATED := charts/copse/crds $(shell find api -name 'zz_generated.*.go')
+GENERATED := charts/copse/crds charts/copse/trainer-crds $(shell find api -name 'zz_generated.*.go')
 
 .PHONY: verify
 verify: verify-generated verify-tidy verify-fmt vet verify-chart ## Fail when generated files, go.mod, formatting, go vet or helm lint are not clean.
@@ -67,6 +69,7 @@ verify-generated:
 	$(MAKE) --no-print-directory generate >/dev/null; \
 	mkdir "$$snapshot/before" && tar -xf "$$snapshot/before.tar" -C "$$snapshot/before"; \
 	if ! diff -r -q "$$snapshot/before/charts/copse/crds" charts/copse/crds || \
+	   ! diff -r -q "$$snapshot/before/charts/copse/trainer-crds" charts/copse/trainer-crds || \
 	   ! for f in $$(find api -name 'zz_generated.*.go'); do diff -q "$$snapshot/before/$$f" "$$f" || exit 1; done; then \
 		echo "generated files were out of date; 'make generate' has rewritten them: commit the result"; exit 1; \
 	fi

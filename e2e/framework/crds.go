@@ -11,15 +11,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/copse-dev/copse/charts/copse/crds"
+	trainercrds "github.com/copse-dev/copse/charts/copse/trainer-crds"
 )
 
-// InstallCRDs creates or updates every copse CRD and waits until the API
-// server serves each of them.
+// InstallCRDs creates or updates every copse CRD (grove.io and
+// trainer.kubeflow.org) and waits until the API server serves each of them.
 func InstallCRDs(ctx context.Context, c client.Client) error {
 	all, err := crds.All()
 	if err != nil {
 		return err
 	}
+	trainer, err := trainercrds.All()
+	if err != nil {
+		return err
+	}
+	all = append(all, trainer...)
 	for _, crd := range all {
 		if err := createOrReplaceCRD(ctx, c, crd); err != nil {
 			return err

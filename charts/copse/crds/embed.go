@@ -18,16 +18,22 @@ import (
 //go:embed *.yaml
 var files embed.FS
 
-// All returns every copse CRD, ordered by file name.
+// All returns copse's grove.io CRDs, ordered by file name.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	names, err := fs.Glob(files, "*.yaml")
+	return Decode(files)
+}
+
+// Decode returns the CRDs of the YAML files at the root of fsys, ordered by
+// file name.
+func Decode(fsys fs.FS) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("list embedded CRDs: %w", err)
 	}
 	sort.Strings(names)
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(names))
 	for _, name := range names {
-		raw, err := files.ReadFile(name)
+		raw, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, fmt.Errorf("read embedded CRD %s: %w", name, err)
 		}

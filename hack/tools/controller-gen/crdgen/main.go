@@ -25,13 +25,17 @@ func main() {
 	outputDir := flag.String("output-dir", "charts/copse/crds", "where the CRD YAML files are written")
 	typesOnly := flag.String("types-only", "github.com/ai-dynamo/grove/operator/api/core/v1alpha1",
 		"comma-separated packages whose types may be embedded but which define no API version")
+	embeddedObjectMeta := flag.Bool("embedded-object-meta", false,
+		"give the metadata of embedded objects (pod and PVC templates) their fields, as controller-gen's generateEmbeddedObjectMeta does")
 	flag.Parse()
 
 	for _, pkgPath := range strings.Split(*typesOnly, ",") {
-		crd.KnownPackages[strings.TrimSpace(pkgPath)] = indexTypesOnly
+		if pkgPath = strings.TrimSpace(pkgPath); pkgPath != "" {
+			crd.KnownPackages[pkgPath] = indexTypesOnly
+		}
 	}
 
-	var generator genall.Generator = &crd.Generator{}
+	var generator genall.Generator = &crd.Generator{GenerateEmbeddedObjectMeta: embeddedObjectMeta}
 	runtime, err := genall.Generators{&generator}.ForRoots(*paths)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crdgen: load %s: %v\n", *paths, err)
