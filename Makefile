@@ -19,14 +19,17 @@ CLUSTER_CLI := go run ./e2e/cluster/cmd/copse-cluster
 CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
 
 # Every pinned tool (controller-gen, crdgen, helm, etcd, the Kubernetes
-# binaries, kwok, the JobSet controller) is built by one builder, e2e/cluster
-# (tools.go: one row per module under hack/tools, whose go.mod pins the
-# version), into $(COPSE_CACHE_DIR)/bin/<tool>-<version>-<hash>/. `$(TOOL) X`
-# prints the path of binary X, building its tool first if needed, so a recipe
-# runs a tool as "$$($(TOOL) helm)".
+# binaries, kwok, the JobSet controller, trainer-oracle) is built by one
+# builder, e2e/cluster (tools.go: one row per module under hack/tools, whose
+# go.mod pins the version), into $(COPSE_CACHE_DIR)/bin/<tool>-<version>-<hash>/.
+# `$(TOOL) X` prints the path of binary X, building its tool first if needed,
+# so a recipe runs a tool as "$$($(TOOL) helm)".
 TOOL := $(CLUSTER_CLI) tool
 
 TOOL_MODULES := $(wildcard hack/tools/*/go.mod)
+# Tools modules with code and tests of their own, vetted and tested with
+# copse's (their packages are outside copse's module, so `./...` misses them).
+TOOL_TEST_MODULES := hack/tools/trainer-oracle
 
 .PHONY: help
 help: ## List the targets.
@@ -39,7 +42,7 @@ build: ## Build the operator binary into bin/.
 	go build -o bin/copse-operator ./operator
 
 .PHONY: tools
-tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet), print their paths.
+tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle), print their paths.
 	$(CLUSTER_CLI) build
 
 .PHONY: helm
@@ -90,6 +93,7 @@ verify-fmt:
 .PHONY: vet
 vet:
 	go vet ./...
+	@for mod in $(TOOL_TEST_MODULES); do (cd $$mod && GOWORK=off go vet ./...) || exit 1; done
 
 .PHONY: verify-chart
 verify-chart:
@@ -110,8 +114,9 @@ chart-rbac: ## Rewrite charts/copse/rbac-reviewed.yaml from the chart (review th
 test: verify test-unit test-fuzz test-e2e bench-smoke ## Run every test tier: verify, unit tests, fuzz targets, Ginkgo e2e suites, the benchmark's smoke run.
 
 .PHONY: test-unit
-test-unit: ## Unit tests (everything outside e2e/ suites that needs no cluster).
+test-unit: ## Unit tests (everything outside e2e/ suites that needs no cluster, and the tools modules' own).
 	go test -count=1 $$(go list ./... | grep -v '/e2e/')
+	@for mod in $(TOOL_TEST_MODULES); do (cd $$mod && GOWORK=off go test -count=1 ./...) || exit 1; done
 
 # FUZZTIME is how long test-fuzz fuzzes each target. New coverage is
 # minimized for at most a second, so that short runs spend their time fuzzing.

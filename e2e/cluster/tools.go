@@ -28,6 +28,7 @@ const (
 	ToolHelm          = "helm"
 	ToolJobSet        = "jobset"
 	ToolControllerGen = "controller-gen"
+	ToolTrainerOracle = "trainer-oracle"
 )
 
 // Tool is one pinned tool: a tools module under hack/tools, built as a unit
@@ -106,6 +107,15 @@ var Tools = []Tool{
 		},
 		ETA:         "~1 min",
 		linkerFlags: controllerGenLinkerFlags,
+	},
+	{
+		// Kubeflow Trainer's own TrainJob build, run on JSON input: the
+		// reference copse's TrainJob front-end is compared with. Its package
+		// is the tools module's own (hack/tools/trainer-oracle/cmd/trainer-oracle).
+		Name:     ToolTrainerOracle,
+		Module:   "github.com/kubeflow/trainer/v2",
+		Binaries: map[string]string{"trainer-oracle": "./cmd/trainer-oracle"},
+		ETA:      "~2 min",
 	},
 }
 

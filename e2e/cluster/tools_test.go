@@ -116,6 +116,7 @@ func TestGoBinaryName(t *testing.T) {
 		"helm.sh/helm/v3/cmd/helm":             "helm",
 		"sigs.k8s.io/jobset":                   "jobset",
 		"./crdgen":                             "crdgen",
+		"./cmd/trainer-oracle":                 "trainer-oracle",
 		"k8s.io/kubernetes/cmd/kube-apiserver": "kube-apiserver",
 		"example.com/tools/vet":                "vet",
 	} {
@@ -180,6 +181,7 @@ func TestToolsMatchTheRepository(t *testing.T) {
 	want := map[string]string{
 		ToolEtcd: "v3.6.16", ToolKube: "v1.37.1", ToolKwok: "v0.8.0",
 		ToolHelm: "v3.22.0", ToolJobSet: "v0.12.0", ToolControllerGen: "v0.23.0",
+		ToolTrainerOracle: "v2.3.0",
 	}
 	for _, tool := range Tools {
 		p, err := tool.pin(root)
@@ -199,6 +201,9 @@ func TestFindingTools(t *testing.T) {
 	}
 	if tool, err := ToolBuilding("crdgen"); err != nil || tool.Name != ToolControllerGen {
 		t.Errorf("ToolBuilding(crdgen) = %v, %v", tool.Name, err)
+	}
+	if tool, err := ToolBuilding("trainer-oracle"); err != nil || tool.Name != ToolTrainerOracle {
+		t.Errorf("ToolBuilding(trainer-oracle) = %v, %v", tool.Name, err)
 	}
 	if _, err := ToolBuilding("docker"); err == nil {
 		t.Error("want an error for a binary no tool builds")

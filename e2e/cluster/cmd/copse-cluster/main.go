@@ -37,7 +37,7 @@ commands:
   down    stop the cluster and remove its directory
   build   build and cache every pinned tool (hack/tools/*) and print their paths
   tool    print the path of one pinned binary, building its tool first if needed:
-          tool BINARY (e.g. helm, controller-gen, crdgen, jobset-controller)
+          tool BINARY (e.g. helm, controller-gen, crdgen, jobset-controller, trainer-oracle)
   kubectl run the cluster's kubectl (v1.37) against it: kubectl [--dir D] -- ARGS...
 
 Run "copse-cluster <command> -h" for the flags of a command.
