@@ -1,0 +1,213 @@
+package trainerparity_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/utils/ptr"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/trainjob"
+)
+
+// oracleResult is trainer-oracle's answer for one case.
+type oracleResult struct {
+	Name     string            `json:"name"`
+	Objects  []json.RawMessage `json:"objects"`
+	Warnings []string          `json:"warnings"`
+	Stage    string            `json:"stage"`
+	Error    string            `json:"error"`
+}
+
+var _ = Describe("copse's TrainJob build", Label("trainer-parity"), Ordered, func() {
+	var (
+		runtimes []map[string]any
+		cases    []parityCase
+		results  map[string]oracleResult
+	)
+
+	BeforeAll(func(ctx context.Context) {
+		runOracle(ctx, &runtimes, nil, "runtimes")
+		for _, rt := range runtimes {
+			for _, s := range shapes {
+				c, err := newCase(rt, s)
+				Expect(err).NotTo(HaveOccurred())
+				cases = append(cases, c)
+			}
+		}
+		var answers []oracleResult
+		runOracle(ctx, &answers, cases, "build")
+		Expect(answers).To(HaveLen(len(cases)))
+		results = map[string]oracleResult{}
+		for _, a := range answers {
+			results[a.Name] = a
+		}
+	})
+
+	It("covers every ClusterTrainingRuntime Kubeflow Trainer v2.3.0 ships", func() {
+		var names []string
+		for _, rt := range runtimes {
+			name, _, _ := unstructuredString(rt, "metadata", "name")
+			names = append(names, name)
+		}
+		Expect(names).To(ConsistOf(shippedRuntimes))
+	})
+
+	It("builds what Kubeflow Trainer builds for every (runtime, TrainJob) pair", func() {
+		schemas, err := copseSchemas()
+		Expect(err).NotTo(HaveOccurred())
+		var failures []string
+		built, refused := 0, 0
+		for _, c := range cases {
+			outcome, err := compareCase(schemas, c, results[c.Name])
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("%s: %v", c.Name, err))
+				continue
+			}
+			switch outcome {
+			case "built":
+				built++
+			case "refused":
+				refused++
+			}
+		}
+		AddReportEntry("pairs", fmt.Sprintf("%d (runtime, TrainJob) pairs: %d built identically, %d refused by both, %d other", len(cases), built, refused, len(cases)-built-refused))
+		fmt.Fprintf(GinkgoWriter, "%d pairs: %d built identically, %d refused by both\n", len(cases), built, refused)
+		Expect(failures).To(BeEmpty(), strings.Join(failures, "\n\n"))
+		Expect(built).To(BeNumerically(">=", len(runtimes)*8), "most pairs must build: a table that only produces refusals proves nothing")
+	})
+})
+
+// compareCase builds one case on copse's side and compares it with the
+// oracle's result: both refuse it (copse's error naming fields the oracle's
+// names too), or both build the same objects.
+func compareCase(schemas map[string]*structuralschema.Structural, c parityCase, want oracleResult) (string, error) {
+	if want.Name == "" {
+		return "", fmt.Errorf("the oracle has no result")
+	}
+	runtimeObj := &trainerv1alpha1.ClusterTrainingRuntime{}
+	if err := admit(schemas, "ClusterTrainingRuntime", c.Runtime, runtimeObj); err != nil {
+		return "", err
+	}
+	tj := &trainerv1alpha1.TrainJob{}
+	if err := admit(schemas, "TrainJob", c.TrainJob, tj); err != nil {
+		return "", err
+	}
+	if ptr.Deref(tj.Spec.ManagedBy, "") != trainerv1alpha1.ManagedByTrainJobController {
+		if len(want.Objects) != 0 || want.Error != "" {
+			return "", fmt.Errorf("a TrainJob managed by %s: Kubeflow built %d objects (error %q), copse builds none", *tj.Spec.ManagedBy, len(want.Objects), want.Error)
+		}
+		return "skipped", nil
+	}
+	runtime := trainjob.Runtime{Kind: trainerv1alpha1.ClusterTrainingRuntimeKind, Name: runtimeObj.Name, Spec: runtimeObj.Spec}
+
+	plan, err := trainjob.NewPlan(tj, runtime)
+	if err != nil {
+		return "", fmt.Errorf("copse: %w", err)
+	}
+	if errs := trainjob.Validate(plan); len(errs) > 0 {
+		if want.Error == "" {
+			return "", fmt.Errorf("copse refuses it (%v), Kubeflow builds it", errs.ToAggregate())
+		}
+		for _, e := range errs {
+			if !strings.Contains(want.Error, e.Field) {
+				return "", fmt.Errorf("copse refuses %s (%v); Kubeflow refuses it without naming that field: %s", e.Field, e, want.Error)
+			}
+		}
+		return "refused", nil
+	}
+	if want.Error != "" {
+		return "", fmt.Errorf("Kubeflow refuses it at stage %s (%s), copse builds it", want.Stage, want.Error)
+	}
+
+	got, err := copseObjects(tj, runtime)
+	if err != nil {
+		return "", err
+	}
+	sortEnv := plainStepRuns(runtimeObj.Spec.MLPolicy)
+	gotByKey, err := normalizeAll(got, sortEnv)
+	if err != nil {
+		return "", fmt.Errorf("copse's objects: %w", err)
+	}
+	wantByKey, err := normalizeAll(want.Objects, sortEnv)
+	if err != nil {
+		return "", fmt.Errorf("Kubeflow's objects: %w", err)
+	}
+	if diff := cmp.Diff(keys(wantByKey), keys(gotByKey)); diff != "" {
+		return "", fmt.Errorf("different objects (-kubeflow +copse):\n%s", diff)
+	}
+	for key, w := range wantByKey {
+		if diff := cmp.Diff(w, gotByKey[key]); diff != "" {
+			return "", fmt.Errorf("%s differs (-kubeflow +copse):\n%s", key, diff)
+		}
+	}
+	return "built", nil
+}
+
+// copseObjects are the objects copse's JobSet backend makes for a TrainJob,
+// as raw JSON: the runtime snapshot, the JobSet and, for MPI, the SSH Secret
+// and the hostfile.
+func copseObjects(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime) ([]json.RawMessage, error) {
+	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
+	if err != nil {
+		return nil, err
+	}
+	objects, err := trainjob.BuildJobSetObjects(tj, runtime)
+	if err != nil {
+		return nil, fmt.Errorf("copse: %w", err)
+	}
+	list := []any{snapshot, objects.JobSet}
+	if objects.MPIHostfile != nil {
+		list = append(list, objects.MPIHostfile)
+	}
+	if objects.NeedsMPISSHSecret {
+		secret, err := trainjob.BuildMPISSHSecret(tj)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, secret)
+	}
+	var raws []json.RawMessage
+	for _, obj := range list {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		raws = append(raws, raw)
+	}
+	return raws, nil
+}
+
+// plainStepRuns: Kubeflow's plain-ML step runs (in random order with the
+// framework's) for runtimes without torch, MPI or JAX.
+func plainStepRuns(policy *trainerv1alpha1.MLPolicy) bool {
+	return policy == nil || (policy.Torch == nil && policy.MPI == nil && policy.JAX == nil)
+}
+
+func normalizeAll(raws []json.RawMessage, sortEnv bool) (map[string]map[string]any, error) {
+	out := map[string]map[string]any{}
+	for _, raw := range raws {
+		n, err := normalize(raw, sortEnv)
+		if err != nil {
+			return nil, err
+		}
+		out[n.Key] = n.JSON
+	}
+	return out, nil
+}
+
+func keys(m map[string]map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,125 @@
+package trainjob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/trainjob"
+)
+
+// buildHashAnnotation on a JobSet is the hash of what copse built it from, so
+// a pass rebuilds a suspended JobSet only when the build changed, not every
+// time JobSet's own defaulting made it differ from the build.
+const buildHashAnnotation = "copse.dev/trainjob-build-hash"
+
+// apply makes the TrainJob's objects exist: the MPI Secret (once) and
+// hostfile before the JobSet whose pods mount them, then the JobSet. An
+// existing JobSet is rebuilt only while it or the TrainJob is suspended:
+// a running JobSet is never changed under its pods (as Kubeflow Trainer).
+func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.JobSetObjects, existing *jobsetv1alpha2.JobSet) error {
+	if objects.NeedsMPISSHSecret {
+		if err := r.ensureMPISecret(ctx, tj); err != nil {
+			return err
+		}
+	}
+	if objects.MPIHostfile != nil {
+		if err := r.ensureConfigMap(ctx, objects.MPIHostfile); err != nil {
+			return err
+		}
+	}
+	desired := objects.JobSet
+	hash, err := buildHash(desired)
+	if err != nil {
+		return err
+	}
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[buildHashAnnotation] = hash
+
+	if existing == nil {
+		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create JobSet %s: %w", desired.Name, err)
+		}
+		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, reasonJobSetCreated, "Create", "created JobSet %s", desired.Name)
+		return nil
+	}
+	rebuildable := ptr.Deref(tj.Spec.Suspend, false) || ptr.Deref(existing.Spec.Suspend, false)
+	if !rebuildable || existing.Annotations[buildHashAnnotation] == hash {
+		return nil
+	}
+	updated := existing.DeepCopy()
+	updated.Labels = maps.Clone(desired.Labels)
+	updated.Annotations = maps.Clone(desired.Annotations)
+	updated.Spec = desired.Spec
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return fmt.Errorf("rebuild suspended JobSet %s: %w", updated.Name, err)
+	}
+	return nil
+}
+
+// ensureMPISecret creates the TrainJob's SSH identity once; it is immutable
+// and kept for the TrainJob's life.
+func (r *Reconciler) ensureMPISecret(ctx context.Context, tj *trainerv1alpha1.TrainJob) error {
+	key := client.ObjectKey{Namespace: tj.Namespace, Name: tj.Name + trainjob.MPISSHAuthSecretSuffix}
+	err := r.Client.Get(ctx, key, &corev1.Secret{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return client.IgnoreNotFound(err)
+	}
+	secret, err := trainjob.BuildMPISSHSecret(tj)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create MPI SSH Secret %s: %w", secret.Name, err)
+	}
+	return nil
+}
+
+// ensureConfigMap creates a ConfigMap, or updates its data when it differs.
+func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.ConfigMap) error {
+	existing := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
+	case maps.Equal(existing.Data, desired.Data):
+		return nil
+	}
+	existing.Data = desired.Data
+	if err := r.Client.Update(ctx, existing); err != nil {
+		return fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
+	}
+	return nil
+}
+
+// buildHash is the first 16 hex digits of the SHA-256 of the JobSet's build:
+// labels, annotations and spec.
+func buildHash(jobSet *jobsetv1alpha2.JobSet) (string, error) {
+	raw, err := json.Marshal(struct {
+		Labels      map[string]string         `json:"labels"`
+		Annotations map[string]string         `json:"annotations"`
+		Spec        jobsetv1alpha2.JobSetSpec `json:"spec"`
+	}{jobSet.Labels, jobSet.Annotations, jobSet.Spec})
+	if err != nil {
+		return "", fmt.Errorf("hash JobSet %s: %w", jobSet.Name, err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:16], nil
+}

@@ -1,0 +1,199 @@
+package trainjob
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+)
+
+// Condition messages copse writes itself, Kubeflow Trainer's words.
+const (
+	suspendedMessage        = "TrainJob is suspended"
+	resumedMessage          = "TrainJob is resumed"
+	deadlineExceededMessage = "TrainJob exceeded its active deadline"
+)
+
+// minRequeue is the shortest wait for a deadline or TTL that is due now or
+// in the past: the clocks of operator and API server may differ a little.
+const minRequeue = time.Second
+
+// facts are the plain values a TrainJob's decisions depend on.
+type facts struct {
+	TrainJob *trainerv1alpha1.TrainJob
+	// JobSet is the TrainJob's JobSet, nil when there is none.
+	JobSet *jobsetv1alpha2.JobSet
+	// NumNodes is the resolved trainer node count, nil before the runtime
+	// is resolved.
+	NumNodes *int32
+	// TTL is the runtime snapshot's ttlSecondsAfterFinished.
+	TTL *int32
+	// Unsupported is why the runtime cannot run, "" when it can.
+	Unsupported string
+	Now         time.Time
+}
+
+// decision is what one pass does: the status to write and what to do after.
+type decision struct {
+	Status trainerv1alpha1.TrainJobStatus
+	// RunJobSet: the JobSet should exist as built (created, or rebuilt while
+	// suspended).
+	RunJobSet bool
+	// DeleteJobSet: the deadline passed; the Failed condition is written
+	// first.
+	DeleteJobSet bool
+	// DeleteTrainJob: the TTL after the TrainJob finished has passed.
+	DeleteTrainJob bool
+	// RequeueAfter is when the next deadline or TTL falls due, 0 for none.
+	RequeueAfter time.Duration
+}
+
+// decide computes the status a TrainJob should have and what to do about it:
+// its conditions follow its suspension, its JobSet's outcome and its
+// deadline; its jobsStatus mirrors the JobSet's replicated jobs; a finished
+// TrainJob with a TTL is deleted once the TTL has passed since it finished.
+func decide(f facts) decision {
+	tj := f.TrainJob
+	status := *tj.Status.DeepCopy()
+	if f.NumNodes != nil {
+		status.NumNodes = ptr.To(*f.NumNodes)
+	}
+	d := decision{}
+
+	if !finished(status) {
+		setSuspended(&status, ptr.Deref(tj.Spec.Suspend, false), f.Now)
+		if f.Unsupported != "" {
+			setCondition(&status, trainerv1alpha1.TrainJobFailed, trainerv1alpha1.TrainJobRuntimeNotSupportedReason, f.Unsupported, f.Now)
+		} else if f.JobSet != nil {
+			mirrorOutcome(&status, f.JobSet)
+		}
+	}
+	if f.JobSet != nil {
+		mirrorJobsStatus(&status, f.JobSet)
+	}
+
+	if !finished(status) {
+		if due, ok := deadline(tj, status); ok {
+			if !f.Now.Before(due) {
+				setCondition(&status, trainerv1alpha1.TrainJobFailed, trainerv1alpha1.TrainJobDeadlineExceededReason, deadlineExceededMessage, f.Now)
+			} else {
+				d.RequeueAfter = atLeast(due.Sub(f.Now))
+			}
+		}
+	}
+
+	switch {
+	case !finished(status):
+		d.RunJobSet = true
+	case isDeadlineExceeded(status):
+		d.DeleteJobSet = f.JobSet != nil
+	}
+	if finished(status) && f.TTL != nil {
+		expires := finishedAt(status).Add(time.Duration(*f.TTL) * time.Second)
+		if f.Now.Before(expires) {
+			d.RequeueAfter = atLeast(expires.Sub(f.Now))
+		} else {
+			d.DeleteTrainJob = true
+		}
+	}
+	d.Status = status
+	return d
+}
+
+// setSuspended records a suspension, and a resume once suspended: the
+// resume's transition time restarts the deadline.
+func setSuspended(status *trainerv1alpha1.TrainJobStatus, suspended bool, now time.Time) {
+	switch {
+	case suspended:
+		setCondition(status, trainerv1alpha1.TrainJobSuspended, trainerv1alpha1.TrainJobSuspendedReason, suspendedMessage, now)
+	case meta.IsStatusConditionTrue(status.Conditions, trainerv1alpha1.TrainJobSuspended):
+		c := metav1.Condition{Type: trainerv1alpha1.TrainJobSuspended, Status: metav1.ConditionFalse,
+			Reason: trainerv1alpha1.TrainJobResumedReason, Message: resumedMessage, LastTransitionTime: metav1.NewTime(now)}
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+}
+
+// mirrorOutcome carries the JobSet's outcome over: Completed becomes
+// Complete and Failed stays Failed, with the JobSet's reason and message.
+func mirrorOutcome(status *trainerv1alpha1.TrainJobStatus, jobSet *jobsetv1alpha2.JobSet) {
+	for from, to := range map[string]string{
+		string(jobsetv1alpha2.JobSetCompleted): trainerv1alpha1.TrainJobComplete,
+		string(jobsetv1alpha2.JobSetFailed):    trainerv1alpha1.TrainJobFailed,
+	} {
+		if c := meta.FindStatusCondition(jobSet.Status.Conditions, from); c != nil && c.Status == metav1.ConditionTrue {
+			carried := *c
+			carried.Type = to
+			carried.ObservedGeneration = 0
+			meta.SetStatusCondition(&status.Conditions, carried)
+		}
+	}
+}
+
+// mirrorJobsStatus copies the JobSet's counts per replicated job; they keep
+// moving after the outcome (the last pods end), so they are copied as long
+// as the JobSet exists.
+func mirrorJobsStatus(status *trainerv1alpha1.TrainJobStatus, jobSet *jobsetv1alpha2.JobSet) {
+	status.JobsStatus = nil
+	for _, rjob := range jobSet.Status.ReplicatedJobsStatus {
+		status.JobsStatus = append(status.JobsStatus, trainerv1alpha1.JobStatus{
+			Name:      rjob.Name,
+			Ready:     ptr.To(rjob.Ready),
+			Succeeded: ptr.To(rjob.Succeeded),
+			Failed:    ptr.To(rjob.Failed),
+			Active:    ptr.To(rjob.Active),
+			Suspended: ptr.To(rjob.Suspended),
+		})
+	}
+}
+
+// deadline is when activeDeadlineSeconds runs out: counted from the last
+// resume, else from creation; there is none while suspended or unset.
+func deadline(tj *trainerv1alpha1.TrainJob, status trainerv1alpha1.TrainJobStatus) (time.Time, bool) {
+	if tj.Spec.ActiveDeadlineSeconds == 0 || ptr.Deref(tj.Spec.Suspend, false) {
+		return time.Time{}, false
+	}
+	start := tj.CreationTimestamp.Time
+	if c := meta.FindStatusCondition(status.Conditions, trainerv1alpha1.TrainJobSuspended); c != nil && c.Status == metav1.ConditionFalse {
+		start = c.LastTransitionTime.Time
+	}
+	if start.IsZero() {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(tj.Spec.ActiveDeadlineSeconds) * time.Second), true
+}
+
+func setCondition(status *trainerv1alpha1.TrainJobStatus, conditionType, reason, message string, now time.Time) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: conditionType, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// finished: Complete or Failed is true; either is final.
+func finished(status trainerv1alpha1.TrainJobStatus) bool {
+	return meta.IsStatusConditionTrue(status.Conditions, trainerv1alpha1.TrainJobComplete) ||
+		meta.IsStatusConditionTrue(status.Conditions, trainerv1alpha1.TrainJobFailed)
+}
+
+func isDeadlineExceeded(status trainerv1alpha1.TrainJobStatus) bool {
+	c := meta.FindStatusCondition(status.Conditions, trainerv1alpha1.TrainJobFailed)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == trainerv1alpha1.TrainJobDeadlineExceededReason
+}
+
+// finishedAt is the transition time of the terminal condition.
+func finishedAt(status trainerv1alpha1.TrainJobStatus) time.Time {
+	for _, t := range []string{trainerv1alpha1.TrainJobComplete, trainerv1alpha1.TrainJobFailed} {
+		if c := meta.FindStatusCondition(status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func atLeast(d time.Duration) time.Duration {
+	return max(d, minRequeue)
+}

@@ -1,0 +1,173 @@
+// Package trainjob holds the TrainJob controller, the JobSet backend: it
+// freezes the TrainJob's runtime into a snapshot, builds the JobSet (and the
+// MPI Secret and hostfile) through internal/trainjob's pipeline, keeps the
+// TrainJob's status in step with the JobSet, enforces activeDeadlineSeconds
+// and deletes a finished TrainJob once its runtime's TTL has passed. Every
+// time it depends on is read from the API server, so a restarted operator
+// picks up every deadline and TTL where it was.
+package trainjob
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/trainjob"
+)
+
+// ControllerName names the controller in logs, events and metrics.
+const ControllerName = "trainjob"
+
+// Reconciler reconciles TrainJobs into JobSets.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Clock is the time source; tests inject a fake one.
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainingruntimes;clustertrainingruntimes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs one pass:
+//
+//	observe  the TrainJob, its runtime (snapshot first) and its JobSet
+//	build    the JobSet backend's objects through the shared pipeline   (pure)
+//	decide   conditions, jobsStatus, deadline, TTL                      (pure)
+//	status   written once, before anything is deleted
+//	act      create or rebuild the JobSet, or delete it (deadline), or
+//	         delete the finished TrainJob (TTL)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tj := &trainerv1alpha1.TrainJob{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !managedHere(tj) || tj.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	logger := log.FromContext(ctx).WithValues("trainJob", client.ObjectKeyFromObject(tj))
+	ctx = log.IntoContext(ctx, logger)
+
+	f := facts{TrainJob: tj, Now: r.Clock.Now()}
+	var objects *trainjob.JobSetObjects
+	if finished(tj.Status) {
+		runtime, found, err := r.readSnapshot(ctx, tj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if found {
+			f.TTL = runtime.Spec.TTLSecondsAfterFinished
+		}
+	} else {
+		runtime, err := r.resolveRuntime(ctx, tj)
+		if err != nil {
+			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonRuntimeUnavailable, "Resolve", "%v", err)
+			return ctrl.Result{}, err
+		}
+		f.TTL = runtime.Spec.TTLSecondsAfterFinished
+		plan, err := trainjob.PlanJobSet(tj, runtime)
+		switch {
+		case trainjob.IsUnsupported(err):
+			f.Unsupported = err.Error()
+		case err != nil:
+			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
+			return ctrl.Result{}, fmt.Errorf("build the JobSet of TrainJob %s: %w", tj.Name, err)
+		default:
+			objects = trainjob.JobSetObjectsOf(plan)
+			f.NumNodes = ptr.To(trainjob.TrainerNodes(plan))
+		}
+	}
+	jobSet, err := r.getJobSet(ctx, tj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	f.JobSet = jobSet
+
+	d := decide(f)
+	if err := r.writeStatus(ctx, tj, d.Status); err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case d.RunJobSet && objects != nil:
+		if err := r.apply(ctx, tj, objects, jobSet); err != nil {
+			return ctrl.Result{}, err
+		}
+	case d.DeleteJobSet:
+		if err := r.deleteJobSet(ctx, jobSet); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(tj, jobSet, corev1.EventTypeWarning, trainerv1alpha1.TrainJobDeadlineExceededReason, "Delete",
+			"activeDeadlineSeconds %d passed: JobSet %s deleted", tj.Spec.ActiveDeadlineSeconds, jobSet.Name)
+	}
+	if d.DeleteTrainJob {
+		logger.Info("deleting the finished TrainJob: its ttlSecondsAfterFinished passed", "ttlSecondsAfterFinished", *f.TTL)
+		err := r.Client.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground),
+			client.Preconditions{UID: &tj.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete finished TrainJob %s after its TTL: %w", tj.Name, err)
+		}
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// managedHere: copse reconciles TrainJobs managed by the TrainJob controller
+// (the default); MultiKueue's are run on a worker cluster.
+func managedHere(tj *trainerv1alpha1.TrainJob) bool {
+	return ptr.Deref(tj.Spec.ManagedBy, trainerv1alpha1.ManagedByTrainJobController) == trainerv1alpha1.ManagedByTrainJobController
+}
+
+func (r *Reconciler) getJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*jobsetv1alpha2.JobSet, error) {
+	jobSet := &jobsetv1alpha2.JobSet{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), jobSet)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get the JobSet of TrainJob %s: %w", tj.Name, err)
+	case !metav1.IsControlledBy(jobSet, tj):
+		return nil, fmt.Errorf("JobSet %s exists but is not controlled by TrainJob %s: copse leaves it alone", jobSet.Name, tj.Name)
+	}
+	return jobSet, nil
+}
+
+// writeStatus writes the decided status when it differs, with an optimistic
+// lock: a pass that read a stale TrainJob fails and is retried.
+func (r *Reconciler) writeStatus(ctx context.Context, tj *trainerv1alpha1.TrainJob, status trainerv1alpha1.TrainJobStatus) error {
+	if apiequality.Semantic.DeepEqual(tj.Status, status) {
+		return nil
+	}
+	before := tj.Status
+	tj.Status = status
+	if err := r.Client.Status().Update(ctx, tj); err != nil {
+		tj.Status = before
+		return fmt.Errorf("write status of TrainJob %s: %w", tj.Name, err)
+	}
+	r.recordTransitions(tj, before, status)
+	return nil
+}
+
+func (r *Reconciler) deleteJobSet(ctx context.Context, jobSet *jobsetv1alpha2.JobSet) error {
+	err := r.Client.Delete(ctx, jobSet, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &jobSet.UID})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete JobSet %s: %w", jobSet.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package trainjob
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+)
+
+// JobSetObjects is what the JobSet backend applies for a TrainJob.
+type JobSetObjects struct {
+	JobSet *jobsetv1alpha2.JobSet
+	// MPIHostfile is set for MPI runtimes.
+	MPIHostfile *corev1.ConfigMap
+	// NeedsMPISSHSecret: the TrainJob's pods mount an SSH Secret that
+	// BuildMPISSHSecret makes once.
+	NeedsMPISSHSecret bool
+}
+
+// PlanJobSet runs every step of the pipeline for the JobSet backend, up to
+// the emission.
+func PlanJobSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*Plan, error) {
+	plan, err := NewPlan(trainJob, runtime)
+	if err != nil {
+		return nil, err
+	}
+	if err := ApplyMLPolicy(plan); err != nil {
+		return nil, err
+	}
+	NameJobSetPods(plan)
+	return plan, nil
+}
+
+// BuildJobSetObjects builds the JobSet backend's objects for a TrainJob.
+func BuildJobSetObjects(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*JobSetObjects, error) {
+	plan, err := PlanJobSet(trainJob, runtime)
+	if err != nil {
+		return nil, err
+	}
+	return JobSetObjectsOf(plan), nil
+}
+
+// JobSetObjectsOf emits the JobSet backend's objects of a finished plan.
+func JobSetObjectsOf(plan *Plan) *JobSetObjects {
+	objects := &JobSetObjects{JobSet: BuildJobSet(plan)}
+	if plan.MLPolicy != nil && plan.MLPolicy.MPI != nil {
+		objects.MPIHostfile = BuildMPIHostfile(plan)
+		objects.NeedsMPISSHSecret = true
+	}
+	return objects
+}
+
+// TrainerNodes is the number of nodes that train: the trainer step's pods,
+// plus the MPI launcher when it trains too.
+func TrainerNodes(plan *Plan) int32 {
+	if plan.MLPolicy != nil && plan.MLPolicy.MPI != nil {
+		nodes := int32(0)
+		if node := plan.PodSetNamed(NodeName); node != nil {
+			nodes = node.Count
+		}
+		if plan.runLauncherAsNode() {
+			nodes++
+		}
+		return max(nodes, 1)
+	}
+	return trainerCount(plan)
+}
