@@ -53,9 +53,9 @@ var shapes = []shape{
 	}},
 	{"SDK-style trainer: image, command, args", func(s *trainerv1alpha1.TrainJobSpec, _ []string) {
 		s.Trainer = &trainerv1alpha1.Trainer{
-			Image:   ptr.To("docker.io/example/train:1.0"),
-			Command: []string{"bash", "-c", "python train.py"},
-			Args:    []string{"--epochs=3"},
+			Image:    ptr.To("docker.io/example/train:1.0"),
+			Command:  []string{"bash", "-c", "python train.py"},
+			Args:     []string{"--epochs=3"},
 			NumNodes: ptr.To[int32](2),
 			ResourcesPerNode: &corev1.ResourceRequirements{Limits: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("2"), "nvidia.com/gpu": resource.MustParse("2"),
@@ -104,8 +104,8 @@ var shapes = []shape{
 	}},
 	{"torchtune LoRA on one GPU", func(s *trainerv1alpha1.TrainJobSpec, _ []string) {
 		s.Trainer = &trainerv1alpha1.Trainer{
-			Command: []string{"tune", "run"},
-			Args:    []string{"model.lora_attn_modules=[q_proj,v_proj]", "epochs=1"},
+			Command:          []string{"tune", "run"},
+			Args:             []string{"model.lora_attn_modules=[q_proj,v_proj]", "epochs=1"},
 			ResourcesPerNode: &corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
 		}
 	}},

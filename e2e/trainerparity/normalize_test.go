@@ -6,8 +6,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"

@@ -35,9 +35,9 @@ func BuildRuntimeSnapshot(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (
 		return nil, fmt.Errorf("encode the runtime snapshot: %w", err)
 	}
 	return &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: OwnedMeta(trainJob, trainJob.Name+RuntimeSnapshotSuffix),
-		Data: map[string]string{RuntimeSnapshotKey: string(raw)},
+		Data:       map[string]string{RuntimeSnapshotKey: string(raw)},
 	}, nil
 }
 
