@@ -3,14 +3,19 @@ package main
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/controller/podclique"
 	"github.com/copse-dev/copse/internal/controller/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/controller/podcliqueset"
+	"github.com/copse-dev/copse/internal/controller/trainingruntime"
+	"github.com/copse-dev/copse/internal/controller/trainjob"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/scheduler"
@@ -66,16 +71,56 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		return fmt.Errorf("setting up the %s controller: %w", podclique.ControllerName, err)
 	}
 
+	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName}
+	trainJobEnabled := *cfg.Controllers.TrainJob.Enabled
+	if trainJobEnabled {
+		if err := registerTrainJobControllers(mgr, cfg, recorders); err != nil {
+			return err
+		}
+		names = append(names, trainjob.ControllerName, trainingruntime.ControllerName)
+	}
+
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr, cfg.Limits); err != nil {
+		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled); err != nil {
 			return err
 		}
 	}
 
 	mgr.GetLogger().WithName("setup").Info("registered controllers",
 		"schedulerBackend", backend.Name(),
-		"controllers", []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName},
+		"controllers", names,
 		"webhooksEnabled", *cfg.WebhookServer.Enabled)
+	return nil
+}
+
+// registerTrainJobControllers adds the TrainJob front-end: TrainJobs into
+// JobSets, and the release of runtimes no TrainJob needs. It refuses to start
+// when the cluster does not serve the APIs it needs, naming them and the
+// switch that leaves the front-end out.
+func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration, recorders *eventRecorders) error {
+	for _, gvk := range []schema.GroupVersionKind{
+		trainerv1alpha1.SchemeGroupVersion.WithKind("TrainJob"),
+		trainerv1alpha1.SchemeGroupVersion.WithKind("TrainingRuntime"),
+		trainerv1alpha1.SchemeGroupVersion.WithKind("ClusterTrainingRuntime"),
+		jobsetv1alpha2.GroupVersion.WithKind("JobSet"),
+	} {
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return fmt.Errorf("the TrainJob front-end needs %s, which the cluster does not serve (%v): install its CRD "+
+				"(JobSet v0.12.0 for jobset.x-k8s.io; the chart's trainJob.installCRDs for trainer.kubeflow.org) "+
+				"or set controllers.trainJob.enabled to false", gvk, err)
+		}
+	}
+	tjReconciler := &trainjob.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorders.For(trainjob.ControllerName),
+		Clock:    clock.RealClock{},
+	}
+	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)
+	}
+	if err := (&trainingruntime.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", trainingruntime.ControllerName, err)
+	}
 	return nil
 }
 

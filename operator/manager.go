@@ -39,6 +39,9 @@ func newManager(restConfig *rest.Config, scheme *runtime.Scheme,
 	return mgr, nil
 }
 
+// managedByCopse selects the objects copse made.
+var managedByCopse = k8slabels.SelectorFromSet(k8slabels.Set{copselabels.ManagedByKey: copselabels.ManagedByValue})
+
 func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfiguration) manager.Options {
 	le := cfg.LeaderElection
 	opts := manager.Options{
@@ -54,10 +57,12 @@ func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfigur
 		// lease over at once is safe and spares the next leader the wait
 		// for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
-		// Only copse's pods are cached: on a shared cluster the operator must
-		// not hold every inference and system pod in memory.
+		// Only copse's pods and ConfigMaps are cached: on a shared cluster the
+		// operator must not hold every inference and system pod, nor every
+		// ConfigMap, in memory. (It never reads Secrets.)
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: k8slabels.SelectorFromSet(k8slabels.Set{copselabels.ManagedByKey: copselabels.ManagedByValue})},
+			&corev1.Pod{}:       {Label: managedByCopse},
+			&corev1.ConfigMap{}: {Label: managedByCopse},
 		}},
 		HealthProbeBindAddress: cfg.Server.HealthProbes.BindAddress,
 		Metrics:                metricsserver.Options{BindAddress: cfg.Server.Metrics.BindAddress},

@@ -267,7 +267,7 @@ func TestWebhookConfigurationsMatchTheOperatorsEndpoints(t *testing.T) {
 				wantRules := []admissionregistrationv1.RuleWithOperations{{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{ep.Group}, APIVersions: []string{ep.Version},
-						Resources: []string{ep.Resource}, Scope: ptrTo(admissionregistrationv1.NamespacedScope)},
+						Resources: []string{ep.Resource}, Scope: ptrTo(admissionregistrationv1.ScopeType(ep.Scope))},
 				}}
 				if diff := cmp.Diff(wantRules, w.rules); diff != "" {
 					t.Errorf("%s: rules (-want +got):\n%s", ep.Name, diff)

@@ -46,7 +46,7 @@ func webhookRules(endpoint webhook.Endpoint) []admissionregistrationv1.RuleWithO
 			APIGroups:   []string{endpoint.Group},
 			APIVersions: []string{endpoint.Version},
 			Resources:   []string{endpoint.Resource},
-			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+			Scope:       ptr.To(admissionregistrationv1.ScopeType(endpoint.Scope)),
 		},
 	}}
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 )
 
 // Paths the webhook server serves. They are part of the operator's contract
@@ -16,6 +17,12 @@ const (
 	// autoscaler reach these, not the kinds' own webhooks.
 	ValidatePodCliqueScalePath             = "/validate-grove-io-v1alpha1-podclique-scale"
 	ValidatePodCliqueScalingGroupScalePath = "/validate-grove-io-v1alpha1-podcliquescalinggroup-scale"
+
+	// The TrainJob front-end's, served when it is enabled.
+	MutateTrainJobPath                 = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
+	ValidateTrainJobPath               = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
+	ValidateTrainingRuntimePath        = "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime"
+	ValidateClusterTrainingRuntimePath = "/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime"
 )
 
 // Endpoint describes one webhook as a webhook configuration must declare it.
@@ -32,13 +39,23 @@ type Endpoint struct {
 	// endpoint handles CREATE and UPDATE. Resource may name a subresource
 	// ("podcliques/scale"), as a webhook rule does.
 	Group, Version, Resource string
+	// Scope is the rule's scope: Namespaced, or Cluster for cluster-scoped
+	// kinds (ClusterTrainingRuntime).
+	Scope string
+	// TrainJob marks the TrainJob front-end's webhooks, registered only
+	// when controllers.trainJob is enabled.
+	TrainJob bool
 }
 
 // Endpoints lists every webhook copse serves, for whoever writes the webhook
 // configurations (the Helm chart, the e2e framework).
 func Endpoints() []Endpoint {
+	return append(groveEndpoints(), trainJobEndpoints()...)
+}
+
+func groveEndpoints() []Endpoint {
 	group, version := copsev1alpha1.SchemeGroupVersion.Group, copsev1alpha1.SchemeGroupVersion.Version
-	return []Endpoint{
+	endpoints := []Endpoint{
 		{Name: "default.podcliquesets.grove.io", Path: MutatePodCliqueSetPath, Mutating: true,
 			Group: group, Version: version, Resource: "podcliquesets"},
 		{Name: "validate.podcliquesets.grove.io", Path: ValidatePodCliqueSetPath,
@@ -51,5 +68,23 @@ func Endpoints() []Endpoint {
 			Group: group, Version: version, Resource: "podcliques/scale"},
 		{Name: "validate-scale.podcliquescalinggroups.grove.io", Path: ValidatePodCliqueScalingGroupScalePath,
 			Group: group, Version: version, Resource: "podcliquescalinggroups/scale"},
+	}
+	for i := range endpoints {
+		endpoints[i].Scope = "Namespaced"
+	}
+	return endpoints
+}
+
+func trainJobEndpoints() []Endpoint {
+	group, version := trainerv1alpha1.SchemeGroupVersion.Group, trainerv1alpha1.SchemeGroupVersion.Version
+	return []Endpoint{
+		{Name: "default.trainjobs.trainer.kubeflow.org", Path: MutateTrainJobPath, Mutating: true,
+			Group: group, Version: version, Resource: "trainjobs", Scope: "Namespaced", TrainJob: true},
+		{Name: "validate.trainjobs.trainer.kubeflow.org", Path: ValidateTrainJobPath,
+			Group: group, Version: version, Resource: "trainjobs", Scope: "Namespaced", TrainJob: true},
+		{Name: "validate.trainingruntimes.trainer.kubeflow.org", Path: ValidateTrainingRuntimePath,
+			Group: group, Version: version, Resource: "trainingruntimes", Scope: "Namespaced", TrainJob: true},
+		{Name: "validate.clustertrainingruntimes.trainer.kubeflow.org", Path: ValidateClusterTrainingRuntimePath,
+			Group: group, Version: version, Resource: "clustertrainingruntimes", Scope: "Cluster", TrainJob: true},
 	}
 }

@@ -5,16 +5,19 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/webhook/podclique"
 	"github.com/copse-dev/copse/internal/webhook/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/webhook/podcliqueset"
 	"github.com/copse-dev/copse/internal/webhook/training"
+	"github.com/copse-dev/copse/internal/webhook/trainjob"
 )
 
 // Register adds every endpoint of Endpoints to server. Call it once per
@@ -30,7 +33,9 @@ import (
 // cached client could miss an owner created a moment ago and let a
 // forbidden change through (see training.OwningPodCliqueSet). The reads
 // happen only for the changes a Training rule concerns.
-func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration) error {
+//
+// trainJob serves the TrainJob front-end's webhooks too.
+func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, trainJob bool) error {
 	if limits.MaxPodsPerReplica <= 0 || limits.MaxPodsPerPodCliqueSet <= 0 {
 		// Zero would refuse every workload: a configuration that skipped
 		// defaulting, not a choice.
@@ -46,6 +51,9 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 	if err := autoscalingv1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("registering %s types for admission decoding: %w", autoscalingv1.SchemeGroupVersion, err)
 	}
+	if err := trainerv1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("registering %s types for admission decoding: %w", trainerv1alpha1.SchemeGroupVersion, err)
+	}
 	handlers := map[string]*admission.Webhook{
 		MutatePodCliqueSetPath:   admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
 		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits}),
@@ -57,8 +65,16 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
 			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits}),
+		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),
+		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader}),
+		ValidateTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.TrainingRuntime](scheme, trainjob.RuntimeValidator{}),
+		ValidateClusterTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.ClusterTrainingRuntime](scheme,
+			trainjob.ClusterRuntimeValidator{}),
 	}
 	for _, endpoint := range Endpoints() {
+		if endpoint.TrainJob && !trainJob {
+			continue
+		}
 		handler, found := handlers[endpoint.Path]
 		if !found {
 			return fmt.Errorf("no handler for webhook %s at %s", endpoint.Name, endpoint.Path)

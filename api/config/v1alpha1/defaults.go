@@ -18,6 +18,7 @@ const (
 	DefaultRenewDeadline                                = 10 * time.Second
 	DefaultRetryPeriod                                  = 2 * time.Second
 	DefaultPodCliqueSetConcurrentSyncs          int32   = 3
+	DefaultTrainJobConcurrentSyncs              int32   = 3
 	DefaultPodCliqueConcurrentSyncs             int32   = 5
 	DefaultPodCliqueScalingGroupConcurrentSyncs int32   = 3
 	DefaultMaxWritesPerReconcile                int32   = 1000
@@ -70,6 +71,10 @@ func SetDefaults(cfg *OperatorConfiguration) {
 	setDefault(&ctrls.PodCliqueSet.ConcurrentSyncs, DefaultPodCliqueSetConcurrentSyncs)
 	setDefault(&ctrls.PodClique.ConcurrentSyncs, DefaultPodCliqueConcurrentSyncs)
 	setDefault(&ctrls.PodCliqueScalingGroup.ConcurrentSyncs, DefaultPodCliqueScalingGroupConcurrentSyncs)
+	if ctrls.TrainJob.Enabled == nil {
+		ctrls.TrainJob.Enabled = ptr.To(true)
+	}
+	setDefault(&ctrls.TrainJob.ConcurrentSyncs, DefaultTrainJobConcurrentSyncs)
 	setDefault(&ctrls.MaxWritesPerReconcile, DefaultMaxWritesPerReconcile)
 
 	wh := &cfg.WebhookServer

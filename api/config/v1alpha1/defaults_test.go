@@ -28,6 +28,7 @@ func fullyDefaulted() *OperatorConfiguration {
 			PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 3},
 			PodClique:             ControllerConfiguration{ConcurrentSyncs: 5},
 			PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 3},
+			TrainJob:              OptionalControllerConfiguration{Enabled: ptr.To(true), ConcurrentSyncs: 3},
 			MaxWritesPerReconcile: 1000,
 		},
 		WebhookServer: WebhookServerConfiguration{

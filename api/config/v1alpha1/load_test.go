@@ -44,6 +44,7 @@ controllers:
   podCliqueSet: {concurrentSyncs: 1}
   podClique: {concurrentSyncs: 2}
   podCliqueScalingGroup: {concurrentSyncs: 4}
+  trainJob: {enabled: false, concurrentSyncs: 6}
 webhookServer: {enabled: false, host: 0.0.0.0, port: 8443, certDir: /certs}
 server:
   healthProbes: {bindAddress: "127.0.0.1:9081"}
@@ -67,6 +68,7 @@ limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
 					PodCliqueSet:          ControllerConfiguration{ConcurrentSyncs: 1},
 					PodClique:             ControllerConfiguration{ConcurrentSyncs: 2},
 					PodCliqueScalingGroup: ControllerConfiguration{ConcurrentSyncs: 4},
+					TrainJob:              OptionalControllerConfiguration{Enabled: ptr.To(false), ConcurrentSyncs: 6},
 					MaxWritesPerReconcile: 1000,
 				},
 				WebhookServer: WebhookServerConfiguration{Enabled: ptr.To(false), Host: "0.0.0.0", Port: 8443, CertDir: "/certs",

@@ -117,6 +117,14 @@ type ControllersConfiguration struct {
 	// +optional
 	PodCliqueScalingGroup ControllerConfiguration `json:"podCliqueScalingGroup"`
 
+	// TrainJob turns on and tunes the TrainJob front-end: the
+	// trainer.kubeflow.org controllers (TrainJob into JobSet, runtime
+	// release) and webhooks. It needs the trainer.kubeflow.org CRDs and
+	// JobSet's (jobset.x-k8s.io); turn it off on clusters that run Kubeflow
+	// Trainer itself or have no JobSet.
+	// +optional
+	TrainJob OptionalControllerConfiguration `json:"trainJob"`
+
 	// MaxWritesPerReconcile bounds how many objects (pods included) one
 	// reconcile of any controller creates and deletes. A reconcile with more
 	// to do asks to be run again at once, and re-reads its object and its
@@ -137,6 +145,20 @@ type ControllersConfiguration struct {
 type ControllerConfiguration struct {
 	// ConcurrentSyncs is the number of objects reconciled in parallel.
 	// Defaults: podCliqueSet 3, podClique 5, podCliqueScalingGroup 3.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ConcurrentSyncs int32 `json:"concurrentSyncs,omitempty"`
+}
+
+// OptionalControllerConfiguration turns on and tunes a controller that may
+// be left out.
+type OptionalControllerConfiguration struct {
+	// Enabled runs the controller. Default true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// ConcurrentSyncs is the number of objects reconciled in parallel.
+	// Default 3.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	ConcurrentSyncs int32 `json:"concurrentSyncs,omitempty"`

@@ -100,6 +100,7 @@ func validateControllers(ctrls *ControllersConfiguration, path *field.Path) fiel
 		{"podCliqueSet", ctrls.PodCliqueSet},
 		{"podClique", ctrls.PodClique},
 		{"podCliqueScalingGroup", ctrls.PodCliqueScalingGroup},
+		{"trainJob", ControllerConfiguration{ConcurrentSyncs: ctrls.TrainJob.ConcurrentSyncs}},
 	} {
 		if c.config.ConcurrentSyncs <= 0 {
 			errs = append(errs, field.Invalid(path.Child(c.name, "concurrentSyncs"), c.config.ConcurrentSyncs, "must be greater than 0"))

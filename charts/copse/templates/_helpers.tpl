@@ -88,27 +88,73 @@ against that function. Rendered as YAML; read with fromYamlArray. */}}
 - name: default.podcliquesets.grove.io
   path: /mutate-grove-io-v1alpha1-podcliqueset
   mutating: true
+  group: grove.io
   resource: podcliquesets
+  scope: Namespaced
+  trainJob: false
 - name: validate.podcliquesets.grove.io
   path: /validate-grove-io-v1alpha1-podcliqueset
   mutating: false
+  group: grove.io
   resource: podcliquesets
+  scope: Namespaced
+  trainJob: false
 - name: validate.podcliques.grove.io
   path: /validate-grove-io-v1alpha1-podclique
   mutating: false
+  group: grove.io
   resource: podcliques
+  scope: Namespaced
+  trainJob: false
 - name: validate.podcliquescalinggroups.grove.io
   path: /validate-grove-io-v1alpha1-podcliquescalinggroup
   mutating: false
+  group: grove.io
   resource: podcliquescalinggroups
+  scope: Namespaced
+  trainJob: false
 - name: validate-scale.podcliques.grove.io
   path: /validate-grove-io-v1alpha1-podclique-scale
   mutating: false
+  group: grove.io
   resource: podcliques/scale
+  scope: Namespaced
+  trainJob: false
 - name: validate-scale.podcliquescalinggroups.grove.io
   path: /validate-grove-io-v1alpha1-podcliquescalinggroup-scale
   mutating: false
+  group: grove.io
   resource: podcliquescalinggroups/scale
+  scope: Namespaced
+  trainJob: false
+- name: default.trainjobs.trainer.kubeflow.org
+  path: /mutate-trainer-kubeflow-org-v1alpha1-trainjob
+  mutating: true
+  group: trainer.kubeflow.org
+  resource: trainjobs
+  scope: Namespaced
+  trainJob: true
+- name: validate.trainjobs.trainer.kubeflow.org
+  path: /validate-trainer-kubeflow-org-v1alpha1-trainjob
+  mutating: false
+  group: trainer.kubeflow.org
+  resource: trainjobs
+  scope: Namespaced
+  trainJob: true
+- name: validate.trainingruntimes.trainer.kubeflow.org
+  path: /validate-trainer-kubeflow-org-v1alpha1-trainingruntime
+  mutating: false
+  group: trainer.kubeflow.org
+  resource: trainingruntimes
+  scope: Namespaced
+  trainJob: true
+- name: validate.clustertrainingruntimes.trainer.kubeflow.org
+  path: /validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime
+  mutating: false
+  group: trainer.kubeflow.org
+  resource: clustertrainingruntimes
+  scope: Cluster
+  trainJob: true
 {{- end }}
 
 {{/* copse.webhookURLBase: localMode.webhookURL without a trailing slash,

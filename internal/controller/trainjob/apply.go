@@ -28,7 +28,7 @@ const buildHashAnnotation = "copse.dev/trainjob-build-hash"
 // existing JobSet is rebuilt only while it or the TrainJob is suspended:
 // a running JobSet is never changed under its pods (as Kubeflow Trainer).
 func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.JobSetObjects, existing *jobsetv1alpha2.JobSet) error {
-	if objects.NeedsMPISSHSecret {
+	if objects.NeedsMPISSHSecret && (existing == nil || ptr.Deref(existing.Spec.Suspend, false)) {
 		if err := r.ensureMPISecret(ctx, tj); err != nil {
 			return err
 		}
@@ -70,13 +70,10 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 }
 
 // ensureMPISecret creates the TrainJob's SSH identity once; it is immutable
-// and kept for the TrainJob's life.
+// and kept for the TrainJob's life. copse never reads Secrets (its RBAC
+// only creates them): an existing one answers AlreadyExists. The key is
+// made only while the JobSet is not running yet, the one time it is needed.
 func (r *Reconciler) ensureMPISecret(ctx context.Context, tj *trainerv1alpha1.TrainJob) error {
-	key := client.ObjectKey{Namespace: tj.Namespace, Name: tj.Name + trainjob.MPISSHAuthSecretSuffix}
-	err := r.Client.Get(ctx, key, &corev1.Secret{})
-	if err == nil || !apierrors.IsNotFound(err) {
-		return client.IgnoreNotFound(err)
-	}
 	secret, err := trainjob.BuildMPISSHSecret(tj)
 	if err != nil {
 		return err

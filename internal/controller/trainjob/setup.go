@@ -13,9 +13,9 @@ import (
 )
 
 // SetupWithManager registers the controller: TrainJobs copse manages, and
-// the JobSets, ConfigMaps (snapshot, hostfile) and Secrets (MPI SSH) they
-// control, so that a JobSet's progress or an object deleted from outside
-// brings the TrainJob back.
+// the JobSets and ConfigMaps (snapshot, hostfile) they control, so that a
+// JobSet's progress or an object deleted from outside brings the TrainJob
+// back. Secrets are not watched: copse only ever creates them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -25,7 +25,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		}))).
 		Owns(&jobsetv1alpha2.JobSet{}).
 		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(r)
 }

@@ -13,8 +13,14 @@ import (
 // API server passes to the client with every field path and rule, e.g.
 // `PodCliqueSet.grove.io "llm" is invalid: spec.replicas: Invalid value: -1: ...`.
 func ToAdmissionError(kind, name string, errs field.ErrorList) error {
+	return ToGroupAdmissionError(copsev1alpha1.GroupName, kind, name, errs)
+}
+
+// ToGroupAdmissionError is ToAdmissionError for a kind of another API group
+// (trainer.kubeflow.org).
+func ToGroupAdmissionError(group, kind, name string, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: copsev1alpha1.GroupName, Kind: kind}, name, errs)
+	return apierrors.NewInvalid(schema.GroupKind{Group: group, Kind: kind}, name, errs)
 }

@@ -1,0 +1,179 @@
+// Package trainjob holds the admission webhooks of the trainer.kubeflow.org
+// kinds: the TrainJob's defaulting (runtime patch times) and validation
+// against its runtime (Kubeflow Trainer's rules, internal/trainjob.Validate),
+// and the runtimes' validation and TTL warning. The CRDs' schema and CEL
+// rules come first; these are the rules that need the runtime or the old
+// object.
+package trainjob
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/trainjob"
+	"github.com/copse-dev/copse/internal/webhook/rules"
+)
+
+var runtimePatchesPath = field.NewPath("spec", "runtimePatches")
+
+// Defaulter stamps each runtime patch with the time it last changed, as
+// Kubeflow Trainer does: set on create, kept on update for a patch that did
+// not change, renewed for one that did.
+type Defaulter struct {
+	Clock clock.PassiveClock
+}
+
+var _ admission.Defaulter[*trainerv1alpha1.TrainJob] = Defaulter{}
+
+// Default implements admission.Defaulter.
+func (d Defaulter) Default(ctx context.Context, tj *trainerv1alpha1.TrainJob) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return err
+	}
+	var old *trainerv1alpha1.TrainJob
+	if req.Operation == admissionv1.Update {
+		old = &trainerv1alpha1.TrainJob{}
+		if err := jsonDecode(req.OldObject.Raw, old); err != nil {
+			return fmt.Errorf("decode the old TrainJob: %w", err)
+		}
+	}
+	StampRuntimePatches(old, tj, metav1.NewTime(d.Clock.Now()))
+	return nil
+}
+
+// StampRuntimePatches sets runtimePatches[].time: now for a patch that is new
+// or changed, the old time for one that is the same.
+func StampRuntimePatches(old, tj *trainerv1alpha1.TrainJob, now metav1.Time) {
+	previous := map[string]trainerv1alpha1.RuntimePatch{}
+	if old != nil {
+		for _, p := range old.Spec.RuntimePatches {
+			previous[p.Manager] = p
+		}
+	}
+	for i := range tj.Spec.RuntimePatches {
+		patch := &tj.Spec.RuntimePatches[i]
+		before, existed := previous[patch.Manager]
+		switch {
+		case existed && samePatch(before, *patch):
+			patch.Time = before.Time
+		case existed || patch.Time == nil:
+			patch.Time = ptr.To(now)
+		}
+	}
+}
+
+func samePatch(a, b trainerv1alpha1.RuntimePatch) bool {
+	a.Time, b.Time = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// Validator checks a TrainJob against its runtime. Reader reads runtimes and
+// JobSets from the API server (not a cache that may lag).
+type Validator struct {
+	Reader client.Reader
+}
+
+var _ admission.Validator[*trainerv1alpha1.TrainJob] = Validator{}
+
+// ValidateCreate implements admission.Validator: the runtime must exist and
+// the TrainJob must fit it.
+func (v Validator) ValidateCreate(ctx context.Context, tj *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
+	return nil, rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, "TrainJob", tj.Name, v.validate(ctx, nil, tj))
+}
+
+// ValidateUpdate implements admission.Validator: as on create, and runtime
+// patches change only while the TrainJob is suspended (before or after the
+// change) and its JobSet has no active Job.
+func (v Validator) ValidateUpdate(ctx context.Context, old, tj *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(old.Spec, tj.Spec) {
+		return nil, nil
+	}
+	return nil, rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, "TrainJob", tj.Name, v.validate(ctx, old, tj))
+}
+
+// ValidateDelete implements admission.Validator; deleting is always allowed.
+func (Validator) ValidateDelete(context.Context, *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v Validator) validate(ctx context.Context, old, tj *trainerv1alpha1.TrainJob) field.ErrorList {
+	if ptr.Deref(tj.Spec.ManagedBy, trainerv1alpha1.ManagedByTrainJobController) != trainerv1alpha1.ManagedByTrainJobController {
+		return nil // validated by the cluster that runs it
+	}
+	errs := v.validatePatchChange(ctx, old, tj)
+	runtime, err := v.runtime(ctx, tj)
+	if err != nil {
+		return append(errs, field.Invalid(field.NewPath("spec", "runtimeRef"), tj.Spec.RuntimeRef,
+			fmt.Sprintf("%v: the runtime must exist before the TrainJob", err)))
+	}
+	plan, err := trainjob.NewPlan(tj, runtime)
+	if err != nil {
+		return append(errs, field.Invalid(runtimePatchesPath, tj.Spec.RuntimePatches, err.Error()))
+	}
+	return append(errs, trainjob.Validate(plan)...)
+}
+
+// validatePatchChange: Kueue changes runtime patches and suspend in one
+// update, so a change is allowed when the TrainJob is suspended before or
+// after it, and never while a Job of its JobSet is still active.
+func (v Validator) validatePatchChange(ctx context.Context, old, tj *trainerv1alpha1.TrainJob) field.ErrorList {
+	if old == nil || equality.Semantic.DeepEqual(old.Spec.RuntimePatches, tj.Spec.RuntimePatches) {
+		return nil
+	}
+	if !ptr.Deref(old.Spec.Suspend, false) && !ptr.Deref(tj.Spec.Suspend, false) {
+		return field.ErrorList{field.Forbidden(runtimePatchesPath, "RuntimePatches can only be modified when the TrainJob is suspended before or after the update")}
+	}
+	jobSet := &jobsetv1alpha2.JobSet{}
+	err := v.Reader.Get(ctx, client.ObjectKeyFromObject(tj), jobSet)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return field.ErrorList{field.InternalError(runtimePatchesPath, err)}
+	}
+	var errs field.ErrorList
+	for _, rjob := range jobSet.Status.ReplicatedJobsStatus {
+		if rjob.Active > 0 {
+			errs = append(errs, field.Forbidden(runtimePatchesPath,
+				fmt.Sprintf("RuntimePatches cannot be modified while replicated job %s of JobSet %s is still active", rjob.Name, jobSet.Name)))
+		}
+	}
+	return errs
+}
+
+// runtime reads the runtime the TrainJob names.
+func (v Validator) runtime(ctx context.Context, tj *trainerv1alpha1.TrainJob) (trainjob.Runtime, error) {
+	if group := ptr.Deref(tj.Spec.RuntimeRef.APIGroup, trainerv1alpha1.GroupName); group != trainerv1alpha1.GroupName {
+		return trainjob.Runtime{}, fmt.Errorf("unsupported runtime API group %q", group)
+	}
+	name := tj.Spec.RuntimeRef.Name
+	switch kind := trainjob.RuntimeKind(tj); kind {
+	case trainerv1alpha1.TrainingRuntimeKind:
+		rt := &trainerv1alpha1.TrainingRuntime{}
+		if err := v.Reader.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: name}, rt); err != nil {
+			return trainjob.Runtime{}, err
+		}
+		return trainjob.Runtime{Kind: kind, Name: name, Spec: rt.Spec}, nil
+	case trainerv1alpha1.ClusterTrainingRuntimeKind:
+		rt := &trainerv1alpha1.ClusterTrainingRuntime{}
+		if err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+			return trainjob.Runtime{}, err
+		}
+		return trainjob.Runtime{Kind: kind, Name: name, Spec: rt.Spec}, nil
+	default:
+		return trainjob.Runtime{}, fmt.Errorf("unsupported runtime kind %q", kind)
+	}
+}
