@@ -161,7 +161,6 @@ type Bench struct {
 	opts    Options
 	env     *framework.Env
 	dyn     dynamic.Interface
-	jobset  *JobSetController
 	qps     float32
 	burst   int
 	started time.Time
@@ -215,18 +214,19 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 		return nil, err
 	}
 	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion)
-	var jobSetBinary string
 	if withJobSet {
-		if jobSetBinary, err = b.installJobSet(ctx); err != nil {
+		tool, err := framework.InstallJobSetCRD(ctx, b.env.Client, opts.Progress)
+		if err != nil {
 			return nil, err
 		}
+		b.meta.JobSetVersion = tool.Version
 	}
 	if err := b.startOperator(ctx); err != nil {
 		return nil, err
 	}
 	b.meta.ClusterDir = c.Dir()
 	if withJobSet {
-		if err := b.startJobSet(ctx, jobSetBinary); err != nil {
+		if err := b.startJobSet(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -315,32 +315,11 @@ func (b *Bench) startOperator(ctx context.Context) error {
 	return nil
 }
 
-// installJobSet builds (or finds cached) the JobSet controller and installs
-// its CRD; it returns the binary.
-func (b *Bench) installJobSet(ctx context.Context) (string, error) {
-	tool, err := cluster.EnsureTool(ctx, cluster.ToolJobSet, b.opts.Progress)
-	if err != nil {
-		return "", err
-	}
-	crd, err := JobSetCRD(ctx, tool.Tool)
-	if err != nil {
-		return "", err
-	}
-	if err := InstallCRD(ctx, b.env.Client, crd); err != nil {
-		return "", err
-	}
-	b.meta.JobSetVersion = tool.Version
-	return tool.Path(jobSetBinary), nil
-}
-
-// startJobSet runs the JobSet controller with the operator's client QPS and
-// burst.
-func (b *Bench) startJobSet(ctx context.Context, binary string) error {
-	b.logf("starting the JobSet controller %s (client qps %g, burst %d, as copse's)", b.meta.JobSetVersion, b.qps, b.burst)
-	dir := filepath.Join(b.env.Cluster.Dir(), "jobset")
-	var err error
-	b.jobset, err = StartJobSetController(ctx, binary, b.env.Cluster.Kubeconfig(), dir,
-		filepath.Join(b.env.Cluster.Dir(), "logs", "jobset-controller.log"), b.qps, b.burst)
+// startJobSet runs the JobSet controller, with its webhooks, at the
+// operator's client QPS and burst.
+func (b *Bench) startJobSet(ctx context.Context) error {
+	b.logf("starting the JobSet controller %s with its webhooks (client qps %g, burst %d, as copse's)", b.meta.JobSetVersion, b.qps, b.burst)
+	_, err := framework.StartJobSet(ctx, b.env, framework.JobSetOptions{QPS: b.qps, Burst: b.burst, Progress: b.opts.Progress})
 	return err
 }
 
@@ -375,24 +354,14 @@ func (b *Bench) ensurePodCapacity(ctx context.Context, pods int) error {
 
 // Stop stops the JobSet controller, the operator and the cluster.
 func (b *Bench) Stop() error {
-	var errs []error
-	if b.jobset != nil {
-		errs = append(errs, b.jobset.Stop())
+	if b.env == nil {
+		return nil
 	}
-	if b.env != nil {
-		errs = append(errs, b.env.Teardown())
-	}
-	return errors.Join(errs...)
+	return b.env.Teardown()
 }
 
 // checkHealthy reports a crashed component.
-func (b *Bench) checkHealthy() error {
-	err := b.env.CheckHealthy()
-	if b.jobset != nil {
-		err = errors.Join(err, b.jobset.CheckHealthy())
-	}
-	return err
-}
+func (b *Bench) checkHealthy() error { return b.env.CheckHealthy() }
 
 func (b *Bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.opts.Progress, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
@@ -457,12 +426,12 @@ func (b *Bench) emptyNamespace(ctx context.Context, ns string) error {
 	background := metav1.DeletePropagationBackground
 	deleteOpts := metav1.DeleteOptions{PropagationPolicy: &background}
 	resources := []schema.GroupVersionResource{pcsGVR, pclqGVR}
-	if b.jobset != nil {
-		resources = append(resources, JobSetGVR, jobGVR)
+	if b.env.JobSet != nil {
+		resources = append(resources, framework.JobSetGVR, jobGVR)
 	}
 	workloads := []schema.GroupVersionResource{pcsGVR}
-	if b.jobset != nil {
-		workloads = append(workloads, JobSetGVR)
+	if b.env.JobSet != nil {
+		workloads = append(workloads, framework.JobSetGVR)
 	}
 	for _, gvr := range workloads {
 		if err := b.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, deleteOpts, metav1.ListOptions{}); err != nil {

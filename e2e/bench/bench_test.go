@@ -205,7 +205,7 @@ var _ = Describe("Observer latencies", Label("bench"), func() {
 })
 
 var _ = Describe("JobSet objects", Label("bench"), func() {
-	It("builds one replicated Job of n pods with JobSet's webhook defaults applied", func() {
+	It("builds one replicated Job of n pods and leaves the rest to JobSet's defaulting webhook", func() {
 		js, err := NewJobSet("ns", "job", 64, corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}}, map[string]string{"a": "b"}, 1)
 		Expect(err).NotTo(HaveOccurred())
 		get := func(fields ...string) any {
@@ -214,40 +214,24 @@ var _ = Describe("JobSet objects", Label("bench"), func() {
 			Expect(found).To(BeTrue(), "%v", fields)
 			return v
 		}
+		Expect(js.GetNamespace()).To(Equal("ns"))
+		Expect(js.GetName()).To(Equal("job"))
 		Expect(get("spec", "failurePolicy", "maxRestarts")).To(Equal(int64(1)))
 		Expect(get("spec", "failurePolicy", "restartStrategy")).To(Equal("Recreate"))
-		Expect(get("spec", "successPolicy", "operator")).To(Equal("All"))
-		Expect(get("spec", "startupPolicy", "startupPolicyOrder")).To(Equal("AnyOrder"))
-		Expect(get("spec", "network", "enableDNSHostnames")).To(BeTrue())
-		Expect(get("spec", "network", "publishNotReadyAddresses")).To(BeTrue())
-		rjob := get("spec", "replicatedJobs").([]any)[0].(map[string]any)
-		job := rjob["template"].(map[string]any)["spec"].(map[string]any)
+		rjobs := get("spec", "replicatedJobs").([]any)
+		Expect(rjobs).To(HaveLen(1))
+		job := rjobs[0].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 		Expect(job["parallelism"]).To(Equal(int64(64)))
 		Expect(job["completions"]).To(Equal(int64(64)))
 		Expect(job["backoffLimit"]).To(Equal(int64(0)))
-		Expect(job["completionMode"]).To(Equal("Indexed"))
 		pod := job["template"].(map[string]any)
 		Expect(pod["spec"].(map[string]any)["restartPolicy"]).To(Equal("Never"))
 		Expect(pod["metadata"].(map[string]any)["annotations"]).To(Equal(map[string]any{"a": "b"}))
-	})
-
-	It("defaults like the webhook without overriding what is set", func() {
-		js := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-			"successPolicy": map[string]any{"operator": "Any"},
-			"failurePolicy": map[string]any{"rules": []any{map[string]any{"action": "FailJobSet"}, map[string]any{"name": "mine"}}},
-			"replicatedJobs": []any{map[string]any{"name": "w", "template": map[string]any{"spec": map[string]any{
-				"template": map[string]any{"spec": map[string]any{}}}}}},
-		}}}
-		ApplyJobSetDefaults(js)
-		Expect(js.Object["spec"].(map[string]any)["successPolicy"]).To(Equal(map[string]any{"operator": "Any"}))
-		rules, _, _ := unstructured.NestedSlice(js.Object, "spec", "failurePolicy", "rules")
-		Expect(rules[0].(map[string]any)["name"]).To(Equal("failurePolicyRule0"))
-		Expect(rules[1].(map[string]any)["name"]).To(Equal("mine"))
-		rjobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
-		mode, _, _ := unstructured.NestedString(rjobs[0].(map[string]any), "template", "spec", "completionMode")
-		policy, _, _ := unstructured.NestedString(rjobs[0].(map[string]any), "template", "spec", "template", "spec", "restartPolicy")
-		Expect(mode).To(Equal("Indexed"))
-		Expect(policy).To(Equal("OnFailure"))
+		for _, defaulted := range [][]string{{"spec", "successPolicy"}, {"spec", "startupPolicy"}, {"spec", "network"}} {
+			_, found, _ := unstructured.NestedFieldNoCopy(js.Object, defaulted...)
+			Expect(found).To(BeFalse(), "%v is the webhook's to default", defaulted)
+		}
+		Expect(job).NotTo(HaveKey("completionMode"), "the webhook's to default")
 	})
 })
 

@@ -60,7 +60,7 @@ func (b *Bench) startOperatorCost(ctx context.Context) (*costProbe, error) {
 }
 
 func (b *Bench) startJobSetCost() (*costProbe, error) {
-	p := &costProbe{process: "jobset-controller", pid: b.jobset.PID()}
+	p := &costProbe{process: "jobset-controller", pid: b.env.JobSet.PID()}
 	return p, p.startProcess()
 }
 

@@ -8,7 +8,8 @@
 //     and burst;
 //   - restart: one pod of a 64-pod Training replica exits 1 -> all
 //     replacement pods created / Running, against a JobSet (v0.12.0, run as
-//     a local process) with failurePolicy maxRestarts 1, Recreate;
+//     a local process with its webhooks, framework.StartJobSet) with
+//     failurePolicy maxRestarts 1, Recreate;
 //   - completion: the last pod exits 0 -> the workload is Succeeded, against
 //     the same JobSet reaching Completed;
 //   - API cost: the operator's API writes per pod and status writes per run,

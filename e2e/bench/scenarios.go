@@ -442,7 +442,7 @@ func (b *Bench) restartJobSet(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		jsT, err := trackObjects(ctx, b.dyn, JobSetGVR, ns)
+		jsT, err := trackObjects(ctx, b.dyn, framework.JobSetGVR, ns)
 		if err != nil {
 			return err
 		}
@@ -454,7 +454,7 @@ func (b *Bench) restartJobSet(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		if _, err := b.dyn.Resource(JobSetGVR).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
+		if _, err := b.dyn.Resource(framework.JobSetGVR).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create JobSet: %w", err)
 		}
 		var cost *costProbe
@@ -558,7 +558,7 @@ func (b *Bench) completionJobSet(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		jsT, err := trackObjects(ctx, b.dyn, JobSetGVR, ns)
+		jsT, err := trackObjects(ctx, b.dyn, framework.JobSetGVR, ns)
 		if err != nil {
 			return err
 		}
@@ -572,12 +572,12 @@ func (b *Bench) completionJobSet(ctx context.Context, rep, n int) Run {
 			return err
 		}
 		t0 := time.Now()
-		if _, err := b.dyn.Resource(JobSetGVR).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
+		if _, err := b.dyn.Resource(framework.JobSetGVR).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create JobSet: %w", err)
 		}
 		err = b.completionMeasure(ctx, &run, pods, n, t0, "JobSet condition Completed", func() time.Time {
 			r, _ := jsT.Object(name)
-			return r.TrueConditions[ConditionJobSetCompleted]
+			return r.TrueConditions[framework.ConditionJobSetCompleted]
 		})
 		if err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 )
 
 // The specs here check the benchmark's pure parts (statistics, /proc and
-// metrics parsing, JobSet defaults, the plain client's pods) and start no
+// metrics parsing, the JobSet object, the plain client's pods) and start no
 // cluster; `make bench-smoke` runs the benchmark itself.
 func TestBench(t *testing.T) {
 	RegisterFailHandler(Fail)

@@ -42,16 +42,16 @@ func (b *Bench) warmUpGarbageCollector(ctx context.Context) error {
 		}
 		return b.cascades(ctx, ns, pcsGVR, "probe", pclqGVR)
 	}}
-	if b.jobset != nil {
+	if b.env.JobSet != nil {
 		probes = append(probes, func() error {
 			js, err := NewJobSet(ns, "probe", 1, spec, nil, 0)
 			if err != nil {
 				return err
 			}
-			if _, err := b.dyn.Resource(JobSetGVR).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
+			if _, err := b.dyn.Resource(framework.JobSetGVR).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("garbage collector warm-up: %w", err)
 			}
-			return b.cascades(ctx, ns, JobSetGVR, "probe", jobGVR)
+			return b.cascades(ctx, ns, framework.JobSetGVR, "probe", jobGVR)
 		})
 	}
 	errs := make([]error, len(probes))
@@ -67,7 +67,7 @@ func (b *Bench) warmUpGarbageCollector(ctx context.Context) error {
 		return err
 	}
 	b.logf("the garbage collector cascades from copse's kinds%s (after %s)",
-		map[bool]string{true: " and JobSet's", false: ""}[b.jobset != nil], time.Since(start).Round(100*time.Millisecond))
+		map[bool]string{true: " and JobSet's", false: ""}[b.env.JobSet != nil], time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // Watches time everything: an event's time is when this process received
@@ -439,7 +441,7 @@ func kindOf(gvr schema.GroupVersionResource) string {
 		return "PodCliqueSet"
 	case pclqGVR:
 		return "PodClique"
-	case JobSetGVR:
+	case framework.JobSetGVR:
 		return "JobSet"
 	case jobGVR:
 		return "Job"

@@ -217,7 +217,18 @@ type Process struct{ p *process }
 
 // StartProcess starts binary with args, appending its output to logPath.
 func StartProcess(name, binary string, args []string, logPath string) (*Process, error) {
-	p, err := startProcess(processSpec{name: name, binary: binary, args: args, logPath: logPath})
+	return startPublicProcess(processSpec{name: name, binary: binary, args: args, logPath: logPath})
+}
+
+// StartDetachedProcess is StartProcess for a process that outlives this one
+// (as the CLI's `up` components do): it runs in a session of its own and is
+// not killed when this process dies.
+func StartDetachedProcess(name, binary string, args []string, logPath string) (*Process, error) {
+	return startPublicProcess(processSpec{name: name, binary: binary, args: args, logPath: logPath, detach: true})
+}
+
+func startPublicProcess(spec processSpec) (*Process, error) {
+	p, err := startProcess(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +242,10 @@ func (p *Process) PID() int {
 	}
 	return p.p.pid
 }
+
+// ExitReason is how the process ended (e.g. "exit status 1"), or nil while
+// it runs.
+func (p *Process) ExitReason() error { return p.p.exitErr() }
 
 // CheckHealthy reports a process that has exited, with the end of its log.
 func (p *Process) CheckHealthy() error {

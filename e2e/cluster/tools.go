@@ -89,7 +89,8 @@ var Tools = []Tool{
 		linkerFlags: helmLinkerFlags,
 	},
 	{
-		// The JobSet controller, the benchmark's reference (e2e/bench). Its
+		// The JobSet controller (e2e/framework/jobset.go), run by the
+		// benchmark as its reference, by e2e suites and by `make demo`. Its
 		// main package is the module root.
 		Name:     ToolJobSet,
 		Module:   "sigs.k8s.io/jobset",

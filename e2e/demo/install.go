@@ -47,7 +47,7 @@ func installChart(ctx context.Context, env *framework.Env, ports framework.Local
 // ServiceAccount (so the demo runs with exactly the chart's permissions) and
 // the configuration the chart rendered, moved to loopback ports.
 func startOperator(ctx context.Context, env *framework.Env, dir string, ports framework.LocalOperatorPorts) error {
-	if err := stopOperator(dir); err != nil {
+	if err := stopRecordedProcess(operatorPIDFile(dir)); err != nil {
 		return err
 	}
 	opDir := filepath.Join(dir, "operator")
@@ -82,7 +82,7 @@ func startOperator(ctx context.Context, env *framework.Env, dir string, ports fr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start copse-operator: %w", err)
 	}
-	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	if err := os.WriteFile(operatorPIDFile(dir), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		return err
 	}
 	_ = cmd.Process.Release()
@@ -134,11 +134,33 @@ func waitReady(ctx context.Context, url string, timeout time.Duration) error {
 	}
 }
 
-func pidFile(dir string) string { return filepath.Join(dir, "operator", "copse-operator.pid") }
+// startJobSet starts the JobSet controller with its webhooks, detached so
+// that it keeps running after the demo returns, as the operator does, and
+// records its pid for `down`.
+func startJobSet(ctx context.Context, env *framework.Env, dir string) (*framework.JobSet, error) {
+	if err := stopRecordedProcess(jobSetPIDFile(dir)); err != nil {
+		return nil, err
+	}
+	jobset, err := framework.StartJobSet(ctx, env, framework.JobSetOptions{Detach: true, Progress: os.Stdout})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(jobSetPIDFile(dir), []byte(strconv.Itoa(jobset.PID())), 0o644); err != nil {
+		return nil, err
+	}
+	return jobset, nil
+}
 
-// stopOperator stops an operator a previous demo left running.
-func stopOperator(dir string) error {
-	raw, err := os.ReadFile(pidFile(dir))
+func operatorPIDFile(dir string) string { return filepath.Join(dir, "operator", "copse-operator.pid") }
+
+// jobSetPIDFile is next to the configuration StartJobSet writes.
+func jobSetPIDFile(dir string) string { return filepath.Join(dir, "jobset", "jobset-controller.pid") }
+
+// stopRecordedProcess stops the process whose pid a demo wrote to pidFile
+// (SIGTERM, SIGKILL after 10 seconds) and removes the file; without the
+// file there is nothing to stop.
+func stopRecordedProcess(pidFile string) error {
+	raw, err := os.ReadFile(pidFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -147,7 +169,7 @@ func stopOperator(dir string) error {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	if err != nil {
-		return fmt.Errorf("pid file %s: %w", pidFile(dir), err)
+		return fmt.Errorf("pid file %s: %w", pidFile, err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err == nil {
 		for range 100 {
@@ -158,13 +180,16 @@ func stopOperator(dir string) error {
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return os.Remove(pidFile(dir))
+	return os.Remove(pidFile)
 }
 
-// down stops the operator and the cluster and removes the directory.
+// down stops the JobSet controller, the operator and the cluster and
+// removes the directory.
 func down(dir string) error {
-	if err := stopOperator(dir); err != nil {
-		return err
+	for _, pidFile := range []string{jobSetPIDFile(dir), operatorPIDFile(dir)} {
+		if err := stopRecordedProcess(pidFile); err != nil {
+			return err
+		}
 	}
 	c, err := cluster.Load(dir)
 	if errors.Is(err, cluster.ErrNoCluster) {
@@ -177,7 +202,7 @@ func down(dir string) error {
 	if err := c.Stop(); err != nil {
 		return err
 	}
-	fmt.Printf("stopped the operator and the cluster in %s\n", dir)
+	fmt.Printf("stopped the JobSet controller, the operator and the cluster in %s\n", dir)
 	return nil
 }
 

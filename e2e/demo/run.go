@@ -56,6 +56,12 @@ func run(ctx context.Context, opts demoOptions) error {
 		return err
 	}
 
+	step("starting the JobSet controller (sigs.k8s.io/jobset) as a local process, with its webhooks registered")
+	jobset, err := startJobSet(ctx, env, opts.dir)
+	if err != nil {
+		return err
+	}
+
 	step("applying the samples in " + opts.samplesDir + " to namespace " + demoNamespace)
 	if err := ensureNamespace(ctx, kube, demoNamespace); err != nil {
 		return err
@@ -69,7 +75,7 @@ func run(ctx context.Context, opts demoOptions) error {
 	fmt.Println()
 	fmt.Println(final)
 	fmt.Printf("demo took %s\n\n", time.Since(started).Round(time.Second))
-	printUsage(c, opts.dir)
+	printUsage(c, opts.dir, jobset)
 	return err
 }
 
@@ -137,8 +143,8 @@ func isTerminal(f *os.File) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-func printUsage(c *cluster.Cluster, dir string) {
-	fmt.Printf(`The cluster and the operator keep running. To look around:
+func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
+	fmt.Printf(`The cluster, the operator and the JobSet controller (%s, with its webhooks) keep running. To look around:
 
   export KUBECONFIG=%s
   alias kubectl='%s'
@@ -146,9 +152,11 @@ func printUsage(c *cluster.Cluster, dir string) {
   kubectl get pclq,pods -n %s -L copse.dev/attempt
   kubectl describe pcs -n %s finetune-flaky # events: PodCliqueFailed, ReplicaRestarting, WorkloadSucceeded
   kubectl get nodes -L nvidia.com/gpu.clique
+  kubectl get jobsets -A                      # JobSets, admitted by JobSet's own webhooks
 
 Operator log: %s
+JobSet controller log: %s
 Tear it all down with: make demo-down
-`, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
-		filepath.Join(dir, "logs", "copse-operator.log"))
+`, jobset.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
+		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath)
 }

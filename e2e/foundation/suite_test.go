@@ -19,7 +19,7 @@ func TestFoundation(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "foundation"})
+	env, err = framework.Setup(ctx, framework.Options{Name: "foundation", WithJobSet: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Teardown)
 }, NodeTimeout(framework.SetupTimeout))

@@ -20,7 +20,7 @@ import (
 const servingCertificateValidity = 7 * 24 * time.Hour
 
 // WriteServingCertificate is the one writer of the certificates that local
-// test servers (the operator's webhooks, the benchmark's JobSet controller)
+// test servers (the operator's webhooks, the JobSet controller's webhooks)
 // serve on 127.0.0.1: it creates a CA and a serving certificate for
 // 127.0.0.1 and localhost signed by it, named name, writes tls.crt, tls.key
 // and ca.crt into dir (a controller-runtime certDir) and returns the CA

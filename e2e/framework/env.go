@@ -36,6 +36,9 @@ type Options struct {
 	WithOperator bool
 	// Operator configures that operator; its Name defaults to Name.
 	Operator OperatorOptions
+	// WithJobSet starts the JobSet controller with its webhooks registered
+	// (see StartJobSet) and sets Env.JobSet.
+	WithJobSet bool
 }
 
 // Env is one suite's cluster with copse's CRDs installed.
@@ -47,6 +50,9 @@ type Env struct {
 	// Operator is the copse-operator started by Setup (Options.WithOperator)
 	// or StartOperator; nil if none was.
 	Operator *Operator
+	// JobSet is the JobSet controller started by Setup (Options.WithJobSet)
+	// or StartJobSet; nil if none was.
+	JobSet *JobSet
 }
 
 // Setup starts a local cluster for a suite and installs copse's CRDs.
@@ -87,28 +93,41 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 			return nil, fmt.Errorf("start operator for suite %s: %w", opts.Name, err)
 		}
 	}
+	if opts.WithJobSet {
+		if _, err := StartJobSet(ctx, env, JobSetOptions{}); err != nil {
+			_ = env.Teardown()
+			return nil, fmt.Errorf("start the JobSet controller for suite %s: %w", opts.Name, err)
+		}
+	}
 	return env, nil
 }
 
-// CheckHealthy reports a crashed control-plane component or operator, so a
-// suite fails with the component's log instead of with a confusing timeout.
+// CheckHealthy reports a crashed control-plane component, operator or JobSet
+// controller, so a suite fails with the component's log instead of with a
+// confusing timeout.
 func (e *Env) CheckHealthy() error {
 	err := e.Cluster.CheckHealthy()
 	if e.Operator != nil {
 		err = errors.Join(err, e.Operator.CheckHealthy())
 	}
+	if e.JobSet != nil {
+		err = errors.Join(err, e.JobSet.CheckHealthy())
+	}
 	return err
 }
 
-// Teardown stops the operator, if one runs, and every process of the
-// suite's cluster.
+// Teardown stops the JobSet controller and the operator, if they run, and
+// every process of the suite's cluster.
 func (e *Env) Teardown() error {
 	if os.Getenv(KeepEnvVar) != "" {
 		fmt.Fprintf(ginkgo.GinkgoWriter, "keeping cluster directory %s (%s is set)\n", e.Cluster.Dir(), KeepEnvVar)
 	}
-	var operatorErr error
-	if e.Operator != nil {
-		operatorErr = e.Operator.Stop()
+	var errs []error
+	if e.JobSet != nil {
+		errs = append(errs, e.JobSet.Stop())
 	}
-	return errors.Join(operatorErr, e.Cluster.Stop())
+	if e.Operator != nil {
+		errs = append(errs, e.Operator.Stop())
+	}
+	return errors.Join(append(errs, e.Cluster.Stop())...)
 }

@@ -311,24 +311,38 @@ func (o *Operator) startLocked(ctx context.Context) error {
 // serves; a process that exits meanwhile is reported as a crash at once.
 func (o *Operator) waitReadyLocked(ctx context.Context) error {
 	url := "http://" + o.config.Server.HealthProbes.BindAddress + "/readyz"
-	ctx, cancel := context.WithTimeout(ctx, o.readyTimeout)
+	err := waitReadyz(ctx, "copse-operator", url, o.readyTimeout, func() error {
+		if ended, err := o.proc.exited(); ended {
+			return errors.New(exitDescription(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return o.errorWithLog(err)
+	}
+	return nil
+}
+
+// waitReadyz polls url until it answers 200, for at most timeout. alive
+// reports why the process has ended, or nil while it runs: an ended process
+// fails the wait at once.
+func waitReadyz(ctx context.Context, process, url string, timeout time.Duration, alive func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	httpClient := &http.Client{Timeout: 2 * time.Second}
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
-	lastProblem := "not polled yet"
 	for {
-		if ended, err := o.proc.exited(); ended {
-			return o.errorWithLog(fmt.Errorf("copse-operator exited before it was ready (%v)", exitDescription(err)))
+		if err := alive(); err != nil {
+			return fmt.Errorf("%s exited before it was ready (%w)", process, err)
 		}
-		if problem := getStatus(ctx, httpClient, url); problem == "" {
+		problem := getStatus(ctx, httpClient, url)
+		if problem == "" {
 			return nil
-		} else {
-			lastProblem = problem
 		}
 		select {
 		case <-ctx.Done():
-			return o.errorWithLog(fmt.Errorf("copse-operator not ready after %s: %s: %s", o.readyTimeout, url, lastProblem))
+			return fmt.Errorf("%s not ready after %s: %s: %s", process, timeout, url, problem)
 		case <-ticker.C:
 		}
 	}

@@ -85,6 +85,13 @@ func installWebhookConfigurations(ctx context.Context, c client.Client, name, ba
 			TimeoutSeconds:          ptr.To(webhook.TimeoutSeconds),
 		})
 	}
+	return applyWebhookConfigurations(ctx, c, mutating, validating)
+}
+
+// applyWebhookConfigurations creates mutating and validating, or replaces
+// the webhooks of those that exist.
+func applyWebhookConfigurations(ctx context.Context, c client.Client,
+	mutating *admissionregistrationv1.MutatingWebhookConfiguration, validating *admissionregistrationv1.ValidatingWebhookConfiguration) error {
 	if err := createOrReplace(ctx, c, mutating, func(existing *admissionregistrationv1.MutatingWebhookConfiguration) {
 		existing.Webhooks = mutating.Webhooks
 	}); err != nil {
@@ -175,7 +182,11 @@ func checkWebhookEndpointsServed(ctx context.Context, baseURL string, caPEM []by
 // are created requests may still be admitted without them. Each probe is a
 // dry-run create that only the webhook would change or refuse, in namespace.
 func waitWebhooksActive(ctx context.Context, c client.Client, namespace string) error {
-	probes := webhookProbes(namespace)
+	return waitProbesPass(ctx, c, webhookProbes(namespace))
+}
+
+// waitProbesPass waits until every probe finds its webhook called.
+func waitProbesPass(ctx context.Context, c client.Client, probes []webhookProbe) error {
 	var pending []string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, webhookActivationTimeout, true, func(ctx context.Context) (bool, error) {
 		pending = pending[:0]
@@ -201,7 +212,7 @@ type webhookProbe struct {
 
 func webhookProbes(namespace string) []webhookProbe {
 	meta := metav1.ObjectMeta{Name: "webhook-probe", Namespace: namespace}
-	podSpec := corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.com/probe:1"}}}
+	podSpec := probePodSpec()
 	probeSet := func(minAvailable int32) *copsev1alpha1.PodCliqueSet {
 		pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: meta}
 		pcs.Spec.Replicas = 1
@@ -231,6 +242,11 @@ func webhookProbes(namespace string) []webhookProbe {
 				Spec: grovecorev1alpha1.PodCliqueScalingGroupSpec{Replicas: 0, CliqueNames: []string{"probe"}}}
 		}),
 	}
+}
+
+// probePodSpec is the pod of every probe's workload, never created.
+func probePodSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.com/probe:1"}}}
 }
 
 // refusalProbe expects webhook to refuse the dry-run create of newInvalid()'s
