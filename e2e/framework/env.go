@@ -83,6 +83,12 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 		_ = c.Stop()
 		return nil, fmt.Errorf("install CRDs for suite %s: %w", opts.Name, err)
 	}
+	// The operator's TrainJob front-end (on by default) needs JobSet's API
+	// served even in suites that run no JobSet controller.
+	if _, err := InstallJobSetCRD(ctx, env.Client, ginkgo.GinkgoWriter); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("install the JobSet CRD for suite %s: %w", opts.Name, err)
+	}
 	if opts.WithOperator {
 		operatorOpts := opts.Operator
 		if operatorOpts.Name == "" {

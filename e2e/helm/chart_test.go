@@ -30,7 +30,9 @@ import (
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/charts/copse/crds"
+	trainercrds "github.com/copse-dev/copse/charts/copse/trainer-crds"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 )
@@ -108,7 +110,7 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		Expect(err).NotTo(HaveOccurred())
 
 		By("removing the CRDs the suite's setup installed, so that the chart installs its own")
-		all, err := crds.All()
+		all, err := copseCRDs()
 		Expect(err).NotTo(HaveOccurred())
 		// Deleting a CRD whose storage is still initializing (it was created
 		// a moment ago) can leave it stuck behind its cleanup finalizer: the
@@ -121,6 +123,9 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 			g.Expect(env.Client.List(ctx, &copsev1alpha1.PodCliqueSetList{}, fromCache)).To(Succeed())
 			g.Expect(env.Client.List(ctx, &copsev1alpha1.PodCliqueList{}, fromCache)).To(Succeed())
 			g.Expect(env.Client.List(ctx, &copsev1alpha1.PodCliqueScalingGroupList{}, fromCache)).To(Succeed())
+			g.Expect(env.Client.List(ctx, &trainerv1alpha1.TrainJobList{}, fromCache)).To(Succeed())
+			g.Expect(env.Client.List(ctx, &trainerv1alpha1.TrainingRuntimeList{}, fromCache)).To(Succeed())
+			g.Expect(env.Client.List(ctx, &trainerv1alpha1.ClusterTrainingRuntimeList{}, fromCache)).To(Succeed())
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 		for _, crd := range all {
 			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, crd.DeepCopy()))).To(Succeed())
@@ -138,8 +143,8 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		Expect(err).NotTo(HaveOccurred())
 		AddReportEntry("helm install (local mode)", out)
 
-		By("installing the CRDs from crds/")
-		all, err := crds.All()
+		By("installing the CRDs from crds/ and, as templates, trainer-crds/")
+		all, err := copseCRDs()
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
 			for _, want := range all {
@@ -362,8 +367,8 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		Expect(namesIn(ctx, releaseNamespace)).To(ConsistOf(
 			"Secret/"+certSecretName, "Lease/"+leaseName, "ConfigMap/kube-root-ca.crt", "ServiceAccount/default"))
 
-		By("keeping the CRDs, and with them every PodCliqueSet")
-		all, err := crds.All()
+		By("keeping the CRDs, and with them every PodCliqueSet and TrainJob")
+		all, err := copseCRDs()
 		Expect(err).NotTo(HaveOccurred())
 		for _, crd := range all {
 			Expect(env.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed(), "CRD %s was removed", crd.Name)
@@ -454,4 +459,18 @@ func responseHeaders(ctx context.Context, config *rest.Config, path string) http
 	Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	return resp.Header
+}
+
+// copseCRDs are every CRD the chart installs: grove.io from crds/, and
+// trainer.kubeflow.org from trainer-crds/ (templates kept on uninstall).
+func copseCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	grove, err := crds.All()
+	if err != nil {
+		return nil, err
+	}
+	trainer, err := trainercrds.All()
+	if err != nil {
+		return nil, err
+	}
+	return append(grove, trainer...), nil
 }

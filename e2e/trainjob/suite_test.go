@@ -1,0 +1,82 @@
+// Package trainjob_test checks the TrainJob front-end end to end on the local
+// cluster: the operator's TrainJob controller and webhooks, the real JobSet
+// v0.12.0 controller with its own webhooks, the real kube-scheduler, and
+// kwok nodes whose pods run and exit as their annotations say. The runtimes
+// are the ClusterTrainingRuntimes Kubeflow Trainer v2.3.0 ships, read from
+// Trainer's module by the trainer-oracle tool.
+package trainjob_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/framework"
+)
+
+var (
+	env *framework.Env
+	// shipped are Kubeflow Trainer v2.3.0's ClusterTrainingRuntimes by name.
+	shipped map[string]*trainerv1alpha1.ClusterTrainingRuntime
+)
+
+func TestTrainJob(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "TrainJob Suite")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	env, err = framework.Setup(ctx, framework.Options{Name: "trainjob", WithOperator: true, WithJobSet: true,
+		Operator: framework.OperatorOptions{
+			// Crash specs kill the operator; a short lease lets its successor
+			// take over in seconds.
+			Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+				cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
+				cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 3 * time.Second}
+				cfg.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
+			},
+		}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Teardown)
+
+	shipped = shippedRuntimes(ctx)
+	for _, rt := range shipped {
+		Expect(env.Client.Create(ctx, rt.DeepCopy())).To(Succeed(), "ClusterTrainingRuntime %s", rt.Name)
+	}
+}, NodeTimeout(framework.SetupTimeout))
+
+var _ = AfterEach(func() {
+	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component, the operator or JobSet crashed")
+})
+
+// shippedRuntimes reads the ClusterTrainingRuntimes Kubeflow Trainer v2.3.0
+// installs, from its module, through trainer-oracle.
+func shippedRuntimes(ctx context.Context) map[string]*trainerv1alpha1.ClusterTrainingRuntime {
+	oracle, err := cluster.EnsureToolBinary(ctx, "trainer-oracle", GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.CommandContext(ctx, oracle, "runtimes")
+	cmd.Stderr = os.Stderr
+	raw, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred())
+	var list []*trainerv1alpha1.ClusterTrainingRuntime
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	Expect(dec.Decode(&list)).To(Succeed())
+	out := map[string]*trainerv1alpha1.ClusterTrainingRuntime{}
+	for _, rt := range list {
+		out[rt.Name] = rt
+	}
+	return out
+}
