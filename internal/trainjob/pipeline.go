@@ -2,6 +2,7 @@ package trainjob
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -10,6 +11,11 @@ import (
 // JobSetObjects is what the JobSet backend applies for a TrainJob.
 type JobSetObjects struct {
 	JobSet *jobsetv1alpha2.JobSet
+	// Workload is set with podGroupPolicy.workload; its PodGroups are
+	// built with BuildPodGroups once the Workload exists.
+	Workload *schedulingv1beta1.Workload
+	// Plan is what the objects were built from.
+	Plan *Plan
 	// MPIHostfile is set for MPI runtimes.
 	MPIHostfile *corev1.ConfigMap
 	// NeedsMPISSHSecret: the TrainJob's pods mount an SSH Secret that
@@ -27,6 +33,7 @@ func PlanJobSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*Plan, err
 	if err := ApplyMLPolicy(plan); err != nil {
 		return nil, err
 	}
+	ApplyPodGroupPolicy(plan)
 	NameJobSetPods(plan)
 	return plan, nil
 }
@@ -42,7 +49,7 @@ func BuildJobSetObjects(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*J
 
 // JobSetObjectsOf emits the JobSet backend's objects of a finished plan.
 func JobSetObjectsOf(plan *Plan) *JobSetObjects {
-	objects := &JobSetObjects{JobSet: BuildJobSet(plan)}
+	objects := &JobSetObjects{JobSet: BuildJobSet(plan), Workload: BuildWorkload(plan), Plan: plan}
 	if plan.MLPolicy != nil && plan.MLPolicy.MPI != nil {
 		objects.MPIHostfile = BuildMPIHostfile(plan)
 		objects.NeedsMPISSHSecret = true

@@ -42,6 +42,9 @@ type Plan struct {
 	// PodLabels and PodAnnotations go on every pod template.
 	PodLabels      map[string]string
 	PodAnnotations map[string]string
+	// PodGroups are the Workload-API pod groups, set by
+	// ApplyPodGroupPolicy when the runtime asks for them.
+	PodGroups []PodGroupPlan
 }
 
 // PodSet is one replicated job's role and size.

@@ -1,0 +1,143 @@
+package trainjob
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// The pod groups of a TrainJob with podGroupPolicy.workload (KEP-3015).
+const (
+	// TrainerGroup is the gang of every pod that trains: the trainer step's
+	// job, and with MPI the launcher and node jobs. It is placed
+	// all-or-nothing.
+	TrainerGroup = "trainer"
+	// InitializerGroup holds every other pod (the dataset and model
+	// initializers): scheduled one by one, so initializers never hold
+	// nodes while waiting for each other or for the trainer's GPUs.
+	InitializerGroup = "initializer"
+)
+
+// PodGroupPlan is one pod group of a TrainJob: its template name in the
+// Workload, its PodGroup's name, and its gang size (0 for a basic group).
+type PodGroupPlan struct {
+	Template string
+	Name     string
+	MinCount int32
+}
+
+// ApplyPodGroupPolicy puts every pod template of the plan into its pod group
+// when the runtime asks for Workload-API gang scheduling, and records the
+// groups. Nothing changes for other policies: Kubeflow's coscheduling and
+// volcano need their schedulers' PodGroup kinds, which copse does not create.
+func ApplyPodGroupPolicy(p *Plan) {
+	if p.PodGroupPolicy == nil || p.PodGroupPolicy.Workload == nil {
+		return
+	}
+	trainerPods, others := int32(0), false
+	for i := range p.Spec.ReplicatedJobs {
+		rjob := &p.Spec.ReplicatedJobs[i]
+		group := InitializerGroup
+		if p.trains(p.PodSets[i]) {
+			group = TrainerGroup
+			trainerPods += p.PodSets[i].Count * max(rjob.Replicas, 1)
+		} else {
+			others = true
+		}
+		rjob.Template.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(PodGroupName(p.TrainJob, group))}
+	}
+	if others {
+		p.PodGroups = append(p.PodGroups, PodGroupPlan{Template: InitializerGroup, Name: PodGroupName(p.TrainJob, InitializerGroup)})
+	}
+	if trainerPods > 0 {
+		p.PodGroups = append(p.PodGroups, PodGroupPlan{Template: TrainerGroup, Name: PodGroupName(p.TrainJob, TrainerGroup), MinCount: trainerPods})
+	}
+}
+
+// trains reports whether a replicated job's pods train: the trainer step,
+// or with MPI the launcher and the nodes it starts.
+func (p *Plan) trains(podSet PodSet) bool {
+	if podSet.Ancestor == AncestorTrainer {
+		return true
+	}
+	mpi := p.MLPolicy != nil && p.MLPolicy.MPI != nil
+	return mpi && (podSet.Name == NodeName || podSet.Name == LauncherName)
+}
+
+// PodGroupName names a TrainJob's pod group: <trainjob>-<group>.
+func PodGroupName(trainJob *trainerv1alpha1.TrainJob, group string) string {
+	return fmt.Sprintf("%s-%s", trainJob.Name, group)
+}
+
+// BuildWorkload is the TrainJob's Workload: one pod-group template per group,
+// controlled by the TrainJob. Nil without Workload-API gang scheduling.
+func BuildWorkload(p *Plan) *schedulingv1beta1.Workload {
+	if len(p.PodGroups) == 0 {
+		return nil
+	}
+	workload := &schedulingv1beta1.Workload{
+		TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            p.TrainJob.Name,
+			Namespace:       p.TrainJob.Namespace,
+			Labels:          schedulingLabels(p.TrainJob),
+			OwnerReferences: []metav1.OwnerReference{ControllerReference(p.TrainJob)},
+		},
+		Spec: schedulingv1beta1.WorkloadSpec{
+			ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{
+				APIGroup: trainerv1alpha1.GroupName, Kind: "TrainJob", Name: p.TrainJob.Name,
+			},
+		},
+	}
+	for _, group := range p.PodGroups {
+		workload.Spec.PodGroupTemplates = append(workload.Spec.PodGroupTemplates, schedulingv1beta1.PodGroupTemplate{
+			Name: group.Template, SchedulingPolicy: schedulingPolicy(group),
+		})
+	}
+	return workload
+}
+
+// BuildPodGroups are the TrainJob's PodGroups, one per group, controlled by
+// the TrainJob and also owned by the Workload (KEP-3015's owner graph).
+// workloadUID is the Workload's UID, known once it exists.
+func BuildPodGroups(p *Plan, workloadUID string) []*schedulingv1beta1.PodGroup {
+	var out []*schedulingv1beta1.PodGroup
+	for _, group := range p.PodGroups {
+		out = append(out, &schedulingv1beta1.PodGroup{
+			TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      group.Name,
+				Namespace: p.TrainJob.Namespace,
+				Labels:    schedulingLabels(p.TrainJob),
+				OwnerReferences: []metav1.OwnerReference{
+					ControllerReference(p.TrainJob),
+					{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload", Name: p.TrainJob.Name, UID: types.UID(workloadUID)},
+				},
+			},
+			Spec: schedulingv1beta1.PodGroupSpec{
+				WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: p.TrainJob.Name, TemplateName: group.Template},
+				SchedulingPolicy: schedulingPolicy(group),
+			},
+		})
+	}
+	return out
+}
+
+func schedulingPolicy(group PodGroupPlan) schedulingv1beta1.PodGroupSchedulingPolicy {
+	if group.MinCount == 0 {
+		return schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+	}
+	return schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: group.MinCount}}
+}
+
+func schedulingLabels(trainJob *trainerv1alpha1.TrainJob) map[string]string {
+	return maps.Clone(map[string]string{labels.ManagedByKey: labels.ManagedByValue, TrainJobNameLabel: trainJob.Name})
+}
