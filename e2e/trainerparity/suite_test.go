@@ -7,6 +7,10 @@
 // trainer-oracle (hack/tools/trainer-oracle), a separate module because
 // Trainer's dependencies do not build against copse's Kubernetes libraries.
 //
+// The same tool proves the API compatible (compat_test.go): Trainer's
+// objects with every field set round-trip through copse's types, and every
+// property path of Trainer's CRDs is in copse's.
+//
 // No cluster is needed: both sides default and validate their inputs as an
 // API server does, from their own CRDs.
 package trainerparity_test

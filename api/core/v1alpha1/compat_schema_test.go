@@ -1,7 +1,7 @@
 package v1alpha1_test
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	copsecrds "github.com/copse-dev/copse/charts/copse/crds"
+	"github.com/copse-dev/copse/internal/crdschema"
 )
 
 // removedFromKubernetes lists the Grove schema paths that copse deliberately
@@ -68,32 +69,30 @@ func TestCopseCRDSchemasContainEveryGrovePath(t *testing.T) {
 				t.Errorf("short names: copse %v, Grove %v", copse.Spec.Names.ShortNames, grove.Spec.Names.ShortNames)
 			}
 			for _, gv := range grove.Spec.Versions {
-				cv := versionNamed(copse, gv.Name)
+				cv := crdschema.Version(copse, gv.Name)
 				if cv == nil {
 					t.Fatalf("copse CRD lacks version %s", gv.Name)
 				}
 				assertSubresourcesMatch(t, gv.Subresources, cv.Subresources)
-				groveTypes := schemaPathTypes(gv.Schema.OpenAPIV3Schema)
-				copseTypes := schemaPathTypes(cv.Schema.OpenAPIV3Schema)
+				groveTypes := crdschema.PathTypes(gv.Schema.OpenAPIV3Schema)
+				copseTypes := crdschema.PathTypes(cv.Schema.OpenAPIV3Schema)
 				if len(groveTypes) < 30 {
 					t.Fatalf("only %d paths in Grove's %s schema; the walk is broken", len(groveTypes), kind)
 				}
-				var missing, retyped, excepted []string
-				for path, groveType := range groveTypes {
-					copseType, ok := copseTypes[path]
-					switch {
-					case !ok && isRemovedFromKubernetes(path):
+				missing, retyped := crdschema.Compare(groveTypes, copseTypes)
+				var excepted []string
+				missing = slices.DeleteFunc(missing, func(path string) bool {
+					if isRemovedFromKubernetes(path) {
 						excepted = append(excepted, path)
-					case ok && isRemovedFromKubernetes(path):
+						return true
+					}
+					return false
+				})
+				for path := range copseTypes {
+					if _, inGrove := groveTypes[path]; inGrove && isRemovedFromKubernetes(path) {
 						t.Errorf("%s is listed as removed from Kubernetes but copse has it; drop it from removedFromKubernetes", path)
-					case !ok:
-						missing = append(missing, path)
-					case copseType != groveType:
-						retyped = append(retyped, path+": Grove "+groveType+", copse "+copseType)
 					}
 				}
-				sort.Strings(missing)
-				sort.Strings(retyped)
 				if len(missing) > 0 {
 					t.Errorf("%d Grove paths missing from copse's %s schema, e.g. %v", len(missing), kind, head(missing, 10))
 				}
@@ -105,15 +104,6 @@ func TestCopseCRDSchemasContainEveryGrovePath(t *testing.T) {
 			}
 		})
 	}
-}
-
-func versionNamed(crd *apiextensionsv1.CustomResourceDefinition, name string) *apiextensionsv1.CustomResourceDefinitionVersion {
-	for i := range crd.Spec.Versions {
-		if crd.Spec.Versions[i].Name == name {
-			return &crd.Spec.Versions[i]
-		}
-	}
-	return nil
 }
 
 func assertSubresourcesMatch(t *testing.T, grove, copse *apiextensionsv1.CustomResourceSubresources) {
@@ -137,39 +127,6 @@ func assertSubresourcesMatch(t *testing.T, grove, copse *apiextensionsv1.CustomR
 			t.Errorf("scale subresource: Grove %+v, copse %+v", *grove.Scale, *copse.Scale)
 		}
 	}
-}
-
-// schemaPathTypes maps every property path in a schema to its type. Array
-// items are written as "[]" and map values as "{}", so ".spec.template.cliques[].name".
-// An int-or-string field has no type of its own and is recorded as "int-or-string";
-// an unrestricted field as "any".
-func schemaPathTypes(root *apiextensionsv1.JSONSchemaProps) map[string]string {
-	out := map[string]string{}
-	var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
-	walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
-		if s == nil {
-			return
-		}
-		switch {
-		case s.XIntOrString:
-			out[path] = "int-or-string"
-		case s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields && s.Type == "":
-			out[path] = "any"
-		default:
-			out[path] = s.Type
-		}
-		for name, prop := range s.Properties {
-			walk(path+"."+name, &prop)
-		}
-		if s.Items != nil {
-			walk(path+"[]", s.Items.Schema)
-		}
-		if s.AdditionalProperties != nil {
-			walk(path+"{}", s.AdditionalProperties.Schema)
-		}
-	}
-	walk("", root)
-	return out
 }
 
 func head(s []string, n int) []string {

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -45,34 +40,19 @@ type crdKind struct {
 
 // loadCRDs reads every CustomResourceDefinition in the YAML files of dir.
 func loadCRDs(dir string) (*crdAPI, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	docs, err := crdDocuments(dir)
 	if err != nil {
 		return nil, err
 	}
 	api := &crdAPI{kinds: map[schema.GroupVersionKind]*crdKind{}}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("read CRDs: %w", err)
+	for _, doc := range docs {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := json.Unmarshal(doc, &crd); err != nil {
+			return nil, fmt.Errorf("decode a CRD of %s: %w", dir, err)
 		}
-		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := decoder.Decode(&crd); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("decode %s: %w", file, err)
-			}
-			if crd.Kind != "CustomResourceDefinition" {
-				continue
-			}
-			if err := api.add(&crd); err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
-			}
+		if err := api.add(&crd); err != nil {
+			return nil, err
 		}
-	}
-	if len(api.kinds) == 0 {
-		return nil, fmt.Errorf("no CustomResourceDefinition in %s", dir)
 	}
 	return api, nil
 }

@@ -107,7 +107,7 @@ func newOracle(ctx context.Context, moduleDir, featureGates string, now func() s
 	utilruntime.Must(schedulerpluginsv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(volcanov1beta1.AddToScheme(scheme))
 
-	crds, err := loadCRDs(filepath.Join(moduleDir, "manifests", "base", "crds"))
+	crds, err := loadCRDs(trainerCRDDir(moduleDir))
 	if err != nil {
 		return nil, fmt.Errorf("load Trainer's CRDs: %w", err)
 	}

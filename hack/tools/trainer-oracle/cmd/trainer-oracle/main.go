@@ -6,6 +6,8 @@
 //
 //	trainer-oracle build    [--trainer-dir DIR] [--feature-gates GATES] < cases.json > results.json
 //	trainer-oracle runtimes [--trainer-dir DIR] [--base]                             > runtimes.json
+//	trainer-oracle fill     [--seed N] [--iterations K]                              > objects.json
+//	trainer-oracle crds     [--trainer-dir DIR]                                      > crds.json
 //
 // Trainer's manifests (CRDs, controller configuration, runtimes) are read
 // at run time from the Trainer module in the Go module cache, found from
@@ -112,6 +114,30 @@
 // as they are instead. The command fails if a kustomization would change
 // the runtimes in a way it does not interpret (patches, other
 // transformers), or if a runtime file is installed by no kustomization.
+//
+// # fill
+//
+// Standard output is a JSON array, one object a line, of Trainer's
+// TrainJob, TrainingRuntime, ClusterTrainingRuntime, TrainJobList,
+// TrainingRuntimeList and ClusterTrainingRuntimeList, in that order,
+// --iterations of each kind, as Trainer's Go types encode them. Object i of
+// a kind is filled from seed --seed+i with sigs.k8s.io/randfill, so the
+// output is the same on every run. Every field is set: no nil pointer, no
+// empty slice or map (one or two elements), no zero string, bool or number,
+// down to the Kubernetes and JobSet types Trainer embeds; object and list
+// metadata are filled by apimachinery's meta fuzzer, which leaves some of
+// their fields unset. Values are random but valid JSON of their type:
+// canonical quantities, times in whole seconds. The command fails if a
+// field is left zero, or if an object's JSON is not what it decodes back to
+// through Trainer's type (decoded strictly, encoded again). Each object has
+// apiVersion trainer.kubeflow.org/v1alpha1 and its kind; list items have
+// none.
+//
+// # crds
+//
+// Standard output is a JSON array of the CustomResourceDefinitions in
+// Trainer's manifests/base/crds, sorted by name, each converted from its
+// YAML as it is.
 package main
 
 import (
@@ -132,6 +158,8 @@ import (
 const usage = `usage:
   trainer-oracle build    [--trainer-dir DIR] [--feature-gates GATES] < cases.json
   trainer-oracle runtimes [--trainer-dir DIR] [--base]
+  trainer-oracle fill     [--seed N] [--iterations K]
+  trainer-oracle crds     [--trainer-dir DIR]
 
 Run "trainer-oracle <command> -h" for the flags; see the package
 documentation (go doc) for the JSON protocol.
@@ -165,6 +193,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return runBuild(ctx, args, stdin, stdout)
 	case "runtimes":
 		return runRuntimes(args, stdout)
+	case "fill":
+		return runFill(args, stdout)
+	case "crds":
+		return runCRDs(args, stdout)
 	case "-h", "--help", "help":
 		_, err := fmt.Fprint(stdout, usage)
 		return err

@@ -4,9 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/yaml"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 )
 
 // runOracle runs the command line with input and decodes its output.
@@ -278,5 +293,161 @@ func TestKustomizeImage(t *testing.T) {
 func TestEscapeModulePath(t *testing.T) {
 	if got := escapeModulePath("github.com/BurntSushi/toml"); got != "github.com/!burnt!sushi/toml" {
 		t.Errorf("escapeModulePath = %s", got)
+	}
+}
+
+func TestFill(t *testing.T) {
+	var objects []json.RawMessage
+	runOracle(t, nil, &objects, "fill", "--seed", "3", "--iterations", "2")
+	if len(objects) != 2*len(filledKinds) {
+		t.Fatalf("%d objects, want 2 of each of %d kinds", len(objects), len(filledKinds))
+	}
+	for i, raw := range objects {
+		k := filledKinds[i/2]
+		var generic object
+		if err := json.Unmarshal(raw, &generic); err != nil {
+			t.Fatal(err)
+		}
+		if generic["apiVersion"] != "trainer.kubeflow.org/v1alpha1" || generic["kind"] != k.kind {
+			t.Errorf("object %d is %v %v, want trainer.kubeflow.org/v1alpha1 %s", i, generic["apiVersion"], generic["kind"], k.kind)
+		}
+		typed := k.new()
+		decoder := json.NewDecoder(bytes.NewReader(raw))
+		decoder.DisallowUnknownFields()
+		if err := decoder.Decode(typed); err != nil {
+			t.Fatalf("object %d (%s) does not decode strictly into Trainer's type: %v", i, k.kind, err)
+		}
+		if err := everyFieldSet(reflect.ValueOf(typed).Elem(), k.kind); err != nil {
+			t.Errorf("object %d decoded: %v", i, err)
+		}
+	}
+
+	// Fields deep in the objects, of the types that need fill functions.
+	var trainJob, runtime object
+	if err := json.Unmarshal(objects[0], &trainJob); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(objects[4], &runtime); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339, at(t, trainJob, "status", "trainerStatus", "lastUpdatedTime").(string)); err != nil {
+		t.Errorf("trainerStatus.lastUpdatedTime: %v", err)
+	}
+	if tier, ok := at(t, runtime, "spec", "podGroupPolicy", "volcano", "networkTopology", "highestTierAllowed").(float64); !ok || tier < 1 {
+		t.Errorf("highestTierAllowed = %v, want a positive number", tier)
+	}
+	container := at(t, runtime, "spec", "template", "spec", "replicatedJobs", 0, "template", "spec", "template", "spec", "containers", 0).(object)
+	for name, quantity := range at(t, container, "resources", "limits").(object) {
+		if q, err := resource.ParseQuantity(quantity.(string)); err != nil || q.String() != quantity {
+			t.Errorf("limits[%s] = %v, want a canonical quantity (%v)", name, quantity, err)
+		}
+	}
+
+	// Object i of a kind is filled from seed+i, the same on every run.
+	var again, fromSeed4 []json.RawMessage
+	runOracle(t, nil, &again, "fill", "--seed", "3", "--iterations", "2")
+	runOracle(t, nil, &fromSeed4, "fill", "--seed", "4", "--iterations", "1")
+	for i := range objects {
+		if !bytes.Equal(objects[i], again[i]) {
+			t.Errorf("object %d differs between two runs with the same seed", i)
+		}
+	}
+	if !bytes.Equal(objects[1], fromSeed4[0]) {
+		t.Error("the second TrainJob from seed 3 is not the first from seed 4")
+	}
+	if bytes.Equal(objects[0], objects[1]) {
+		t.Error("seeds 3 and 4 fill the same TrainJob")
+	}
+
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"fill", "--iterations", "0"}, nil, &stdout); !errors.Is(err, errUsage) {
+		t.Errorf("fill --iterations 0: %v, want a usage error", err)
+	}
+}
+
+func TestEveryFieldSet(t *testing.T) {
+	filled := func() *trainer.TrainJob {
+		tj := &trainer.TrainJob{}
+		fullFiller(1, serializer.NewCodecFactory(apiruntime.NewScheme())).Fill(tj)
+		setZeroScalars(reflect.ValueOf(tj).Elem(), rand.New(rand.NewSource(1)))
+		if err := everyFieldSet(reflect.ValueOf(tj).Elem(), "TrainJob"); err != nil {
+			t.Fatalf("a filled TrainJob: %v", err)
+		}
+		return tj
+	}
+	for _, tc := range []struct {
+		name  string
+		clear func(*trainer.TrainJob)
+		want  string // the path everyFieldSet names; empty: no error
+	}{
+		{"nil slice", func(tj *trainer.TrainJob) { tj.Status.TrainerStatus.Metrics = nil }, "TrainJob.Status.TrainerStatus.Metrics"},
+		{"empty string", func(tj *trainer.TrainJob) { tj.Spec.RuntimeRef.Name = "" }, "TrainJob.Spec.RuntimeRef.Name"},
+		{"false bool", func(tj *trainer.TrainJob) { *tj.Spec.Suspend = false }, "TrainJob.Spec.Suspend"},
+		{"nil pointer", func(tj *trainer.TrainJob) { tj.Spec.Trainer.NumNodes = nil }, "TrainJob.Spec.Trainer.NumNodes"},
+		{"zero time", func(tj *trainer.TrainJob) { tj.Status.TrainerStatus.LastUpdatedTime = metav1.Time{} }, "TrainJob.Status.TrainerStatus.LastUpdatedTime"},
+		{"empty map value", func(tj *trainer.TrainJob) {
+			for name := range tj.Spec.Trainer.ResourcesPerNode.Limits {
+				tj.Spec.Trainer.ResourcesPerNode.Limits[name] = resource.Quantity{}
+			}
+		}, "TrainJob.Spec.Trainer.ResourcesPerNode.Limits["},
+		{"object metadata is Kubernetes'", func(tj *trainer.TrainJob) { tj.Labels, tj.Kind = nil, "" }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tj := filled()
+			tc.clear(tj)
+			err := everyFieldSet(reflect.ValueOf(tj).Elem(), "TrainJob")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCRDs(t *testing.T) {
+	var crds []object
+	runOracle(t, nil, &crds, "crds")
+	var names []string
+	for _, crd := range crds {
+		names = append(names, name(crd))
+	}
+	want := []string{"clustertrainingruntimes.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org", "trainjobs.trainer.kubeflow.org"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("CRDs %v, want %v", names, want)
+	}
+	if scope := at(t, crds[0], "spec", "scope"); scope != "Cluster" {
+		t.Errorf("ClusterTrainingRuntime scope %v", scope)
+	}
+	if kind := at(t, crds[2], "spec", "names", "kind"); kind != "TrainJob" {
+		t.Errorf("trainjobs kind %v", kind)
+	}
+
+	// Each is its YAML file as it is.
+	dir, err := trainerModuleDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		file := filepath.Join(trainerCRDDir(dir), "trainer.kubeflow.org_"+strings.TrimSuffix(name(crd), ".trainer.kubeflow.org")+".yaml")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromFile object
+		if err := yaml.Unmarshal(data, &fromFile); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(crd, fromFile) {
+			t.Errorf("crds prints %s other than %s holds", name(crd), file)
+		}
+		var typed apiextensionsv1.CustomResourceDefinition
+		raw, _ := json.Marshal(crd)
+		decoder := json.NewDecoder(bytes.NewReader(raw))
+		decoder.DisallowUnknownFields()
+		if err := decoder.Decode(&typed); err != nil {
+			t.Errorf("%s is not a CustomResourceDefinition: %v", name(crd), err)
+		}
 	}
 }
