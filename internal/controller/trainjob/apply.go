@@ -9,6 +9,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,11 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 	}
 	if objects.MPIHostfile != nil {
 		if err := r.ensureConfigMap(ctx, objects.MPIHostfile); err != nil {
+			return err
+		}
+	}
+	if objects.Workload != nil {
+		if err := r.ensurePodGroups(ctx, objects); err != nil {
 			return err
 		}
 	}
@@ -65,6 +71,38 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 	updated.Spec = desired.Spec
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("rebuild suspended JobSet %s: %w", updated.Name, err)
+	}
+	return nil
+}
+
+// ensurePodGroups makes the TrainJob's Workload and PodGroups exist before
+// any of its pods: a pod whose PodGroup is missing is not scheduled, and a
+// gang whose PodGroup comes late could be placed piecemeal. Both are
+// immutable once created and kept while the TrainJob is suspended
+// (KEP-3015), so they are only ever created.
+func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobSetObjects) error {
+	workload := &schedulingv1beta1.Workload{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(objects.Workload), workload)
+	switch {
+	case apierrors.IsNotFound(err):
+		workload = objects.Workload.DeepCopy()
+		if err := r.Client.Create(ctx, workload); err != nil {
+			return fmt.Errorf("create Workload %s: %w", objects.Workload.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("get Workload %s: %w", objects.Workload.Name, err)
+	}
+	for _, podGroup := range trainjob.BuildPodGroups(objects.Plan, string(workload.UID)) {
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(podGroup), &schedulingv1beta1.PodGroup{})
+		if !apierrors.IsNotFound(err) {
+			if err != nil {
+				return fmt.Errorf("get PodGroup %s: %w", podGroup.Name, err)
+			}
+			continue
+		}
+		if err := r.Client.Create(ctx, podGroup); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PodGroup %s: %w", podGroup.Name, err)
+		}
 	}
 	return nil
 }

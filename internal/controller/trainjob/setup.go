@@ -2,6 +2,7 @@ package trainjob
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,9 +14,9 @@ import (
 )
 
 // SetupWithManager registers the controller: TrainJobs copse manages, and
-// the JobSets and ConfigMaps (snapshot, hostfile) they control, so that a
-// JobSet's progress or an object deleted from outside brings the TrainJob
-// back. Secrets are not watched: copse only ever creates them.
+// the JobSets, ConfigMaps (snapshot, hostfile) and PodGroups they control,
+// so that a JobSet's progress or an object deleted from outside brings the
+// TrainJob back. Secrets are not watched: copse only ever creates them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -25,6 +26,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		}))).
 		Owns(&jobsetv1alpha2.JobSet{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&schedulingv1beta1.PodGroup{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(r)
 }
