@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -148,7 +149,31 @@ func compareCase(schemas map[string]*structuralschema.Structural, c parityCase, 
 			return "", fmt.Errorf("%s differs (-kubeflow +copse):\n%s", key, diff)
 		}
 	}
+	if err := readsKubeflowSnapshot(tj, runtime, want.Objects); err != nil {
+		return "", err
+	}
 	return "built", nil
+}
+
+// readsKubeflowSnapshot: copse resumes a TrainJob Kubeflow Trainer started
+// from Trainer's own runtime snapshot, so the snapshot Trainer writes must
+// read back, through copse's reader, as the runtime it was made from.
+func readsKubeflowSnapshot(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, objects []json.RawMessage) error {
+	for _, raw := range objects {
+		cm := &corev1.ConfigMap{}
+		if err := json.Unmarshal(raw, cm); err != nil || cm.Kind != "ConfigMap" || cm.Name != tj.Name+trainjob.RuntimeSnapshotSuffix {
+			continue
+		}
+		got, err := trainjob.RuntimeFromSnapshot(tj, cm)
+		if err != nil {
+			return fmt.Errorf("copse cannot read Kubeflow's runtime snapshot: %w", err)
+		}
+		if diff := cmp.Diff(runtime, got); diff != "" {
+			return fmt.Errorf("Kubeflow's runtime snapshot reads back as another runtime (-runtime +snapshot):\n%s", diff)
+		}
+		return nil
+	}
+	return fmt.Errorf("Kubeflow built no runtime snapshot")
 }
 
 // copseObjects are the objects copse's JobSet backend makes for a TrainJob,
