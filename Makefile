@@ -58,7 +58,7 @@ generate: ## Regenerate deepcopy functions and CRDs (charts/copse/crds).
 	rm -f charts/copse/crds/*.yaml && \
 	$$crdgen -paths ./api/core/... -output-dir charts/copse/crds && \
 	rm -f charts/copse/trainer-crds/*.yaml && \
-	$$crdgen -paths ./api/trainer/... -types-only '' -embedded-object-meta -output-dir charts/copse/trainer-crds
+	$$crdgen -paths ./api/trainer/... -types-only '' -embedded-object-meta -max-description-depth 10 -output-dir charts/copse/trainer-crds
 
 GENERATED := charts/copse/crds charts/copse/trainer-crds $(shell find api -name 'zz_generated.*.go')
 

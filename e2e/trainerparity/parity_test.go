@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	corev1 "k8s.io/api/core/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/utils/ptr"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"

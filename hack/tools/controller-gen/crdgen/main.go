@@ -27,6 +27,8 @@ func main() {
 		"comma-separated packages whose types may be embedded but which define no API version")
 	embeddedObjectMeta := flag.Bool("embedded-object-meta", false,
 		"give the metadata of embedded objects (pod and PVC templates) their fields, as controller-gen's generateEmbeddedObjectMeta does")
+	descriptionDepth := flag.Int("max-description-depth", 0,
+		"drop field descriptions nested deeper than this many levels of properties (0: keep all)")
 	flag.Parse()
 
 	for _, pkgPath := range strings.Split(*typesOnly, ",") {
@@ -44,6 +46,12 @@ func main() {
 	runtime.OutputRules = genall.OutputRules{Default: genall.OutputToDirectory(*outputDir)}
 	if hadErrors := runtime.Run(); hadErrors {
 		os.Exit(1)
+	}
+	if *descriptionDepth > 0 {
+		if err := trimDescriptions(*outputDir, *descriptionDepth); err != nil {
+			fmt.Fprintf(os.Stderr, "crdgen: %v\n", err)
+			os.Exit(1)
+		}
 	}
 }
 
