@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -110,10 +111,14 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 				"or set controllers.trainJob.enabled to false", gvk, err)
 		}
 	}
+	_, err := mgr.GetRESTMapper().RESTMapping(schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), schedulingv1beta1.SchemeGroupVersion.Version)
 	tjReconciler := &trainjob.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: recorders.For(trainjob.ControllerName),
 		Clock:    clock.RealClock{},
+		// Without the Workload API, a runtime asking for Workload gangs
+		// fails its TrainJobs with a stated reason instead.
+		WorkloadAPI: err == nil,
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)

@@ -36,6 +36,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
+	// WorkloadAPI: the cluster serves scheduling.k8s.io/v1beta1 Workloads
+	// and PodGroups, which podGroupPolicy.workload needs.
+	WorkloadAPI bool
 }
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;delete
@@ -90,6 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case err != nil:
 			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
 			return ctrl.Result{}, fmt.Errorf("build the JobSet of TrainJob %s: %w", tj.Name, err)
+		case len(plan.PodGroups) > 0 && !r.WorkloadAPI:
+			f.Unsupported = "podGroupPolicy.workload needs the scheduling.k8s.io/v1beta1 Workload API, which this cluster does not serve"
 		default:
 			objects = trainjob.JobSetObjectsOf(plan)
 			f.NumNodes = ptr.To(trainjob.TrainerNodes(plan))

@@ -16,9 +16,9 @@ import (
 // SetupWithManager registers the controller: TrainJobs copse manages, and
 // the JobSets, ConfigMaps (snapshot, hostfile) and PodGroups they control,
 // so that a JobSet's progress or an object deleted from outside brings the
-// TrainJob back. Secrets are not watched: copse only ever creates them.
+// TrainJob back. PodGroups are watched only where the cluster serves them. Secrets are not watched: copse only ever creates them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&trainerv1alpha1.TrainJob{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
 			tj, ok := obj.(*trainerv1alpha1.TrainJob)
@@ -26,7 +26,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		}))).
 		Owns(&jobsetv1alpha2.JobSet{}).
 		Owns(&corev1.ConfigMap{}).
-		Owns(&schedulingv1beta1.PodGroup{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
+	if r.WorkloadAPI {
+		b = b.Owns(&schedulingv1beta1.PodGroup{})
+	}
+	return b.Complete(r)
 }
