@@ -1,8 +1,9 @@
 // Command copse-demo is `make demo`: it brings up the local cluster with
 // simulated GPU nodes, installs copse with its Helm chart (local mode),
 // starts the operator as a local process with the chart's ServiceAccount
-// identity, applies the samples in samples/, and shows a live table of the
-// workloads until every Training sample has ended.
+// identity, applies the samples in samples/ (training runtimes first), shows
+// live tables of the workloads and the TrainJobs until every Training and
+// TrainJob sample has ended, and says what each sample did.
 //
 //	copse-demo [--dir D] [--samples DIR] [--timeout 5m]   run the demo
 //	copse-demo down [--dir D]                             stop the operator and the cluster
@@ -32,7 +33,7 @@ func main() {
 	fs := flag.NewFlagSet(command, flag.ExitOnError)
 	dir := fs.String("dir", defaultDir(), "directory of the demo cluster (logs, kubeconfig, operator state)")
 	samples := fs.String("samples", "samples", "directory of the sample manifests to apply")
-	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the Training samples to end")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the Training and TrainJob samples to end")
 	_ = fs.Parse(args)
 
 	var err error
@@ -59,4 +60,4 @@ func defaultDir() string {
 	return filepath.Join(cache, "copse", "clusters", "demo")
 }
 
-var errTrainingNotDone = errors.New("the Training samples did not all end in time")
+var errSamplesNotDone = errors.New("the Training and TrainJob samples did not all end in time")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 )
@@ -42,7 +44,7 @@ func run(ctx context.Context, opts demoOptions) error {
 	}
 	env := &framework.Env{Cluster: c, Client: kube, Clientset: c.Client(), Topology: c.Topology()}
 
-	step("installing copse with Helm (chart charts/copse, local mode)")
+	step("installing copse with Helm (chart charts/copse, local mode; the trainer.kubeflow.org CRDs applied by the demo)")
 	ports, err := framework.AllocateLocalOperatorPorts()
 	if err != nil {
 		return err
@@ -51,14 +53,16 @@ func run(ctx context.Context, opts demoOptions) error {
 		return err
 	}
 
-	step("starting copse-operator as a local process, with the chart's ServiceAccount identity")
-	if err := startOperator(ctx, env, opts.dir, ports); err != nil {
-		return err
-	}
-
+	// The operator's TrainJob front-end refuses to start without the JobSet
+	// API, which starting the JobSet controller installs.
 	step("starting the JobSet controller (sigs.k8s.io/jobset) as a local process, with its webhooks registered")
 	jobset, err := startJobSet(ctx, env, opts.dir)
 	if err != nil {
+		return err
+	}
+
+	step("starting copse-operator as a local process, with the chart's ServiceAccount identity")
+	if err := startOperator(ctx, env, opts.dir, ports); err != nil {
 		return err
 	}
 
@@ -66,14 +70,16 @@ func run(ctx context.Context, opts demoOptions) error {
 	if err := ensureNamespace(ctx, kube, demoNamespace); err != nil {
 		return err
 	}
-	if _, err := applySamples(ctx, kube, opts.samplesDir, demoNamespace); err != nil {
+	applied, err := applySamples(ctx, kube, opts.samplesDir, demoNamespace)
+	if err != nil {
 		return err
 	}
 
-	step("watching the workloads until every Training sample has ended")
-	final, err := watch(ctx, kube, opts.timeout)
+	step("watching the workloads and TrainJobs until every Training and TrainJob sample has ended")
+	final, err := watch(ctx, kube, applied, opts.timeout)
 	fmt.Println()
-	fmt.Println(final)
+	fmt.Println(final.render(time.Now()))
+	fmt.Println(summary(applied, final))
 	fmt.Printf("demo took %s\n\n", time.Since(started).Round(time.Second))
 	printUsage(c, opts.dir, jobset)
 	return err
@@ -89,36 +95,44 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
-// watch redraws the table every second until every Training workload is
-// terminal, and returns the last table.
-func watch(ctx context.Context, c client.Client, timeout time.Duration) (string, error) {
+// watch redraws the tables until every applied Training workload and
+// TrainJob has ended, and returns the last view. On a terminal it redraws in
+// place every second, so the ages move; otherwise it prints the tables each
+// time something other than an age changed.
+func watch(ctx context.Context, c client.Client, applied []appliedObject, timeout time.Duration) (view, error) {
 	deadline := time.Now().Add(timeout)
 	interactive := isTerminal(os.Stdout)
-	last := ""
+	var last view
+	lastTable := ""
 	for {
 		var sets copsev1alpha1.PodCliqueSetList
 		var pods corev1.PodList
+		var trainJobs trainerv1alpha1.TrainJobList
 		if err := c.List(ctx, &sets, client.InNamespace(demoNamespace)); err != nil {
 			return last, fmt.Errorf("list PodCliqueSets: %w", err)
 		}
 		if err := c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
 			return last, fmt.Errorf("list pods: %w", err)
 		}
-		table := tableString(rowsOf(sets.Items, pods.Items))
-		if table != last {
-			if interactive && last != "" {
-				// Move the cursor up over the previous table and redraw it.
-				fmt.Printf("\033[%dA\033[J", countLines(last)+1)
-			}
-			fmt.Printf("%s\n", time.Now().Format("15:04:05"))
-			fmt.Print(table)
-			last = table
+		if err := c.List(ctx, &trainJobs, client.InNamespace(demoNamespace)); err != nil {
+			return last, fmt.Errorf("list TrainJobs: %w", err)
 		}
-		if len(sets.Items) > 0 && trainingDone(sets.Items) {
+		v := newView(sets.Items, pods.Items, trainJobs.Items)
+		if lastTable == "" || interactive || !reflect.DeepEqual(v, last) {
+			if interactive && lastTable != "" {
+				// Move the cursor up over the previous tables and redraw them.
+				fmt.Printf("\033[%dA\033[J", countLines(lastTable)+1)
+			}
+			lastTable = v.render(time.Now())
+			fmt.Printf("%s\n", time.Now().Format("15:04:05"))
+			fmt.Print(lastTable)
+		}
+		last = v
+		if samplesEnded(applied, sets.Items, trainJobs.Items) {
 			return last, nil
 		}
 		if time.Now().After(deadline) {
-			return last, errTrainingNotDone
+			return last, errSamplesNotDone
 		}
 		select {
 		case <-ctx.Done():
@@ -148,15 +162,19 @@ func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
 
   export KUBECONFIG=%s
   alias kubectl='%s'
-  kubectl get pcs -n %s                     # workloads: type, phase, restarts
+  kubectl get pcs -n %s                        # workloads: type, phase, restarts
   kubectl get pclq,pods -n %s -L copse.dev/attempt
-  kubectl describe pcs -n %s finetune-flaky # events: PodCliqueFailed, ReplicaRestarting, WorkloadSucceeded
+  kubectl describe pcs -n %s finetune-flaky    # events: PodCliqueFailed, ReplicaRestarting, WorkloadSucceeded
   kubectl get nodes -L nvidia.com/gpu.clique
-  kubectl get jobsets -A                      # JobSets, admitted by JobSet's own webhooks
+  kubectl get trainjobs -n %s                  # TrainJobs: state, runtime, nodes (deleted 10 minutes after they end)
+  kubectl describe trainjob -n %s bert-crash   # status: Failed with the JobSet's reason, jobsStatus
+  kubectl get jobsets,jobs -n %s               # the TrainJobs' JobSets, admitted by JobSet's own webhooks
+  kubectl get workloads,podgroups -n %s        # gangs (Workload API): one Workload per PodCliqueSet and TrainJob
 
 Operator log: %s
 JobSet controller log: %s
 Tear it all down with: make demo-down
 `, jobset.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
+		demoNamespace, demoNamespace, demoNamespace, demoNamespace,
 		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath)
 }

@@ -17,31 +17,77 @@ import (
 // fieldManager names the demo in managedFields.
 const fieldManager = "copse-demo"
 
-// applySamples server-side applies every object of every YAML file in dir
-// into namespace, and returns the names of the PodCliqueSets applied.
-func applySamples(ctx context.Context, c client.Client, dir, namespace string) ([]string, error) {
+// The kinds the demo follows or orders.
+const (
+	kindPodCliqueSet           = "PodCliqueSet"
+	kindTrainJob               = "TrainJob"
+	kindClusterTrainingRuntime = "ClusterTrainingRuntime"
+	kindTrainingRuntime        = "TrainingRuntime"
+)
+
+// sampleObject is one object of a sample file.
+type sampleObject struct {
+	file string // base name of the sample file
+	obj  *unstructured.Unstructured
+}
+
+// appliedObject names an object the demo applied and the sample it came from.
+type appliedObject struct {
+	file, kind, name string
+}
+
+// applySamples server-side applies every object of every YAML file in dir,
+// namespaced ones into namespace, in applyOrder, and returns what it applied
+// in that order.
+func applySamples(ctx context.Context, c client.Client, dir, namespace string) ([]appliedObject, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("list samples in %s: %w", dir, err)
 	}
-	sort.Strings(files)
-	var names []string
+	var objects []sampleObject
 	for _, file := range files {
-		objects, err := readObjects(file)
+		read, err := readObjects(file)
 		if err != nil {
 			return nil, err
 		}
-		for _, obj := range objects {
-			obj.SetNamespace(namespace)
-			if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-				return nil, fmt.Errorf("apply %s %s from %s: %w", obj.GetKind(), obj.GetName(), filepath.Base(file), err)
-			}
-			if obj.GetKind() == "PodCliqueSet" {
-				names = append(names, obj.GetName())
-			}
+		for _, obj := range read {
+			objects = append(objects, sampleObject{file: filepath.Base(file), obj: obj})
 		}
 	}
-	return names, nil
+	var applied []appliedObject
+	for _, s := range applyOrder(objects) {
+		namespaced, err := c.IsObjectNamespaced(s.obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s from %s: %w", s.obj.GetKind(), s.obj.GetName(), s.file, err)
+		}
+		if namespaced {
+			s.obj.SetNamespace(namespace)
+		}
+		if err := c.Patch(ctx, s.obj, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("apply %s %s from %s: %w", s.obj.GetKind(), s.obj.GetName(), s.file, err)
+		}
+		applied = append(applied, appliedObject{file: s.file, kind: s.obj.GetKind(), name: s.obj.GetName()})
+	}
+	return applied, nil
+}
+
+// applyOrder sorts the objects by file name, and puts the training runtimes
+// before everything else: copse refuses a TrainJob whose runtime does not
+// exist yet, whichever file either is in.
+func applyOrder(objects []sampleObject) []sampleObject {
+	out := append([]sampleObject(nil), objects...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := isRuntime(out[i].obj.GetKind()), isRuntime(out[j].obj.GetKind())
+		if ri != rj {
+			return ri
+		}
+		return out[i].file < out[j].file
+	})
+	return out
+}
+
+func isRuntime(kind string) bool {
+	return kind == kindClusterTrainingRuntime || kind == kindTrainingRuntime
 }
 
 func readObjects(path string) ([]*unstructured.Unstructured, error) {

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/internal/trainjob"
+)
+
+// samplesDir is the repository's samples/, which `make demo` applies.
+const samplesDir = "../../samples"
+
+// strictly decodes obj into out, refusing fields out's type lacks, so a
+// misspelt field in a sample fails here rather than being pruned silently.
+func strictly(t *testing.T, obj *unstructured.Unstructured, out any) {
+	t.Helper()
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+}
+
+// TestTrainJobSamples builds each TrainJob sample against the runtime
+// sample, as copse's admission and controller do: the samples pass Kubeflow's
+// admission rules, ask for two gang-scheduled nodes, and carry the simulated
+// outcome their file names promise.
+func TestTrainJobSamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(samplesDir, "trainjob-*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no TrainJob samples in %s: %v", samplesDir, err)
+	}
+	runtimes := map[string]trainerv1alpha1.ClusterTrainingRuntime{}
+	trainJobs := map[string]*trainerv1alpha1.TrainJob{} // by file
+	for _, file := range files {
+		objects, err := readObjects(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range objects {
+			switch obj.GetKind() {
+			case kindClusterTrainingRuntime:
+				var rt trainerv1alpha1.ClusterTrainingRuntime
+				strictly(t, obj, &rt)
+				// The CRD's default, which the API server applies.
+				for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+					if rt.Spec.Template.Spec.ReplicatedJobs[i].Replicas == 0 {
+						rt.Spec.Template.Spec.ReplicatedJobs[i].Replicas = 1
+					}
+				}
+				runtimes[rt.Name] = rt
+			case kindTrainJob:
+				tj := &trainerv1alpha1.TrainJob{}
+				strictly(t, obj, tj)
+				tj.Namespace = demoNamespace
+				trainJobs[filepath.Base(file)] = tj
+			default:
+				t.Errorf("%s: unexpected %s", file, obj.GetKind())
+			}
+		}
+	}
+
+	rt, ok := runtimes["copse-torch"]
+	if !ok {
+		t.Fatalf("no ClusterTrainingRuntime copse-torch among %v", files)
+	}
+	if errs := trainjob.ValidateRuntime(&rt.Spec); len(errs) > 0 {
+		t.Errorf("runtime copse-torch: %v", errs.ToAggregate())
+	}
+	if rt.Spec.PodGroupPolicy == nil || rt.Spec.PodGroupPolicy.Workload == nil || rt.Spec.TTLSecondsAfterFinished == nil {
+		t.Errorf("runtime copse-torch: want podGroupPolicy.workload and ttlSecondsAfterFinished, got podGroupPolicy %+v, ttlSecondsAfterFinished %v",
+			rt.Spec.PodGroupPolicy, rt.Spec.TTLSecondsAfterFinished)
+	}
+
+	wantExit := map[string]string{"trainjob-succeeds.yaml": "0", "trainjob-fails.yaml": "1"}
+	if len(trainJobs) != len(wantExit) {
+		t.Errorf("TrainJob samples %v, want one per file of %v", trainJobs, wantExit)
+	}
+	for file, tj := range trainJobs {
+		t.Run(file, func(t *testing.T) {
+			runtime := trainjob.Runtime{Kind: trainjob.RuntimeKind(tj), Name: tj.Spec.RuntimeRef.Name, Spec: runtimes[tj.Spec.RuntimeRef.Name].Spec}
+			if runtime.Kind != trainerv1alpha1.ClusterTrainingRuntimeKind || runtime.Name != rt.Name {
+				t.Fatalf("runtimeRef %+v: want ClusterTrainingRuntime %s", tj.Spec.RuntimeRef, rt.Name)
+			}
+			plan, err := trainjob.NewPlan(tj, runtime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := trainjob.Validate(plan); len(errs) > 0 {
+				t.Fatalf("admission: %v", errs.ToAggregate())
+			}
+			objects, err := trainjob.BuildJobSetObjects(tj, runtime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := objects.JobSet.Spec.ReplicatedJobs
+			if len(jobs) != 1 || jobs[0].Name != trainjob.NodeName || *jobs[0].Template.Spec.Parallelism != 2 {
+				t.Fatalf("want one replicated job node of 2 pods, got %+v", jobs)
+			}
+			pod := jobs[0].Template.Spec.Template
+			if pod.Annotations[cluster.AnnotationRunDuration] == "" || pod.Annotations[cluster.AnnotationExitCode] != wantExit[file] {
+				t.Errorf("pod annotations %v: want a run duration and exit code %q", pod.Annotations, wantExit[file])
+			}
+			if gpus := pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; gpus.Value() != 2 {
+				t.Errorf("node container resources %+v: want 2 GPUs", pod.Spec.Containers[0].Resources)
+			}
+			groups := objects.Plan.PodGroups
+			if objects.Workload == nil || len(groups) != 1 || groups[0].MinCount != 2 ||
+				pod.Spec.SchedulingGroup == nil || *pod.Spec.SchedulingGroup.PodGroupName != tj.Name+"-trainer" {
+				t.Errorf("want a gang of 2 in PodGroup %s-trainer: groups %+v, pod group %+v", tj.Name, groups, pod.Spec.SchedulingGroup)
+			}
+		})
+	}
+}
