@@ -21,15 +21,7 @@ import (
 
 // installChart installs (or upgrades) the chart in local mode: everything
 // but the Deployment, with webhooks calling the local operator's port.
-//
-// The trainer.kubeflow.org CRDs are applied by the demo, and the chart is
-// told not to (trainJob.installCRDs=false): rendered as templates they make
-// the release Secret Helm stores larger than the 1 MiB an object may have,
-// and the install fails. Drop both once the chart's release fits.
 func installChart(ctx context.Context, env *framework.Env, ports framework.LocalOperatorPorts) error {
-	if err := framework.InstallTrainerCRDs(ctx, env.Client); err != nil {
-		return fmt.Errorf("trainer.kubeflow.org CRDs: %w", err)
-	}
 	helm, err := framework.NewHelm(ctx, env.Cluster.Kubeconfig(), filepath.Join(env.Cluster.Dir(), "helm"))
 	if err != nil {
 		return err
@@ -42,7 +34,6 @@ func installChart(ctx context.Context, env *framework.Env, ports framework.Local
 		"--namespace", releaseNamespace, "--create-namespace",
 		"--set", "localMode.enabled=true",
 		"--set", "localMode.webhookURL="+ports.WebhookURL(),
-		"--set", "trainJob.installCRDs=false",
 		"--wait", "--timeout", "2m")
 	if err != nil {
 		return fmt.Errorf("helm install: %w\n%s", err, out)

@@ -28,16 +28,6 @@ func InstallCRDs(ctx context.Context, c client.Client) error {
 	return installCRDSet(ctx, c, append(all, trainer...))
 }
 
-// InstallTrainerCRDs creates or updates copse's trainer.kubeflow.org CRDs
-// only, and waits until the API server serves each of them.
-func InstallTrainerCRDs(ctx context.Context, c client.Client) error {
-	trainer, err := trainercrds.All()
-	if err != nil {
-		return err
-	}
-	return installCRDSet(ctx, c, trainer)
-}
-
 func installCRDSet(ctx context.Context, c client.Client, all []*apiextensionsv1.CustomResourceDefinition) error {
 	for _, crd := range all {
 		if err := createOrReplaceCRD(ctx, c, crd); err != nil {

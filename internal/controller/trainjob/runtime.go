@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -22,15 +23,22 @@ func (r *Reconciler) resolveRuntime(ctx context.Context, tj *trainerv1alpha1.Tra
 	if err != nil || found {
 		return runtime, err
 	}
-	live, err := r.liveRuntime(ctx, tj)
-	if err != nil {
-		return trainjob.Runtime{}, err
-	}
-	if !controllerutil.ContainsFinalizer(live, trainjob.RuntimeInUseFinalizer) {
-		controllerutil.AddFinalizer(live, trainjob.RuntimeInUseFinalizer)
-		if err := r.Client.Update(ctx, live); err != nil {
-			return trainjob.Runtime{}, fmt.Errorf("mark %s %s in use: %w", trainjob.RuntimeKind(tj), live.GetName(), err)
+	var live client.Object
+	// Many TrainJobs of one runtime start together; each marks it in use,
+	// so a write that lost the race reads the runtime again.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if live, err = r.liveRuntime(ctx, tj); err != nil {
+			return err
 		}
+		if controllerutil.ContainsFinalizer(live, trainjob.RuntimeInUseFinalizer) {
+			return nil
+		}
+		controllerutil.AddFinalizer(live, trainjob.RuntimeInUseFinalizer)
+		return r.Client.Update(ctx, live)
+	})
+	if err != nil {
+		return trainjob.Runtime{}, fmt.Errorf("mark %s %s in use: %w", trainjob.RuntimeKind(tj), tj.Spec.RuntimeRef.Name, err)
 	}
 	runtime = trainjob.Runtime{Kind: trainjob.RuntimeKind(tj), Name: live.GetName(), Spec: *runtimeSpec(live)}
 	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
