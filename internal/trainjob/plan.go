@@ -45,6 +45,11 @@ type Plan struct {
 	// PodGroups are the Workload-API pod groups, set by
 	// ApplyPodGroupPolicy when the runtime asks for them.
 	PodGroups []PodGroupPlan
+
+	// runtimeJobs are the runtime's replicated jobs before any runtime
+	// patch: a patch may change only jobs and containers the runtime has,
+	// and once merged into Spec it would seem to have them.
+	runtimeJobs []jobsetv1alpha2.ReplicatedJob
 }
 
 // PodSet is one replicated job's role and size.
@@ -71,6 +76,7 @@ func NewPlan(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*Plan, error)
 		Labels:         maps.Clone(runtime.Spec.Template.Labels),
 		Annotations:    maps.Clone(runtime.Spec.Template.Annotations),
 		Spec:           *runtime.Spec.Template.Spec.DeepCopy(),
+		runtimeJobs:    runtime.Spec.Template.Spec.DeepCopy().ReplicatedJobs,
 	}
 	plan.mergePatchMetadata()
 	if err := plan.mergePatchSpecs(); err != nil {
@@ -241,6 +247,22 @@ func (p *Plan) container(podSet *PodSet, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// runtimePodSpec returns the pod spec of the runtime's replicated job named
+// job, before any runtime patch, or nil if the runtime has no such job.
+func (p *Plan) runtimePodSpec(job string) *corev1.PodSpec {
+	if i := slices.IndexFunc(p.runtimeJobs, func(r jobsetv1alpha2.ReplicatedJob) bool { return r.Name == job }); i >= 0 {
+		return &p.runtimeJobs[i].Template.Spec.Template.Spec
+	}
+	return nil
+}
+
+// hasContainer reports whether a pod spec has a container or an init
+// container named name.
+func hasContainer(spec *corev1.PodSpec, name string) bool {
+	named := func(c corev1.Container) bool { return c.Name == name }
+	return slices.ContainsFunc(spec.Containers, named) || slices.ContainsFunc(spec.InitContainers, named)
 }
 
 // trainerContainer returns the trainer step's node container, or nil.

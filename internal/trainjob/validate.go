@@ -103,19 +103,20 @@ func validateInitializers(p *Plan) field.ErrorList {
 }
 
 // validateRuntimePatches: each manager is a domain-prefixed path, and a patch
-// names replicated jobs and containers of the runtime and sets no env of the
-// containers whose env the TrainJob's trainer and initializer own.
+// names replicated jobs and containers of the runtime (as the runtime has
+// them, before the patches) and sets no env of the containers whose env the
+// TrainJob's trainer and initializer own.
 func validateRuntimePatches(p *Plan) field.ErrorList {
 	var errs field.ErrorList
 	patches := p.TrainJob.Spec.RuntimePatches
-	for _, patch := range patches {
-		errs = append(errs, validation.IsDomainPrefixedPath(runtimePatchesPath.Child("manager"), patch.Manager)...)
+	for i, patch := range patches {
+		errs = append(errs, validation.IsDomainPrefixedPath(runtimePatchesPath.Index(i).Child("manager"), patch.Manager)...)
 		if patch.TrainingRuntimeSpec == nil || patch.TrainingRuntimeSpec.Template == nil || patch.TrainingRuntimeSpec.Template.Spec == nil {
 			continue
 		}
 		for _, jobPatch := range patch.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
-			podSet := p.PodSetNamed(jobPatch.Name)
-			if podSet == nil {
+			runtimePod := p.runtimePodSpec(jobPatch.Name)
+			if runtimePod == nil {
 				errs = append(errs, field.Invalid(runtimePatchesPath, patches, fmt.Sprintf("must not have replicatedJob that doesn't exist in the runtime: %s", jobPatch.Name)))
 				continue
 			}
@@ -124,13 +125,13 @@ func validateRuntimePatches(p *Plan) field.ErrorList {
 			}
 			spec := jobPatch.Template.Spec.Template.Spec
 			for _, c := range spec.InitContainers {
-				if p.container(podSet, c.Name) == nil {
+				if !hasContainer(runtimePod, c.Name) {
 					errs = append(errs, field.Invalid(runtimePatchesPath, patches, fmt.Sprintf("must not have initContainer that doesn't exist in the runtime job %s", jobPatch.Name)))
 				}
 			}
 			for _, c := range spec.Containers {
 				switch {
-				case p.container(podSet, c.Name) == nil:
+				case !hasContainer(runtimePod, c.Name):
 					errs = append(errs, field.Invalid(runtimePatchesPath, patches, fmt.Sprintf("must not have container that doesn't exist in the runtime job %s", jobPatch.Name)))
 				case len(c.Env) > 0 && (c.Name == DatasetInitializerName || c.Name == ModelInitializerName || c.Name == NodeName):
 					errs = append(errs, field.Invalid(runtimePatchesPath, patches, fmt.Sprintf("must not have envs for the %s, %s, %s containers", DatasetInitializerName, ModelInitializerName, NodeName)))
