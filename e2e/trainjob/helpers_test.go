@@ -2,25 +2,41 @@ package trainjob_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 const (
 	// wait bounds what takes the controllers a few passes.
 	wait = 90 * time.Second
 	poll = 250 * time.Millisecond
+	// simulationManager is the runtime patch that steers the simulated pods.
+	simulationManager = "e2e.copse.dev/simulation"
 )
+
+func newNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}
 
 // sdkTrainJob is a TrainJob shaped as the Kubeflow Python SDK creates one:
 // runtimeRef by name, trainer numNodes, resourcesPerNode and command.
@@ -40,24 +56,118 @@ func sdkTrainJob(namespace, name, runtime string, nodes int32) *trainerv1alpha1.
 	}
 }
 
-// runFor patches every pod of a TrainJob's runtime patch so that the
-// simulated containers run for d and exit with code.
-func withPods(tj *trainerv1alpha1.TrainJob, job string, annotations map[string]string) {
-	tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, trainerv1alpha1.RuntimePatch{
-		Manager: "e2e.copse.dev/simulation",
-		TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{Template: &trainerv1alpha1.JobSetTemplatePatch{
-			Spec: &trainerv1alpha1.JobSetSpecPatch{ReplicatedJobs: []trainerv1alpha1.ReplicatedJobPatch{{
-				Name: job,
-				Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
-					Template: &trainerv1alpha1.PodTemplatePatch{Metadata: &metav1.ObjectMeta{Annotations: annotations}},
-				}},
-			}}},
-		}},
-	})
+// onTrainingRuntime points a TrainJob at a TrainingRuntime of its namespace.
+func onTrainingRuntime(tj *trainerv1alpha1.TrainJob) *trainerv1alpha1.TrainJob {
+	tj.Spec.RuntimeRef.Kind = ptr.To(trainerv1alpha1.TrainingRuntimeKind)
+	return tj
 }
 
+// withPods adds the given annotations to the pods of one replicated job,
+// through the TrainJob's simulation runtime patch.
+func withPods(tj *trainerv1alpha1.TrainJob, job string, annotations map[string]string) {
+	pod := simulationPatch(tj, job)
+	if pod.Metadata == nil {
+		pod.Metadata = &metav1.ObjectMeta{}
+	}
+	pod.Metadata.Annotations = annotations
+}
+
+// withGracePeriod makes the pods of one replicated job end this many
+// seconds after their deletion (the simulated process ignores SIGTERM),
+// instead of 30.
+func withGracePeriod(tj *trainerv1alpha1.TrainJob, job string, seconds int64) {
+	pod := simulationPatch(tj, job)
+	if pod.Spec == nil {
+		pod.Spec = &trainerv1alpha1.PodSpecPatch{}
+	}
+	pod.Spec.TerminationGracePeriodSeconds = &seconds
+}
+
+// simulationPatch is the pod template patch of one replicated job in the
+// TrainJob's simulation runtime patch (one patch per manager), added if
+// missing.
+func simulationPatch(tj *trainerv1alpha1.TrainJob, job string) *trainerv1alpha1.PodTemplatePatch {
+	var patch *trainerv1alpha1.RuntimePatch
+	for i := range tj.Spec.RuntimePatches {
+		if tj.Spec.RuntimePatches[i].Manager == simulationManager {
+			patch = &tj.Spec.RuntimePatches[i]
+		}
+	}
+	if patch == nil {
+		tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, trainerv1alpha1.RuntimePatch{
+			Manager: simulationManager,
+			TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{Template: &trainerv1alpha1.JobSetTemplatePatch{
+				Spec: &trainerv1alpha1.JobSetSpecPatch{},
+			}},
+		})
+		patch = &tj.Spec.RuntimePatches[len(tj.Spec.RuntimePatches)-1]
+	}
+	spec := patch.TrainingRuntimeSpec.Template.Spec
+	for i := range spec.ReplicatedJobs {
+		if spec.ReplicatedJobs[i].Name == job {
+			return spec.ReplicatedJobs[i].Template.Spec.Template
+		}
+	}
+	spec.ReplicatedJobs = append(spec.ReplicatedJobs, trainerv1alpha1.ReplicatedJobPatch{
+		Name: job,
+		Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
+			Template: &trainerv1alpha1.PodTemplatePatch{},
+		}},
+	})
+	return spec.ReplicatedJobs[len(spec.ReplicatedJobs)-1].Template.Spec.Template
+}
+
+// simulate makes simulated containers run for runFor and exit with exitCode.
 func simulate(runFor time.Duration, exitCode string) map[string]string {
 	return map[string]string{cluster.AnnotationRunDuration: runFor.String(), cluster.AnnotationExitCode: exitCode}
+}
+
+// runtimeCopy is a TrainingRuntime in namespace with the spec of a runtime
+// Kubeflow ships, whose Jobs fail at the first failed pod (backoffLimit 0)
+// instead of after Kubernetes' six retries with back-off of minutes.
+func runtimeCopy(namespace, shippedName string) *trainerv1alpha1.TrainingRuntime {
+	GinkgoHelper()
+	src, ok := shipped[shippedName]
+	Expect(ok).To(BeTrue(), "Kubeflow ships no runtime %s", shippedName)
+	rt := &trainerv1alpha1.TrainingRuntime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: shippedName},
+		Spec:       *src.Spec.DeepCopy(),
+	}
+	failFast(&rt.Spec)
+	return rt
+}
+
+func failFast(spec *trainerv1alpha1.TrainingRuntimeSpec) {
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		job := &spec.Template.Spec.ReplicatedJobs[i].Template.Spec
+		job.BackoffLimit = ptr.To[int32](0)
+		job.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+}
+
+// plainRuntime is a TrainingRuntime without an ML policy: one trainer job
+// "node" of one container "node", failing at the first failed pod.
+func plainRuntime(namespace, name string) *trainerv1alpha1.TrainingRuntime {
+	rt := &trainerv1alpha1.TrainingRuntime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: trainerv1alpha1.TrainingRuntimeSpec{
+			MLPolicy: &trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1)},
+			Template: trainerv1alpha1.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
+				ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+					Name: trainjob.NodeName,
+					Template: batchJobTemplate(map[string]string{trainjob.AncestorLabel: trainjob.AncestorTrainer},
+						corev1.Container{Name: trainjob.NodeName, Image: "registry.example/plain-trainer:v1"}),
+				}},
+			}},
+		},
+	}
+	failFast(&rt.Spec)
+	return rt
+}
+
+func createRuntime(ctx context.Context, rt *trainerv1alpha1.TrainingRuntime) {
+	GinkgoHelper()
+	Expect(env.Client.Create(ctx, rt)).To(Succeed(), "TrainingRuntime %s", rt.Name)
 }
 
 func getTrainJob(ctx context.Context, tj *trainerv1alpha1.TrainJob) *trainerv1alpha1.TrainJob {
@@ -70,9 +180,46 @@ func condition(tj *trainerv1alpha1.TrainJob, conditionType string) *metav1.Condi
 	return meta.FindStatusCondition(tj.Status.Conditions, conditionType)
 }
 
+// waitCondition waits until the TrainJob's condition is true and returns the
+// TrainJob as it then was.
+func waitCondition(ctx context.Context, tj *trainerv1alpha1.TrainJob, conditionType string, timeout time.Duration) *trainerv1alpha1.TrainJob {
+	GinkgoHelper()
+	var got *trainerv1alpha1.TrainJob
+	Eventually(func(g Gomega) {
+		got = &trainerv1alpha1.TrainJob{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, conditionType)).To(BeTrue(),
+			"conditions: %v", got.Status.Conditions)
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return got
+}
+
 func jobSetOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*jobsetv1alpha2.JobSet, error) {
 	js := &jobsetv1alpha2.JobSet{}
 	return js, env.Client.Get(ctx, client.ObjectKeyFromObject(tj), js)
+}
+
+// waitJobSet waits until the TrainJob's JobSet exists, controlled by it.
+func waitJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) *jobsetv1alpha2.JobSet {
+	GinkgoHelper()
+	var js *jobsetv1alpha2.JobSet
+	Eventually(func(g Gomega) {
+		var err error
+		js, err = jobSetOf(ctx, tj)
+		g.Expect(err).NotTo(HaveOccurred())
+		owner := getTrainJob(ctx, tj)
+		g.Expect(metav1.IsControlledBy(js, owner)).To(BeTrue(), "JobSet %s is not controlled by its TrainJob", js.Name)
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	return js
+}
+
+// expectGone waits until the object no longer exists.
+func expectGone(ctx context.Context, obj client.Object, timeout time.Duration) {
+	GinkgoHelper()
+	Eventually(func() error {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound),
+		"%T %s still exists", obj, obj.GetName())
 }
 
 func podsOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) []corev1.Pod {
@@ -82,4 +229,82 @@ func podsOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) []corev1.Pod {
 	return pods.Items
 }
 
+// runningPods waits until the replicated job has n running, ready pods.
+func runningPods(ctx context.Context, tj *trainerv1alpha1.TrainJob, job string, n int) []corev1.Pod {
+	GinkgoHelper()
+	var running []corev1.Pod
+	Eventually(func(g Gomega) {
+		running = nil
+		for _, p := range podsOf(ctx, tj) {
+			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == job && p.Status.Phase == corev1.PodRunning && framework.IsReady(&p) {
+				running = append(running, p)
+			}
+		}
+		g.Expect(running).To(HaveLen(n), "running pods of %s", job)
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	return running
+}
+
+// replicatedJob is the named replicated job of a JobSet.
+func replicatedJob(g Gomega, js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.ReplicatedJob {
+	for i := range js.Spec.ReplicatedJobs {
+		if js.Spec.ReplicatedJobs[i].Name == name {
+			return &js.Spec.ReplicatedJobs[i]
+		}
+	}
+	g.Expect(fmt.Errorf("JobSet %s has no replicated job %s", js.Name, name)).NotTo(HaveOccurred())
+	return nil
+}
+
+// nodeContainer is the "node" container of a replicated job's pods.
+func nodeContainer(g Gomega, rjob *jobsetv1alpha2.ReplicatedJob) *corev1.Container {
+	containers := rjob.Template.Spec.Template.Spec.Containers
+	for i := range containers {
+		if containers[i].Name == trainjob.NodeName {
+			return &containers[i]
+		}
+	}
+	g.Expect(fmt.Errorf("replicated job %s has no node container", rjob.Name)).NotTo(HaveOccurred())
+	return nil
+}
+
+// envOf maps a container's env by name.
+func envOf(c *corev1.Container) map[string]corev1.EnvVar {
+	out := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		out[e.Name] = e
+	}
+	return out
+}
+
+// haveValue matches an env var with a literal value.
+func haveValue(value string) OmegaMatcher {
+	return And(HaveField("Value", value), HaveField("ValueFrom", BeNil()))
+}
+
+// haveCompletionIndex matches an env var read from the pod's index in its
+// indexed Job.
+func haveCompletionIndex() OmegaMatcher {
+	return HaveField("ValueFrom.FieldRef.FieldPath", trainjob.CompletionIndexFieldPath)
+}
+
+// podDNSName is the name a pod answers to in its JobSet's headless service.
+func podDNSName(p *corev1.Pod) string {
+	return p.Spec.Hostname + "." + p.Spec.Subdomain
+}
+
+func jobSetCondition(js *jobsetv1alpha2.JobSet, conditionType jobsetv1alpha2.JobSetConditionType) *metav1.Condition {
+	return meta.FindStatusCondition(js.Status.Conditions, string(conditionType))
+}
+
 func resourceMust(q string) resource.Quantity { return resource.MustParse(q) }
+
+// batchJobTemplate is a Job template with the given labels and one container.
+func batchJobTemplate(labels map[string]string, container corev1.Container) batchv1.JobTemplateSpec {
+	return batchv1.JobTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{container},
+		}}},
+	}
+}

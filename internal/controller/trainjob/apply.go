@@ -68,7 +68,9 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 	updated := existing.DeepCopy()
 	updated.Labels = maps.Clone(desired.Labels)
 	updated.Annotations = maps.Clone(desired.Annotations)
-	updated.Spec = desired.Spec
+	spec := *desired.Spec.DeepCopy()
+	keepCreateDefaults(updated.Spec, &spec)
+	updated.Spec = spec
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("rebuild suspended JobSet %s: %w", updated.Name, err)
 	}
