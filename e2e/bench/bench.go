@@ -209,16 +209,20 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	}
 	// Every CRD goes in first: the garbage collector learns new kinds only
 	// every 30 seconds (see warmUpGarbageCollector), counted from now. Helm
-	// leaves CRDs that exist alone.
+	// leaves the CRDs of its crds/ folder that exist alone; the trainer CRDs
+	// it renders as templates are left out of the release
+	// (trainJob.installCRDs=false, see startOperator). JobSet's CRD is
+	// needed by every scenario: the operator's TrainJob front-end (on, as
+	// users install it) does not start without JobSet's API.
 	if err := framework.InstallCRDs(ctx, b.env.Client); err != nil {
+		return nil, err
+	}
+	tool, err := framework.InstallJobSetCRD(ctx, b.env.Client, opts.Progress)
+	if err != nil {
 		return nil, err
 	}
 	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion)
 	if withJobSet {
-		tool, err := framework.InstallJobSetCRD(ctx, b.env.Client, opts.Progress)
-		if err != nil {
-			return nil, err
-		}
 		b.meta.JobSetVersion = tool.Version
 	}
 	if err := b.startOperator(ctx); err != nil {
@@ -277,7 +281,9 @@ func (b *Bench) startOperator(ctx context.Context) error {
 		return err
 	}
 	if _, err := framework.InstallLocalRelease(ctx, helm, chartRelease, chartNamespace, ports,
-		"--set", fmt.Sprintf("flowControl.enabled=%t", !b.opts.WithoutFlowControl)); err != nil {
+		"--set", fmt.Sprintf("flowControl.enabled=%t", !b.opts.WithoutFlowControl),
+		// The CRDs are installed before the chart (see New).
+		"--set", "trainJob.installCRDs=false"); err != nil {
 		return err
 	}
 	b.logf("starting copse-operator as the chart's ServiceAccount")
