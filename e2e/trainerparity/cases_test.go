@@ -135,7 +135,7 @@ type parityCase struct {
 // newCase writes shape against runtime as a TrainJob in namespace "team-a"
 // with a fixed UID, so both sides own their objects the same way.
 func newCase(runtime map[string]any, s shape) (parityCase, error) {
-	name, _, _ := unstructuredString(runtime, "metadata", "name")
+	name := unstructuredString(runtime, "metadata", "name")
 	tj := trainerv1alpha1.TrainJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainerv1alpha1.SchemeGroupVersion.String(), Kind: "TrainJob"},
 		ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: "team-a", UID: types.UID("7c1f3b9e-0000-4000-8000-000000000001")},
@@ -179,7 +179,7 @@ func nested(obj map[string]any, fields ...string) any {
 	return current
 }
 
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	s, ok := nested(obj, fields...).(string)
-	return s, ok, nil
+func unstructuredString(obj map[string]any, fields ...string) string {
+	s, _ := nested(obj, fields...).(string)
+	return s
 }

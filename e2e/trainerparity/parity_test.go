@@ -55,7 +55,7 @@ var _ = Describe("copse's TrainJob build", Label("trainer-parity"), Ordered, fun
 	It("covers every ClusterTrainingRuntime Kubeflow Trainer v2.3.0 ships", func() {
 		var names []string
 		for _, rt := range runtimes {
-			name, _, _ := unstructuredString(rt, "metadata", "name")
+			name := unstructuredString(rt, "metadata", "name")
 			names = append(names, name)
 		}
 		Expect(names).To(ConsistOf(shippedRuntimes))

@@ -73,7 +73,13 @@ func OwnedMeta(trainJob *trainerv1alpha1.TrainJob, name string) metav1.ObjectMet
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       trainJob.Namespace,
-		Labels:          map[string]string{labels.ManagedByKey: labels.ManagedByValue, TrainJobNameLabel: trainJob.Name},
+		Labels:          ownedLabels(trainJob),
 		OwnerReferences: []metav1.OwnerReference{ControllerReference(trainJob)},
 	}
+}
+
+// ownedLabels mark an object copse made for a TrainJob: managed by copse
+// (the operator's cache holds only those) and naming its TrainJob.
+func ownedLabels(trainJob *trainerv1alpha1.TrainJob) map[string]string {
+	return map[string]string{labels.ManagedByKey: labels.ManagedByValue, TrainJobNameLabel: trainJob.Name}
 }

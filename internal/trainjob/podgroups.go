@@ -2,7 +2,6 @@ package trainjob
 
 import (
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/labels"
 )
 
 // The pod groups of a TrainJob with podGroupPolicy.workload (KEP-3015).
@@ -88,7 +86,7 @@ func BuildWorkload(p *Plan) *schedulingv1beta1.Workload {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            p.TrainJob.Name,
 			Namespace:       p.TrainJob.Namespace,
-			Labels:          schedulingLabels(p.TrainJob),
+			Labels:          ownedLabels(p.TrainJob),
 			OwnerReferences: []metav1.OwnerReference{ControllerReference(p.TrainJob)},
 		},
 		Spec: schedulingv1beta1.WorkloadSpec{
@@ -116,7 +114,7 @@ func BuildPodGroups(p *Plan, workloadUID string) []*schedulingv1beta1.PodGroup {
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      group.Name,
 				Namespace: p.TrainJob.Namespace,
-				Labels:    schedulingLabels(p.TrainJob),
+				Labels:    ownedLabels(p.TrainJob),
 				OwnerReferences: []metav1.OwnerReference{
 					ControllerReference(p.TrainJob),
 					{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload", Name: p.TrainJob.Name, UID: types.UID(workloadUID)},
@@ -136,8 +134,4 @@ func schedulingPolicy(group PodGroupPlan) schedulingv1beta1.PodGroupSchedulingPo
 		return schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
 	}
 	return schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: group.MinCount}}
-}
-
-func schedulingLabels(trainJob *trainerv1alpha1.TrainJob) map[string]string {
-	return maps.Clone(map[string]string{labels.ManagedByKey: labels.ManagedByValue, TrainJobNameLabel: trainJob.Name})
 }

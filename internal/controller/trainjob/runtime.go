@@ -40,7 +40,7 @@ func (r *Reconciler) resolveRuntime(ctx context.Context, tj *trainerv1alpha1.Tra
 	if err != nil {
 		return trainjob.Runtime{}, fmt.Errorf("mark %s %s in use: %w", trainjob.RuntimeKind(tj), tj.Spec.RuntimeRef.Name, err)
 	}
-	runtime = trainjob.Runtime{Kind: trainjob.RuntimeKind(tj), Name: live.GetName(), Spec: *runtimeSpec(live)}
+	runtime = trainjob.RuntimeOf(live)
 	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
 	if err != nil {
 		return trainjob.Runtime{}, err
@@ -69,34 +69,15 @@ func (r *Reconciler) readSnapshot(ctx context.Context, tj *trainerv1alpha1.Train
 // liveRuntime gets the runtime the TrainJob's runtimeRef names: a
 // TrainingRuntime of its namespace or a ClusterTrainingRuntime.
 func (r *Reconciler) liveRuntime(ctx context.Context, tj *trainerv1alpha1.TrainJob) (client.Object, error) {
-	name := tj.Spec.RuntimeRef.Name
-	var (
-		obj client.Object
-		key client.ObjectKey
-	)
-	switch kind := trainjob.RuntimeKind(tj); kind {
-	case trainerv1alpha1.TrainingRuntimeKind:
-		obj, key = &trainerv1alpha1.TrainingRuntime{}, client.ObjectKey{Namespace: tj.Namespace, Name: name}
-	case trainerv1alpha1.ClusterTrainingRuntimeKind:
-		obj, key = &trainerv1alpha1.ClusterTrainingRuntime{}, client.ObjectKey{Name: name}
-	default:
-		return nil, fmt.Errorf("spec.runtimeRef.kind %q is not a runtime kind", kind)
+	obj, key, err := trainjob.RuntimeRefTarget(tj)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.Client.Get(ctx, key, obj); err != nil {
-		return nil, fmt.Errorf("get %s %s named by spec.runtimeRef: %w", trainjob.RuntimeKind(tj), name, err)
+		return nil, fmt.Errorf("get %s %s named by spec.runtimeRef: %w", trainjob.RuntimeKind(tj), key.Name, err)
 	}
 	if obj.GetDeletionTimestamp() != nil {
-		return nil, fmt.Errorf("%s %s named by spec.runtimeRef is being deleted", trainjob.RuntimeKind(tj), name)
+		return nil, fmt.Errorf("%s %s named by spec.runtimeRef is being deleted", trainjob.RuntimeKind(tj), key.Name)
 	}
 	return obj, nil
-}
-
-func runtimeSpec(obj client.Object) *trainerv1alpha1.TrainingRuntimeSpec {
-	switch rt := obj.(type) {
-	case *trainerv1alpha1.TrainingRuntime:
-		return &rt.Spec
-	case *trainerv1alpha1.ClusterTrainingRuntime:
-		return &rt.Spec
-	}
-	return nil
 }

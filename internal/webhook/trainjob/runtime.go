@@ -2,7 +2,6 @@ package trainjob
 
 import (
 	"context"
-	"encoding/json"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -62,8 +61,4 @@ func validateRuntime(kind, name string, old, spec *trainerv1alpha1.TrainingRunti
 		return nil, nil
 	}
 	return trainjob.RuntimeWarnings(spec), rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, kind, name, trainjob.ValidateRuntime(spec))
-}
-
-func jsonDecode(raw []byte, out any) error {
-	return json.Unmarshal(raw, out)
 }

@@ -8,6 +8,7 @@ package trainjob
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -46,7 +47,7 @@ func (d Defaulter) Default(ctx context.Context, tj *trainerv1alpha1.TrainJob) er
 	var old *trainerv1alpha1.TrainJob
 	if req.Operation == admissionv1.Update {
 		old = &trainerv1alpha1.TrainJob{}
-		if err := jsonDecode(req.OldObject.Raw, old); err != nil {
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return fmt.Errorf("decode the old TrainJob: %w", err)
 		}
 	}
@@ -156,24 +157,12 @@ func (v Validator) validatePatchChange(ctx context.Context, old, tj *trainerv1al
 
 // runtime reads the runtime the TrainJob names.
 func (v Validator) runtime(ctx context.Context, tj *trainerv1alpha1.TrainJob) (trainjob.Runtime, error) {
-	if group := ptr.Deref(tj.Spec.RuntimeRef.APIGroup, trainerv1alpha1.GroupName); group != trainerv1alpha1.GroupName {
-		return trainjob.Runtime{}, fmt.Errorf("unsupported runtime API group %q", group)
+	obj, key, err := trainjob.RuntimeRefTarget(tj)
+	if err != nil {
+		return trainjob.Runtime{}, err
 	}
-	name := tj.Spec.RuntimeRef.Name
-	switch kind := trainjob.RuntimeKind(tj); kind {
-	case trainerv1alpha1.TrainingRuntimeKind:
-		rt := &trainerv1alpha1.TrainingRuntime{}
-		if err := v.Reader.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: name}, rt); err != nil {
-			return trainjob.Runtime{}, err
-		}
-		return trainjob.Runtime{Kind: kind, Name: name, Spec: rt.Spec}, nil
-	case trainerv1alpha1.ClusterTrainingRuntimeKind:
-		rt := &trainerv1alpha1.ClusterTrainingRuntime{}
-		if err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
-			return trainjob.Runtime{}, err
-		}
-		return trainjob.Runtime{Kind: kind, Name: name, Spec: rt.Spec}, nil
-	default:
-		return trainjob.Runtime{}, fmt.Errorf("unsupported runtime kind %q", kind)
+	if err := v.Reader.Get(ctx, key, obj); err != nil {
+		return trainjob.Runtime{}, err
 	}
+	return trainjob.RuntimeOf(obj), nil
 }
