@@ -76,6 +76,18 @@ type PodCliqueSetSpec struct {
 	// TrainingSpec bounds a Training workload. Allowed only with workloadType Training.
 	// +optional
 	TrainingSpec *TrainingSpec `json:"trainingSpec,omitempty"`
+
+	// Suspend, when true, removes every pod of the replicas that have not
+	// succeeded and creates none until it is false again (copse's extension;
+	// Grove has no suspension). A suspended replica's run ends as a
+	// recreation with reason Suspension, which consumes no restart: on
+	// resume the replica runs afresh, and restartCount is kept. The gangs
+	// (PodGroups) stay. A Training workload's startTime is cleared once the
+	// suspension has removed every pod and set again when the resumed
+	// workload starts, so time spent suspended (queued) never counts against
+	// trainingSpec.maxRuntime. Kueue and TrainJobs suspend PodCliqueSets.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
 
 // PodCliqueSetStatus is Grove's PodCliqueSetStatus plus the GREP-0285 fields.
@@ -153,7 +165,7 @@ type PodFailure struct {
 }
 
 // RecreationReason says why a replica is recreated.
-// +kubebuilder:validation:Enum=GangTermination;TrainingRestart
+// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;Suspension
 type RecreationReason string
 
 const (
@@ -163,6 +175,9 @@ const (
 	// RecreationReasonTrainingRestart: a Training replica failed and its
 	// restart consumed one unit of trainingSpec.maxRestarts.
 	RecreationReasonTrainingRestart RecreationReason = "TrainingRestart"
+	// RecreationReasonSuspension: spec.suspend became true; the replica's
+	// run ends without consuming a restart and starts afresh on resume.
+	RecreationReasonSuspension RecreationReason = "Suspension"
 )
 
 // ReplicaRecreation is the durable record of one replica being recreated.

@@ -37,6 +37,67 @@ type TrainingSpec struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
+
+	// SuccessPolicy lets the workload succeed before every clique has
+	// (KEP-3998's semantics, with JobSet's operator and targets): when every
+	// replica meets it, the SuccessCriteriaMet condition is set, the pods
+	// still running are terminated, and the phase becomes Succeeded once they
+	// are gone. A workload with SuccessCriteriaMet never becomes Failed.
+	// Unset: the workload succeeds when every PodClique has succeeded.
+	// +optional
+	SuccessPolicy *SuccessPolicy `json:"successPolicy,omitempty"`
+
+	// StartsAfterSucceeded holds back the pods of a clique until other
+	// cliques of the same replica have succeeded, e.g. a trainer after its
+	// dataset and model initializers (JobSet's dependsOn with status
+	// Complete). Unlike Grove's startsAfter, which waits for readiness, the
+	// waiting clique's pods are not even created, so they hold no
+	// accelerators; the cliques waited for are scheduled in a gang of their
+	// own with basic (non-gang) policy, apart from the replica's gang.
+	// +optional
+	// +listType=map
+	// +listMapKey=clique
+	StartsAfterSucceeded []CliqueSuccessDependency `json:"startsAfterSucceeded,omitempty"`
+}
+
+// SuccessPolicyOperator says how many of the target cliques must succeed.
+// +kubebuilder:validation:Enum=All;Any
+type SuccessPolicyOperator string
+
+const (
+	// SuccessPolicyOperatorAll: every target clique of the replica succeeded.
+	SuccessPolicyOperatorAll SuccessPolicyOperator = "All"
+	// SuccessPolicyOperatorAny: at least one target clique of the replica succeeded.
+	SuccessPolicyOperatorAny SuccessPolicyOperator = "Any"
+)
+
+// SuccessPolicy says when a replica of a Training workload has succeeded.
+type SuccessPolicy struct {
+	// Operator: All (the default) or Any of the target cliques.
+	// +optional
+	// +kubebuilder:default=All
+	Operator SuccessPolicyOperator `json:"operator,omitempty"`
+	// TargetCliques names clique templates (spec.template.cliques[].name).
+	// A replica meets the policy when All (or Any) of its PodCliques made
+	// from these templates have succeeded, scaling-group instances
+	// included. Empty means every clique.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	TargetCliques []string `json:"targetCliques,omitempty"`
+}
+
+// CliqueSuccessDependency makes one clique wait for others to succeed.
+type CliqueSuccessDependency struct {
+	// Clique is the clique template whose pods wait.
+	// +kubebuilder:validation:MinLength=1
+	Clique string `json:"clique"`
+	// Cliques are the clique templates that must have succeeded first, in
+	// the same replica.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	Cliques []string `json:"cliques"`
 }
 
 // PodCliqueSetPhase is the lifecycle phase of a PodCliqueSet.
@@ -78,6 +139,22 @@ const (
 	ConditionTypeSucceeded = "Succeeded"
 	// ReasonAllPodsSucceeded: every pod of the PodClique exited with code 0.
 	ReasonAllPodsSucceeded = "AllPodsSucceeded"
+
+	// ConditionTypeSuccessCriteriaMet is True on a Training PodCliqueSet
+	// whose trainingSpec.successPolicy is met by every replica; its pods
+	// still running are being terminated, and the phase becomes Succeeded
+	// once they are gone. Written before any pod is terminated.
+	ConditionTypeSuccessCriteriaMet = "SuccessCriteriaMet"
+	// ReasonSuccessPolicy: the success policy is met.
+	ReasonSuccessPolicy = "SuccessPolicy"
+
+	// ConditionTypeSuspended is True on a PodCliqueSet with spec.suspend
+	// true (reason Suspended) and False after a resume (reason Resumed).
+	ConditionTypeSuspended = "Suspended"
+	// ReasonSuspended: spec.suspend is true.
+	ReasonSuspended = "Suspended"
+	// ReasonResumed: spec.suspend became false again.
+	ReasonResumed = "Resumed"
 
 	// ConditionTypeTerminationOverdue is True on a PodCliqueSet while a pod
 	// that the operator waits for (to finish a restart, or to end a failed

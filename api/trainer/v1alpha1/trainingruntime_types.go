@@ -95,7 +95,27 @@ type TrainingRuntimeSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// backend is what a TrainJob of this runtime becomes (copse's
+	// extension): JobSet (unset means JobSet, as Kubeflow Trainer) or
+	// PodCliqueSet, one Training PodCliqueSet with a clique per replicated
+	// job. TrainJobs are written the same way for both. The TrainJob's
+	// runtime snapshot is read, so a later change does not move TrainJobs
+	// already created.
+	// +optional
+	Backend RuntimeBackend `json:"backend,omitempty"`
 }
+
+// RuntimeBackend is the kind a TrainJob is built into.
+// +kubebuilder:validation:Enum=JobSet;PodCliqueSet
+type RuntimeBackend string
+
+const (
+	// RuntimeBackendJobSet builds a JobSet, as Kubeflow Trainer does.
+	RuntimeBackendJobSet RuntimeBackend = "JobSet"
+	// RuntimeBackendPodCliqueSet builds one Training PodCliqueSet.
+	RuntimeBackendPodCliqueSet RuntimeBackend = "PodCliqueSet"
+)
 
 // JobSetTemplateSpec is the JobSet a TrainJob becomes. Its name and namespace
 // are the TrainJob's.
