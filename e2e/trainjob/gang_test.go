@@ -92,24 +92,4 @@ var _ = Describe("Workload-API gang scheduling of a TrainJob", Label("trainjob")
 			return condition(getTrainJob(ctx, tj), trainerv1alpha1.TrainJobComplete)
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).ShouldNot(BeNil())
 	})
-
-	It("leaves every pod of a gang that cannot fit Pending, none bound", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "gang-too-big")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(env.Client.Create(ctx, gangRuntime(ns))).To(Succeed())
-		nodes := int32(len(env.Topology.Placements()) + 1) // one node more than the cluster has
-		tj := gpuTrainJob(ns, "too-big", nodes)
-		Expect(env.Client.Create(ctx, tj)).To(Succeed())
-
-		Eventually(func(g Gomega) {
-			g.Expect(podsOf(ctx, tj)).To(HaveLen(int(nodes)))
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		Consistently(func(g Gomega) {
-			for _, p := range podsOf(ctx, tj) {
-				g.Expect(p.Spec.NodeName).To(BeEmpty(), "pod %s was bound although its gang cannot fit", p.Name)
-				g.Expect(p.Status.Phase).To(Equal(corev1.PodPending))
-			}
-		}).WithContext(ctx).WithTimeout(8 * time.Second).WithPolling(time.Second).Should(Succeed())
-		Expect(env.Client.Delete(ctx, tj)).To(Succeed())
-	})
 })

@@ -138,32 +138,6 @@ var _ = Describe("A TrainJob's lifecycle", Label("trainjob"), func() {
 })
 
 var _ = Describe("activeDeadlineSeconds", Label("trainjob"), func() {
-	It("fails the TrainJob with DeadlineExceeded when it passes, and deletes its JobSet and pods", func(ctx context.Context) {
-		ns := newNamespace(ctx, "deadline")
-		tj := sdkTrainJob(ns, "train", "torch-distributed", 2)
-		tj.Spec.ActiveDeadlineSeconds = 4 // the pods run until deleted
-		withGracePeriod(tj, "node", 1)
-		Expect(env.Client.Create(ctx, tj)).To(Succeed())
-		js := waitJobSet(ctx, tj)
-
-		got := waitCondition(ctx, tj, trainerv1alpha1.TrainJobFailed, wait)
-		failed := condition(got, trainerv1alpha1.TrainJobFailed)
-		Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
-		Expect(failed.LastTransitionTime.Time).To(BeTemporally(">=", got.CreationTimestamp.Add(4*time.Second)),
-			"failed before the deadline")
-		Expect(condition(got, trainerv1alpha1.TrainJobComplete)).To(BeNil())
-
-		By("deleting the JobSet, and with it every pod")
-		expectGone(ctx, js, wait)
-		Eventually(func(g Gomega) {
-			g.Expect(podsOf(ctx, tj)).To(BeEmpty())
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		Consistently(func(g Gomega) {
-			_, err := jobSetOf(ctx, tj)
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the JobSet of a failed TrainJob was created again: %v", err)
-		}).WithContext(ctx).WithTimeout(time.Second).WithPolling(poll).Should(Succeed())
-	})
-
 	It("does not fail a TrainJob before its deadline, nor once it has completed", func(ctx context.Context) {
 		ns := newNamespace(ctx, "deadline-ok")
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 1)
@@ -196,35 +170,5 @@ var _ = Describe("activeDeadlineSeconds", Label("trainjob"), func() {
 		failed := condition(got, trainerv1alpha1.TrainJobFailed)
 		Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
 		Expect(failed.LastTransitionTime.Time).To(BeTemporally(">=", resumed.LastTransitionTime.Add(3*time.Second)))
-	})
-
-	It("restarts when a suspended TrainJob is resumed", func(ctx context.Context) {
-		ns := newNamespace(ctx, "deadline-reset")
-		tj := sdkTrainJob(ns, "train", "torch-distributed", 1)
-		tj.Spec.ActiveDeadlineSeconds = 5
-		Expect(env.Client.Create(ctx, tj)).To(Succeed())
-		waitJobSet(ctx, tj)
-		created := getTrainJob(ctx, tj).CreationTimestamp.Time
-
-		By("suspending it for a while, then resuming it")
-		setSuspend(ctx, tj, true)
-		waitSuspended(ctx, tj, metav1.ConditionTrue)
-		Eventually(func(g Gomega) {
-			js, err := jobSetOf(ctx, tj)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(js.Spec.Suspend).To(HaveValue(BeTrue()))
-		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
-		time.Sleep(time.Until(created.Add(3 * time.Second)))
-		setSuspend(ctx, tj, false)
-		resumed := waitSuspended(ctx, tj, metav1.ConditionFalse)
-
-		By("not failing it when the deadline counted from creation passes")
-		expectNotFailedUntil(ctx, tj, created.Add(6*time.Second))
-
-		By("failing it a full deadline after the resume")
-		got := waitCondition(ctx, tj, trainerv1alpha1.TrainJobFailed, wait)
-		failed := condition(got, trainerv1alpha1.TrainJobFailed)
-		Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
-		Expect(failed.LastTransitionTime.Time).To(BeTemporally(">=", resumed.LastTransitionTime.Add(5*time.Second)))
 	})
 })

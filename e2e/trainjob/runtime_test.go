@@ -215,16 +215,6 @@ var _ = Describe("A runtime in use", Label("trainjob"), func() {
 })
 
 var _ = Describe("ttlSecondsAfterFinished of the runtime", Label("trainjob"), func() {
-	It("deletes a finished TrainJob and its JobSet once the TTL has passed since it finished, not before", func(ctx context.Context) {
-		ns := newNamespace(ctx, "ttl")
-		createRuntime(ctx, ttlRuntime(ns, ptr.To[int32](5)))
-		tj, finished := completeAt(ctx, ns)
-		deleted := deletedAt(ctx, tj, wait)
-		Expect(deleted).To(BeTemporally(">=", finished.Add(5*time.Second)), "deleted before its TTL")
-		Expect(deleted).To(BeTemporally("<=", finished.Add(8*time.Second)), "deleted late")
-		expectCascade(ctx, tj)
-	})
-
 	It("deletes a finished TrainJob at once with a TTL of 0", func(ctx context.Context) {
 		ns := newNamespace(ctx, "ttl-zero")
 		createRuntime(ctx, ttlRuntime(ns, ptr.To[int32](0)))
