@@ -33,6 +33,9 @@ const (
 	ScenarioRestart    = "restart"
 	ScenarioCompletion = "completion"
 	ScenarioContention = "contention"
+	// ScenarioTrainJobRestart is the restart scenario for a TrainJob, on
+	// its PodCliqueSet backend against its JobSet backend.
+	ScenarioTrainJobRestart = "trainjob-restart"
 	// ScenarioScale is `make bench-scale` (RunScale), never part of Run.
 	ScenarioScale = "scale"
 )
@@ -47,6 +50,11 @@ const (
 	// SystemSameQPSClient is a client limited like copse's (its qps/burst).
 	SystemSameQPSClient = "same-qps-client"
 	SystemJobSet        = "jobset"
+	// SystemTrainJobPodCliqueSet and SystemTrainJobJobSet are a TrainJob
+	// built into a PodCliqueSet and into a JobSet by copse's TrainJob
+	// controller.
+	SystemTrainJobPodCliqueSet = "trainjob-podcliqueset"
+	SystemTrainJobJobSet       = "trainjob-jobset"
 	// SystemIdle is the contention scenario's observer on an idle server.
 	SystemIdle = "idle"
 )
@@ -65,7 +73,8 @@ type Options struct {
 	Repetitions int
 	// Scenarios to run; empty means all but ScenarioScale.
 	Scenarios []string
-	// RestartPods and CompletionPods size those scenarios' replica.
+	// RestartPods and CompletionPods size those scenarios' replica;
+	// RestartPods is also the trainjob-restart scenario's node count.
 	RestartPods, CompletionPods int
 	// CompletionRunDuration is how long the completion scenario's pods run.
 	CompletionRunDuration time.Duration
@@ -112,7 +121,7 @@ func (o *Options) setDefaults() {
 		o.Repetitions = 3
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion, ScenarioContention}
+		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion, ScenarioContention, ScenarioTrainJobRestart}
 	}
 	if o.RestartPods == 0 {
 		o.RestartPods = 64
@@ -221,7 +230,7 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion)
+	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion) || opts.has(ScenarioTrainJobRestart)
 	if withJobSet {
 		b.meta.JobSetVersion = tool.Version
 	}
@@ -426,16 +435,17 @@ func (b *Bench) nextName() string {
 }
 
 // emptyNamespace deletes the workloads and pods of ns and waits until no
-// PodCliqueSet, PodClique, JobSet, Job or pod is left. Pods still there
-// after 30 seconds are deleted without grace.
+// TrainJob, PodCliqueSet, PodClique, JobSet, Job or pod is left. TrainJobs
+// go first, so that their controller does not build again what is deleted
+// next. Pods still there after 30 seconds are deleted without grace.
 func (b *Bench) emptyNamespace(ctx context.Context, ns string) error {
 	background := metav1.DeletePropagationBackground
 	deleteOpts := metav1.DeleteOptions{PropagationPolicy: &background}
-	resources := []schema.GroupVersionResource{pcsGVR, pclqGVR}
+	resources := []schema.GroupVersionResource{trainJobGVR, pcsGVR, pclqGVR}
 	if b.env.JobSet != nil {
 		resources = append(resources, framework.JobSetGVR, jobGVR)
 	}
-	workloads := []schema.GroupVersionResource{pcsGVR}
+	workloads := []schema.GroupVersionResource{trainJobGVR, pcsGVR}
 	if b.env.JobSet != nil {
 		workloads = append(workloads, framework.JobSetGVR)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 )
 
 // ResultsFile is the name of the JSON file WriteJSON writes.
@@ -53,6 +55,11 @@ func (b *Bench) Run(ctx context.Context) *Results {
 		if o.has(ScenarioCompletion) {
 			n := o.CompletionPods
 			pair(rep, func() { b.completionCopse(ctx, rep, n) }, func() { b.completionJobSet(ctx, rep, n) })
+		}
+		if o.has(ScenarioTrainJobRestart) {
+			n := o.RestartPods
+			pair(rep, func() { b.restartTrainJob(ctx, rep, n, trainerv1alpha1.RuntimeBackendPodCliqueSet) },
+				func() { b.restartTrainJob(ctx, rep, n, trainerv1alpha1.RuntimeBackendJobSet) })
 		}
 		if o.has(ScenarioContention) {
 			n := o.ContentionPods
@@ -398,7 +405,7 @@ func (b *Bench) report(ctx context.Context) *Results {
 				growthSeries(o.Sizes, copseBySize, o.Repetitions), apiLimit, growthSeries(o.Sizes, limitBySize, o.Repetitions), "least-squares fit of log time over log N, per repetition"))
 		}
 	}
-	if o.has(ScenarioRestart) || o.has(ScenarioCompletion) {
+	if o.has(ScenarioRestart) || o.has(ScenarioCompletion) || o.has(ScenarioTrainJobRestart) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("JobSet: sigs.k8s.io/jobset %s controller at copse's qps/burst; the pods of its Jobs are created and deleted by kube-controller-manager (client qps 20 / burst 30, Kubernetes' defaults), whose CPU is not in the JobSet controller's", b.meta.JobSetVersion))
 	}
 	if o.has(ScenarioRestart) {
@@ -424,6 +431,25 @@ func (b *Bench) report(ctx context.Context) *Results {
 		}
 		add(row(timeSec, fmt.Sprintf("  409 conflicts per restart, restart %d (API server, grove.io objects)", n), "requests",
 			b.series(ScenarioRestart, SystemCopse, n, apiConflicts), "", nil, ""))
+	}
+	if o.has(ScenarioTrainJobRestart) {
+		n := o.RestartPods
+		rep.Notes = append(rep.Notes, fmt.Sprintf("TrainJob restart: one TrainJob of %d torch nodes (maxRestarts 1) built by copse's TrainJob controller into a PodCliqueSet (COPSE column) and into a JobSet (REFERENCE column), in the same repetition; one pod exits 1. The reference is the peer compared, the JobSet backend, not the best achievable; the 'restart %d' rows above stay the comparison of copse's PodCliqueSet with a plain JobSet", n, n))
+		trainJobRestartRow := func(name, measure string) {
+			add(row(timeSec, name, "s",
+				b.series(ScenarioTrainJobRestart, SystemTrainJobPodCliqueSet, n, seconds(measure)), "TrainJob on JobSet",
+				b.series(ScenarioTrainJobRestart, SystemTrainJobJobSet, n, seconds(measure)), ""))
+		}
+		trainJobRestartRow(fmt.Sprintf("TrainJob restart %d, PodCliqueSet backend: failure -> all replacements created", n), MeasureReplacementsCreated)
+		trainJobRestartRow(fmt.Sprintf("TrainJob restart %d, PodCliqueSet backend: failure -> all replacements Running", n), MeasureReplacementsRunning)
+		for _, m := range []struct{ name, what string }{
+			{MeasureOldPodsDeleting, "first old pod deleting"},
+			{MeasureOldPodsGone, "old pods gone"},
+			{MeasureChildRecreated, "new PodClique / Job created"},
+			{MeasureFirstReplacementCreated, "first replacement created"},
+		} {
+			trainJobRestartRow(fmt.Sprintf("  failure -> %s", m.what), m.name)
+		}
 	}
 	if o.has(ScenarioCompletion) {
 		n := o.CompletionPods
