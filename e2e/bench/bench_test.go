@@ -16,8 +16,10 @@ import (
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 var _ = Describe("Summaries", Label("bench"), func() {
@@ -232,6 +234,22 @@ var _ = Describe("JobSet objects", Label("bench"), func() {
 			Expect(found).To(BeFalse(), "%v is the webhook's to default", defaulted)
 		}
 		Expect(job).NotTo(HaveKey("completionMode"), "the webhook's to default")
+	})
+})
+
+var _ = Describe("The trainjob-restart scenario's runtime", Label("bench"), func() {
+	It("is a torch runtime of n nodes with maxRestarts that copse accepts for either backend", func() {
+		for _, backend := range []trainerv1alpha1.RuntimeBackend{trainerv1alpha1.RuntimeBackendJobSet, trainerv1alpha1.RuntimeBackendPodCliqueSet} {
+			rt := trainJobRuntime("ns", 64, 1, backend)
+			Expect(rt.Spec.Backend).To(Equal(backend))
+			Expect(rt.Spec.MLPolicy.Torch).NotTo(BeNil())
+			Expect(rt.Spec.MLPolicy.NumNodes).To(HaveValue(BeEquivalentTo(64)))
+			Expect(rt.Spec.Template.Spec.FailurePolicy).To(HaveValue(HaveField("MaxRestarts", BeEquivalentTo(1))))
+			Expect(trainjob.ValidateRuntime(&rt.Spec)).To(BeEmpty(), "backend %s", backend)
+		}
+		tj := trainJobOn("ns", "job", 64)
+		Expect(tj.Spec.RuntimeRef.Name).To(Equal(trainJobRuntimeName))
+		Expect(tj.Spec.Trainer.NumNodes).To(HaveValue(BeEquivalentTo(64)))
 	})
 })
 
