@@ -21,8 +21,10 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	jobsetconstants "sigs.k8s.io/jobset/pkg/constants"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -51,6 +53,19 @@ var jobSetBackend = backend{
 		return js.Status.Restarts
 	},
 	step: func(pod *corev1.Pod) string { return pod.Labels[jobsetv1alpha2.ReplicatedJobNameKey] },
+}
+
+var podCliqueSetBackend = backend{
+	kind: trainerv1alpha1.RuntimeBackendPodCliqueSet,
+	object: func(tj *trainerv1alpha1.TrainJob) client.Object {
+		return &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: tj.Namespace, Name: tj.Name}}
+	},
+	restarts: func(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob) int32 {
+		pcs := &copsev1alpha1.PodCliqueSet{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs)).To(Succeed())
+		return pcs.Status.RestartCount
+	},
+	step: func(pod *corev1.Pod) string { return pod.Labels[labels.CliqueTemplateKey] },
 }
 
 // backends are the backends every scenario of the table runs on.
