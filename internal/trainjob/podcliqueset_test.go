@@ -17,6 +17,7 @@ import (
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	pcswebhook "github.com/copse-dev/copse/internal/webhook/podcliqueset"
 )
 
 func onPodCliqueSet(rt Runtime) Runtime {
@@ -469,8 +470,8 @@ func job(s *trainerv1alpha1.TrainingRuntimeSpec) *batchv1.JobSpec {
 
 func TestBackendOf(t *testing.T) {
 	for backend, want := range map[trainerv1alpha1.RuntimeBackend]trainerv1alpha1.RuntimeBackend{
-		"":                                         trainerv1alpha1.RuntimeBackendJobSet,
-		trainerv1alpha1.RuntimeBackendJobSet:       trainerv1alpha1.RuntimeBackendJobSet,
+		"":                                   trainerv1alpha1.RuntimeBackendJobSet,
+		trainerv1alpha1.RuntimeBackendJobSet: trainerv1alpha1.RuntimeBackendJobSet,
 		trainerv1alpha1.RuntimeBackendPodCliqueSet: trainerv1alpha1.RuntimeBackendPodCliqueSet,
 	} {
 		if got := BackendOf(&trainerv1alpha1.TrainingRuntimeSpec{Backend: backend}); got != want {
@@ -492,5 +493,48 @@ func TestJobSetBackendIdentitiesUnchanged(t *testing.T) {
 	}
 	if e := envNamed(spec, NodeName, TorchEnvNodeRank); e == nil || e.ValueFrom.FieldRef.FieldPath != CompletionIndexFieldPath {
 		t.Errorf("PET_NODE_RANK %+v", e)
+	}
+}
+
+// TestBuiltPodCliqueSetsAreAdmitted: what every ML policy and every mapped
+// JobSet policy builds passes copse's own PodCliqueSet defaulting and
+// validation.
+func TestBuiltPodCliqueSetsAreAdmitted(t *testing.T) {
+	initializers := func(policy *trainerv1alpha1.MLPolicy) Runtime {
+		return runtimeWith(policy,
+			replicatedJob("dataset-initializer", AncestorDatasetInitializer, DatasetInitializerName),
+			replicatedJob("model-initializer", AncestorModelInitializer, ModelInitializerName),
+			dependsOn(replicatedJob("node", AncestorTrainer, NodeName), jobsetv1alpha2.DependencyComplete, "dataset-initializer", "model-initializer"))
+	}
+	mpi := runtimeWith(mpiPolicy(true), replicatedJob("node", "", NodeName),
+		dependsOn(replicatedJob("launcher", AncestorTrainer, NodeName), jobsetv1alpha2.DependencyReady, "node"))
+	mpi.Spec.Template.Spec.SuccessPolicy = &jobsetv1alpha2.SuccessPolicy{Operator: jobsetv1alpha2.OperatorAll, TargetReplicatedJobs: []string{"launcher"}}
+	mpi.Spec.Template.Spec.Network = &jobsetv1alpha2.Network{PublishNotReadyAddresses: ptr.To(true)}
+	inOrder := initializers(&trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1)})
+	for i := range inOrder.Spec.Template.Spec.ReplicatedJobs {
+		inOrder.Spec.Template.Spec.ReplicatedJobs[i].DependsOn = nil
+	}
+	inOrder.Spec.Template.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder}
+	inOrder.Spec.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 5}
+
+	for name, rt := range map[string]Runtime{
+		"plain":                           runtimeWith(&trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1)}, replicatedJob("node", AncestorTrainer, NodeName)),
+		"torch with initializers":         initializers(torchPolicy()),
+		"MPI, launcher after ready nodes": mpi,
+		"JAX":                             runtimeWith(&trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1), JAX: &trainerv1alpha1.JAXMLPolicySource{}}, replicatedJob("node", AncestorTrainer, NodeName)),
+		"XGBoost":                         runtimeWith(&trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1), XGBoost: &trainerv1alpha1.XGBoostMLPolicySource{}}, replicatedJob("node", AncestorTrainer, NodeName)),
+		"in order, restarts":              inOrder,
+	} {
+		t.Run(name, func(t *testing.T) {
+			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(2), onPodCliqueSet(rt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pcs := objects.PodCliqueSet.DeepCopy()
+			pcswebhook.Default(pcs)
+			if errs := pcswebhook.ValidateCreate(pcs); len(errs) > 0 {
+				t.Errorf("copse refuses the PodCliqueSet: %v", errs)
+			}
+		})
 	}
 }
