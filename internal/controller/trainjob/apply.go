@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
@@ -45,7 +46,7 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 		}
 	}
 	desired := objects.JobSet
-	hash, err := buildHash(desired)
+	hash, err := buildHash(desired.Name, desired.Labels, desired.Annotations, desired.Spec)
 	if err != nil {
 		return err
 	}
@@ -73,6 +74,54 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 	updated.Spec = spec
 	if err := r.Client.Update(ctx, updated); err != nil {
 		return fmt.Errorf("rebuild suspended JobSet %s: %w", updated.Name, err)
+	}
+	return nil
+}
+
+// applyPodCliqueSet makes the PodCliqueSet backend's objects exist: the MPI
+// Secret (once) and hostfile before the PodCliqueSet whose pods mount them,
+// then the PodCliqueSet. As on the JobSet backend, an existing PodCliqueSet
+// is rebuilt only while it or the TrainJob is suspended, and only when the
+// build changed; its spec.suspend follows the TrainJob's, which the build
+// carries.
+func (r *Reconciler) applyPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.PodCliqueSetObjects, existing *copsev1alpha1.PodCliqueSet) error {
+	if objects.NeedsMPISSHSecret && (existing == nil || ptr.Deref(existing.Spec.Suspend, false)) {
+		if err := r.ensureMPISecret(ctx, tj); err != nil {
+			return err
+		}
+	}
+	if objects.MPIHostfile != nil {
+		if err := r.ensureConfigMap(ctx, objects.MPIHostfile); err != nil {
+			return err
+		}
+	}
+	desired := objects.PodCliqueSet
+	hash, err := buildHash(desired.Name, desired.Labels, desired.Annotations, desired.Spec)
+	if err != nil {
+		return err
+	}
+	if desired.Annotations == nil {
+		desired.Annotations = map[string]string{}
+	}
+	desired.Annotations[buildHashAnnotation] = hash
+
+	if existing == nil {
+		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PodCliqueSet %s: %w", desired.Name, err)
+		}
+		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, reasonPodCliqueSetCreated, "Create", "created PodCliqueSet %s", desired.Name)
+		return nil
+	}
+	rebuildable := ptr.Deref(tj.Spec.Suspend, false) || ptr.Deref(existing.Spec.Suspend, false)
+	if !rebuildable || existing.Annotations[buildHashAnnotation] == hash {
+		return nil
+	}
+	updated := existing.DeepCopy()
+	updated.Labels = maps.Clone(desired.Labels)
+	updated.Annotations = maps.Clone(desired.Annotations)
+	updated.Spec = *desired.Spec.DeepCopy()
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return fmt.Errorf("rebuild suspended PodCliqueSet %s: %w", updated.Name, err)
 	}
 	return nil
 }
@@ -146,16 +195,16 @@ func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.Config
 	return nil
 }
 
-// buildHash is the first 16 hex digits of the SHA-256 of the JobSet's build:
+// buildHash is the first 16 hex digits of the SHA-256 of a built object's
 // labels, annotations and spec.
-func buildHash(jobSet *jobsetv1alpha2.JobSet) (string, error) {
+func buildHash(name string, objLabels, annotations map[string]string, spec any) (string, error) {
 	raw, err := json.Marshal(struct {
-		Labels      map[string]string         `json:"labels"`
-		Annotations map[string]string         `json:"annotations"`
-		Spec        jobsetv1alpha2.JobSetSpec `json:"spec"`
-	}{jobSet.Labels, jobSet.Annotations, jobSet.Spec})
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		Spec        any               `json:"spec"`
+	}{objLabels, annotations, spec})
 	if err != nil {
-		return "", fmt.Errorf("hash JobSet %s: %w", jobSet.Name, err)
+		return "", fmt.Errorf("hash the build of %s: %w", name, err)
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:16], nil
