@@ -205,15 +205,20 @@ func jobSetOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*jobsetv1alpha
 // waitJobSet waits until the TrainJob's JobSet exists, controlled by it.
 func waitJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) *jobsetv1alpha2.JobSet {
 	GinkgoHelper()
-	var js *jobsetv1alpha2.JobSet
-	Eventually(func(g Gomega) {
-		var err error
-		js, err = jobSetOf(ctx, tj)
-		g.Expect(err).NotTo(HaveOccurred())
-		owner := getTrainJob(ctx, tj)
-		g.Expect(metav1.IsControlledBy(js, owner)).To(BeTrue(), "JobSet %s is not controlled by its TrainJob", js.Name)
-	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	js := &jobsetv1alpha2.JobSet{}
+	waitControlled(ctx, tj, js)
 	return js
+}
+
+// waitControlled waits until the TrainJob's namesake of obj's kind exists,
+// controlled by it, and reads it into obj.
+func waitControlled(ctx context.Context, tj *trainerv1alpha1.TrainJob, obj client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), obj)).To(Succeed())
+		owner := getTrainJob(ctx, tj)
+		g.Expect(metav1.IsControlledBy(obj, owner)).To(BeTrue(), "%T %s is not controlled by its TrainJob", obj, obj.GetName())
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 }
 
 // expectGone waits until the object no longer exists.
@@ -328,14 +333,8 @@ func podCliqueSetOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*copsev1
 // controlled by it.
 func waitPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) *copsev1alpha1.PodCliqueSet {
 	GinkgoHelper()
-	var pcs *copsev1alpha1.PodCliqueSet
-	Eventually(func(g Gomega) {
-		var err error
-		pcs, err = podCliqueSetOf(ctx, tj)
-		g.Expect(err).NotTo(HaveOccurred())
-		owner := getTrainJob(ctx, tj)
-		g.Expect(metav1.IsControlledBy(pcs, owner)).To(BeTrue(), "PodCliqueSet %s is not controlled by its TrainJob", pcs.Name)
-	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	waitControlled(ctx, tj, pcs)
 	return pcs
 }
 

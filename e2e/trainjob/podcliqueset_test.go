@@ -3,7 +3,6 @@ package trainjob_test
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -104,13 +103,16 @@ var _ = Describe("A TrainJob on the PodCliqueSet backend", Label("trainjob"), fu
 		for _, line := range strings.Split(strings.TrimSpace(hostfile.Data["hostfile"]), "\n") {
 			hosts = append(hosts, strings.Fields(line)[0])
 		}
-		Expect(hosts).To(Equal([]string{"ds-0-node-0.ds-0", "ds-0-node-1.ds-0", "ds-0-node-2.ds-0"}))
+		// deepspeed-distributed runs the launcher as one of the numNodes.
+		Expect(hosts).To(Equal([]string{"ds-0-node-0.ds-0", "ds-0-node-1.ds-0", "ds-0-launcher-0.ds-0"}))
 		Eventually(func(g Gomega) {
-			pods := cliquePodsOf(ctx, tj, trainjob.NodeName)
-			g.Expect(pods).To(HaveLen(3))
-			for i, host := range hosts {
-				expectResolvable(ctx, g, podWithIndex(g, pods, strconv.Itoa(i)), host)
-			}
+			nodes := cliquePodsOf(ctx, tj, trainjob.NodeName)
+			g.Expect(nodes).To(HaveLen(2))
+			expectResolvable(ctx, g, podWithIndex(g, nodes, "0"), hosts[0])
+			expectResolvable(ctx, g, podWithIndex(g, nodes, "1"), hosts[1])
+			launchers := cliquePodsOf(ctx, tj, trainjob.LauncherName)
+			g.Expect(launchers).To(HaveLen(1))
+			expectResolvable(ctx, g, podWithIndex(g, launchers, "0"), hosts[2])
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 
 		By("mounting the one SSH Secret on launcher and nodes")

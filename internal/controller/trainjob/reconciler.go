@@ -219,30 +219,34 @@ func (r *Reconciler) deleteRun(ctx context.Context, tj *trainerv1alpha1.TrainJob
 
 func (r *Reconciler) getPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*copsev1alpha1.PodCliqueSet, error) {
 	pcs := &copsev1alpha1.PodCliqueSet{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get the PodCliqueSet of TrainJob %s: %w", tj.Name, err)
-	case !metav1.IsControlledBy(pcs, tj):
-		return nil, fmt.Errorf("PodCliqueSet %s exists but is not controlled by TrainJob %s: copse leaves it alone", pcs.Name, tj.Name)
+	if found, err := r.getControlled(ctx, tj, "PodCliqueSet", pcs); !found {
+		return nil, err
 	}
 	return pcs, nil
 }
 
 func (r *Reconciler) getJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*jobsetv1alpha2.JobSet, error) {
 	jobSet := &jobsetv1alpha2.JobSet{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), jobSet)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get the JobSet of TrainJob %s: %w", tj.Name, err)
-	case !metav1.IsControlledBy(jobSet, tj):
-		return nil, fmt.Errorf("JobSet %s exists but is not controlled by TrainJob %s: copse leaves it alone", jobSet.Name, tj.Name)
+	if found, err := r.getControlled(ctx, tj, "JobSet", jobSet); !found {
+		return nil, err
 	}
 	return jobSet, nil
+}
+
+// getControlled reads the TrainJob's namesake of a kind into obj; found is
+// false when there is none. One the TrainJob does not control is an error:
+// copse leaves it alone.
+func (r *Reconciler) getControlled(ctx context.Context, tj *trainerv1alpha1.TrainJob, kind string, obj client.Object) (bool, error) {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get the %s of TrainJob %s: %w", kind, tj.Name, err)
+	case !metav1.IsControlledBy(obj, tj):
+		return false, fmt.Errorf("%s %s exists but is not controlled by TrainJob %s: copse leaves it alone", kind, obj.GetName(), tj.Name)
+	}
+	return true, nil
 }
 
 // writeStatus writes the decided status when it differs, with an optimistic
