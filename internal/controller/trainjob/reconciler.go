@@ -1,7 +1,8 @@
-// Package trainjob holds the TrainJob controller, the JobSet backend: it
-// freezes the TrainJob's runtime into a snapshot, builds the JobSet (and the
-// MPI Secret and hostfile) through internal/trainjob's pipeline, keeps the
-// TrainJob's status in step with the JobSet, enforces activeDeadlineSeconds
+// Package trainjob holds the TrainJob controller: it freezes the TrainJob's
+// runtime into a snapshot, builds the JobSet or, on the PodCliqueSet backend
+// the snapshot names, the Training PodCliqueSet (and the MPI Secret and
+// hostfile) through internal/trainjob's pipeline, keeps the TrainJob's status
+// in step with that object, enforces activeDeadlineSeconds
 // and deletes a finished TrainJob once its runtime's TTL has passed. Every
 // time it depends on is read from the API server, so a restarted operator
 // picks up every deadline and TTL where it was.
@@ -32,7 +33,7 @@ import (
 // ControllerName names the controller in logs, events and metrics.
 const ControllerName = "trainjob"
 
-// Reconciler reconciles TrainJobs into JobSets.
+// Reconciler reconciles TrainJobs into JobSets or PodCliqueSets.
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -56,11 +57,13 @@ type Reconciler struct {
 
 // Reconcile runs one pass:
 //
-//	observe  the TrainJob, its runtime (snapshot first) and its JobSet
-//	build    the JobSet backend's objects through the shared pipeline   (pure)
+//	observe  the TrainJob, its runtime (snapshot first; it names the
+//	         backend) and its JobSet, or its PodCliqueSet and PodCliques
+//	build    the backend's objects through the shared pipeline          (pure)
 //	decide   conditions, jobsStatus, deadline, TTL                      (pure)
 //	status   written once, before anything is deleted
-//	act      create or rebuild the JobSet, or delete it (deadline), or
+//	act      create or rebuild the JobSet or PodCliqueSet, or delete it
+//	         (deadline), or
 //	         delete the finished TrainJob (TTL)
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := &trainerv1alpha1.TrainJob{}
