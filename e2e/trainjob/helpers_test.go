@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -17,9 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -202,15 +205,20 @@ func jobSetOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*jobsetv1alpha
 // waitJobSet waits until the TrainJob's JobSet exists, controlled by it.
 func waitJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) *jobsetv1alpha2.JobSet {
 	GinkgoHelper()
-	var js *jobsetv1alpha2.JobSet
-	Eventually(func(g Gomega) {
-		var err error
-		js, err = jobSetOf(ctx, tj)
-		g.Expect(err).NotTo(HaveOccurred())
-		owner := getTrainJob(ctx, tj)
-		g.Expect(metav1.IsControlledBy(js, owner)).To(BeTrue(), "JobSet %s is not controlled by its TrainJob", js.Name)
-	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	js := &jobsetv1alpha2.JobSet{}
+	waitControlled(ctx, tj, js)
 	return js
+}
+
+// waitControlled waits until the TrainJob's namesake of obj's kind exists,
+// controlled by it, and reads it into obj.
+func waitControlled(ctx context.Context, tj *trainerv1alpha1.TrainJob, obj client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), obj)).To(Succeed())
+		owner := getTrainJob(ctx, tj)
+		g.Expect(metav1.IsControlledBy(obj, owner)).To(BeTrue(), "%T %s is not controlled by its TrainJob", obj, obj.GetName())
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 }
 
 // expectGone waits until the object no longer exists.
@@ -307,4 +315,56 @@ func batchJobTemplate(labels map[string]string, container corev1.Container) batc
 			Containers: []corev1.Container{container},
 		}}},
 	}
+}
+
+// withBackend makes a runtime build its TrainJobs into the given backend
+// (spec.backend); the TrainJobs themselves are written the same way.
+func withBackend(rt *trainerv1alpha1.TrainingRuntime, backend trainerv1alpha1.RuntimeBackend) *trainerv1alpha1.TrainingRuntime {
+	rt.Spec.Backend = backend
+	return rt
+}
+
+func podCliqueSetOf(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*copsev1alpha1.PodCliqueSet, error) {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	return pcs, env.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs)
+}
+
+// waitPodCliqueSet waits until the TrainJob's PodCliqueSet exists,
+// controlled by it.
+func waitPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) *copsev1alpha1.PodCliqueSet {
+	GinkgoHelper()
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	waitControlled(ctx, tj, pcs)
+	return pcs
+}
+
+// cliquePodsOf are the pods of one clique (replicated job) of the
+// TrainJob's PodCliqueSet, found by copse's labels.
+func cliquePodsOf(ctx context.Context, tj *trainerv1alpha1.TrainJob, clique string) []corev1.Pod {
+	pods := &corev1.PodList{}
+	ExpectWithOffset(1, env.Client.List(ctx, pods, client.InNamespace(tj.Namespace),
+		client.MatchingLabels{labels.PartOfKey: tj.Name, labels.CliqueTemplateKey: clique})).To(Succeed())
+	return pods.Items
+}
+
+// cliqueTemplate is the named clique of a PodCliqueSet.
+func cliqueTemplate(g Gomega, pcs *copsev1alpha1.PodCliqueSet, name string) *grovecorev1alpha1.PodCliqueTemplateSpec {
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique.Name == name {
+			return clique
+		}
+	}
+	g.Expect(fmt.Errorf("PodCliqueSet %s has no clique %s", pcs.Name, name)).NotTo(HaveOccurred())
+	return nil
+}
+
+// containerNamed is a container of a pod spec by name.
+func containerNamed(g Gomega, spec *corev1.PodSpec, name string) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	g.Expect(fmt.Errorf("pod spec has no container %s", name)).NotTo(HaveOccurred())
+	return nil
 }

@@ -537,5 +537,31 @@ var _ = Describe("TrainJob admission", Label("webhook"), func() {
 		Entry("a trainer step without its node container", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Name = "trainer"
 		}, `spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: Invalid value: ["trainer"]: must contain the required container for the ancestor: trainer`),
+		Entry("on the PodCliqueSet backend, a JobSet failure rule", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 3, Rules: []jobsetv1alpha2.FailurePolicyRule{
+				{Name: "failFast", Action: jobsetv1alpha2.FailJobSet}}}
+		}, "spec.template.spec.failurePolicy.rules: Forbidden: not expressible on the PodCliqueSet backend"),
+		Entry("on the PodCliqueSet backend, Job pod retries", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+			s.Template.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = ptr.To[int32](6)
+		}, "spec.template.spec.replicatedJobs[0].template.spec.backoffLimit: Forbidden: not expressible on the PodCliqueSet backend"),
+		Entry("on the PodCliqueSet backend, coscheduling", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+			s.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Coscheduling: &trainerv1alpha1.CoschedulingPodGroupPolicySource{}}
+		}, "spec.podGroupPolicy.coscheduling: Forbidden: not expressible on the PodCliqueSet backend"),
+		Entry("a backend copse does not have", false, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Backend = "Deployment"
+		}, `spec.backend: Unsupported value: "Deployment"`),
 	)
+
+	It("accepts on the PodCliqueSet backend what it expresses: maxRestarts, success policy, dependsOn, backoffLimit 0", func(ctx context.Context) {
+		spec := trainJobRuntimes()["torch"]
+		spec.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+		spec.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 3}
+		spec.Template.Spec.SuccessPolicy = &jobsetv1alpha2.SuccessPolicy{Operator: jobsetv1alpha2.OperatorAll}
+		spec.Template.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = ptr.To[int32](0)
+		Expect(env.Client.Create(ctx, &trainerv1alpha1.TrainingRuntime{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "on-pcs"}, Spec: spec})).To(Succeed())
+	})
 })

@@ -19,7 +19,7 @@ func applyJAX(p *Plan) {
 	}
 	upsertEnv(&c.Env,
 		valueEnv(jaxEnvNumProcesses, strconv.Itoa(int(trainerCount(p)))),
-		fieldEnv(jaxEnvProcessID, CompletionIndexFieldPath),
+		fieldEnv(jaxEnvProcessID, podIndexFieldPath(p)),
 		valueEnv(jaxEnvCoordinatorAddr, fmt.Sprintf("%s:%d", rendezvousHost(p), TrainerPort)),
 	)
 	upsertPorts(&c.Ports, trainerPortSpec())

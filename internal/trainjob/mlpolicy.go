@@ -1,7 +1,6 @@
 package trainjob
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,12 +45,6 @@ func applyPlain(p *Plan) {
 			upsertEnv(&c.Env, userEnv(trainer.Env)...)
 		}
 	}
-}
-
-// rendezvousHost is the DNS name of the trainer's first pod, which every
-// framework uses as its coordinator.
-func rendezvousHost(p *Plan) string {
-	return fmt.Sprintf("%s-%s-0-0.%s", p.TrainJob.Name, NodeName, p.TrainJob.Name)
 }
 
 // gpusPerNode is the GPU count of one node's resources: the first resource

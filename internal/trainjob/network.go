@@ -1,6 +1,29 @@
 package trainjob
 
-import "fmt"
+import (
+	"fmt"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/naming"
+)
+
+// PodCliqueSetPodIndexFieldPath is the pod label copse gives every pod of a
+// PodClique with its index in the clique, read through the downward API as
+// each pod's rank on the PodCliqueSet backend (JobSet's pods read their
+// completion index instead).
+var PodCliqueSetPodIndexFieldPath = fmt.Sprintf("metadata.labels['%s']", labels.PodIndexKey)
+
+// BackendOf is the backend a runtime builds its TrainJobs into: spec.backend,
+// JobSet when unset. It is the one place the choice is made; the controller
+// asks it of the TrainJob's runtime snapshot, so editing the runtime never
+// moves a TrainJob already created.
+func BackendOf(spec *trainerv1alpha1.TrainingRuntimeSpec) trainerv1alpha1.RuntimeBackend {
+	if spec.Backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		return trainerv1alpha1.RuntimeBackendPodCliqueSet
+	}
+	return trainerv1alpha1.RuntimeBackendJobSet
+}
 
 // NameJobSetPods sets every PodSet's Endpoints to the DNS names its pods get
 // from the JobSet controller: <trainjob>-<job>-<jobIndex>-<podIndex> under the
@@ -23,4 +46,49 @@ func NameJobSetPods(p *Plan) {
 			}
 		}
 	}
+}
+
+// NamePodCliqueSetPods sets every PodSet's Endpoints to the DNS names of its
+// pods on the PodCliqueSet backend: one clique per replicated job, in the
+// PodCliqueSet's only replica, each pod resolving as
+// <hostname>.<replica service>.
+func NamePodCliqueSetPods(p *Plan) {
+	for i := range p.PodSets {
+		podSet := &p.PodSets[i]
+		podSet.Endpoints = nil
+		for pod := range podSet.Count {
+			podSet.Endpoints = append(podSet.Endpoints, podCliqueSetPodDNSName(p.TrainJob.Name, podSet.Name, int(pod)))
+		}
+	}
+}
+
+// podCliqueSetPodDNSName is the name a PodCliqueSet pod answers to: the pod
+// hostname copse gives it (<podclique>-<index>) under the headless Service of
+// its replica, which is the pod's subdomain. The TrainJob's PodCliqueSet has
+// one replica, 0.
+func podCliqueSetPodDNSName(pcs, clique string, index int) string {
+	return naming.PodHostname(naming.StandalonePodClique(pcs, 0, clique), index) + "." + naming.ReplicaService(pcs, 0)
+}
+
+// rendezvousHost is the DNS name of the trainer's first pod, which every
+// framework uses as its coordinator.
+func rendezvousHost(p *Plan) string {
+	if p.Backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		clique := NodeName
+		if trainer := p.TrainerPodSet(); trainer != nil {
+			clique = trainer.Name
+		}
+		return podCliqueSetPodDNSName(p.TrainJob.Name, clique, 0)
+	}
+	return fmt.Sprintf("%s-%s-0-0.%s", p.TrainJob.Name, NodeName, p.TrainJob.Name)
+}
+
+// podIndexFieldPath is where a pod reads its rank through the downward API:
+// its Job completion index on the JobSet backend, its index in its clique on
+// the PodCliqueSet backend.
+func podIndexFieldPath(p *Plan) string {
+	if p.Backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		return PodCliqueSetPodIndexFieldPath
+	}
+	return CompletionIndexFieldPath
 }

@@ -45,6 +45,9 @@ type Plan struct {
 	// PodGroups are the Workload-API pod groups, set by
 	// ApplyPodGroupPolicy when the runtime asks for them.
 	PodGroups []PodGroupPlan
+	// Backend is what the plan is built into (BackendOf the runtime); the
+	// ML policies ask it for the pods' network identities.
+	Backend trainerv1alpha1.RuntimeBackend
 
 	// runtimeJobs are the runtime's replicated jobs before any runtime
 	// patch: a patch may change only jobs and containers the runtime has,
@@ -73,6 +76,7 @@ func NewPlan(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*Plan, error)
 		TrainJob:       trainJob.DeepCopy(),
 		MLPolicy:       runtime.Spec.MLPolicy.DeepCopy(),
 		PodGroupPolicy: runtime.Spec.PodGroupPolicy.DeepCopy(),
+		Backend:        BackendOf(&runtime.Spec),
 		Labels:         maps.Clone(runtime.Spec.Template.Labels),
 		Annotations:    maps.Clone(runtime.Spec.Template.Annotations),
 		Spec:           *runtime.Spec.Template.Spec.DeepCopy(),

@@ -29,7 +29,7 @@ func applyTorch(p *Plan) error {
 	petEnv := []corev1.EnvVar{
 		valueEnv(TorchEnvNumNodes, strconv.Itoa(int(nodes))),
 		valueEnv(TorchEnvNumProcPerNode, procs.String()),
-		fieldEnv(TorchEnvNodeRank, CompletionIndexFieldPath),
+		fieldEnv(TorchEnvNodeRank, podIndexFieldPath(p)),
 	}
 	masterEnv := []corev1.EnvVar{
 		valueEnv(TorchEnvMasterAddr, rendezvousHost(p)),

@@ -23,9 +23,14 @@ var stepContainers = map[string]string{
 
 // ValidateRuntime checks a runtime's template as Kubeflow Trainer's admission
 // does: a job that runs a TrainJob step (trainer, dataset-initializer,
-// model-initializer) runs one Job and has the step's container.
+// model-initializer) runs one Job and has the step's container. A runtime
+// with backend PodCliqueSet is also refused what that backend cannot express
+// (PodCliqueSetRefusals).
 func ValidateRuntime(spec *trainerv1alpha1.TrainingRuntimeSpec) field.ErrorList {
 	var errs field.ErrorList
+	if BackendOf(spec) == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		errs = append(errs, PodCliqueSetRefusals(spec)...)
+	}
 	jobsPath := field.NewPath("spec", "template", "spec", "replicatedJobs")
 	for i, rjob := range spec.Template.Spec.ReplicatedJobs {
 		step, ok := rjob.Template.Labels[AncestorLabel]

@@ -25,7 +25,7 @@ func applyXGBoost(p *Plan) {
 	upsertEnv(&c.Env,
 		valueEnv(XGBoostEnvTrackerURI, rendezvousHost(p)),
 		valueEnv(XGBoostEnvTrackerPort, strconv.Itoa(int(TrainerPort))),
-		fieldEnv(XGBoostEnvTaskID, CompletionIndexFieldPath),
+		fieldEnv(XGBoostEnvTaskID, podIndexFieldPath(p)),
 		valueEnv(XGBoostEnvNumWorker, strconv.Itoa(int(trainerPodSet.Count*workersPerNode))),
 	)
 	upsertPorts(&c.Ports, trainerPortSpec())

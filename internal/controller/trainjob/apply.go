@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -24,20 +26,15 @@ import (
 // time JobSet's own defaulting made it differ from the build.
 const buildHashAnnotation = "copse.dev/trainjob-build-hash"
 
-// apply makes the TrainJob's objects exist: the MPI Secret (once) and
-// hostfile before the JobSet whose pods mount them, then the JobSet. An
-// existing JobSet is rebuilt only while it or the TrainJob is suspended:
-// a running JobSet is never changed under its pods (as Kubeflow Trainer).
+// apply makes the JobSet backend's objects exist: the MPI Secret (once) and
+// hostfile and the Workload and PodGroups before the JobSet whose pods use
+// them, then the JobSet. An existing JobSet is rebuilt only while it or the
+// TrainJob is suspended: a running JobSet is never changed under its pods
+// (as Kubeflow Trainer).
 func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.JobSetObjects, existing *jobsetv1alpha2.JobSet) error {
-	if objects.NeedsMPISSHSecret && (existing == nil || ptr.Deref(existing.Spec.Suspend, false)) {
-		if err := r.ensureMPISecret(ctx, tj); err != nil {
-			return err
-		}
-	}
-	if objects.MPIHostfile != nil {
-		if err := r.ensureConfigMap(ctx, objects.MPIHostfile); err != nil {
-			return err
-		}
+	notRunning := existing == nil || ptr.Deref(existing.Spec.Suspend, false)
+	if err := r.ensureMPIObjects(ctx, tj, objects.NeedsMPISSHSecret, objects.MPIHostfile, notRunning); err != nil {
+		return err
 	}
 	if objects.Workload != nil {
 		if err := r.ensurePodGroups(ctx, objects); err != nil {
@@ -45,34 +42,99 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 		}
 	}
 	desired := objects.JobSet
-	hash, err := buildHash(desired)
+	run := backendObject{kind: "JobSet", desired: desired, spec: desired.Spec, createdReason: reasonJobSetCreated}
+	if existing != nil {
+		run.existing, run.existingSuspended = existing, ptr.Deref(existing.Spec.Suspend, false)
+		run.rebuilt = func() client.Object {
+			updated := existing.DeepCopy()
+			spec := *desired.Spec.DeepCopy()
+			keepCreateDefaults(updated.Spec, &spec)
+			updated.Spec = spec
+			return updated
+		}
+	}
+	return r.ensureBackendObject(ctx, tj, run)
+}
+
+// applyPodCliqueSet makes the PodCliqueSet backend's objects exist: the MPI
+// Secret (once) and hostfile before the PodCliqueSet whose pods mount them,
+// then the PodCliqueSet, rebuilt on the same rule as a JobSet. Its
+// spec.suspend follows the TrainJob's, which the build carries.
+func (r *Reconciler) applyPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.PodCliqueSetObjects, existing *copsev1alpha1.PodCliqueSet) error {
+	notRunning := existing == nil || ptr.Deref(existing.Spec.Suspend, false)
+	if err := r.ensureMPIObjects(ctx, tj, objects.NeedsMPISSHSecret, objects.MPIHostfile, notRunning); err != nil {
+		return err
+	}
+	desired := objects.PodCliqueSet
+	run := backendObject{kind: "PodCliqueSet", desired: desired, spec: desired.Spec, createdReason: reasonPodCliqueSetCreated}
+	if existing != nil {
+		run.existing, run.existingSuspended = existing, ptr.Deref(existing.Spec.Suspend, false)
+		run.rebuilt = func() client.Object {
+			updated := existing.DeepCopy()
+			updated.Spec = *desired.Spec.DeepCopy()
+			return updated
+		}
+	}
+	return r.ensureBackendObject(ctx, tj, run)
+}
+
+// backendObject is a backend's JobSet or PodCliqueSet as built, and the one
+// that exists.
+type backendObject struct {
+	kind string
+	// desired is the build; spec is its spec, hashed with its labels and
+	// annotations.
+	desired client.Object
+	spec    any
+	// existing is nil when there is none; rebuilt returns a copy of it
+	// carrying the desired spec.
+	existing          client.Object
+	existingSuspended bool
+	rebuilt           func() client.Object
+	createdReason     string
+}
+
+// ensureBackendObject creates the backend's object, stamped with the hash of
+// its build, or rebuilds an existing one whose build changed while it or the
+// TrainJob is suspended.
+func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha1.TrainJob, run backendObject) error {
+	desired := run.desired
+	hash, err := buildHash(desired.GetName(), desired.GetLabels(), desired.GetAnnotations(), run.spec)
 	if err != nil {
 		return err
 	}
-	if desired.Annotations == nil {
-		desired.Annotations = map[string]string{}
-	}
-	desired.Annotations[buildHashAnnotation] = hash
+	desired.SetAnnotations(labels.Merge(desired.GetAnnotations(), map[string]string{buildHashAnnotation: hash}))
 
-	if existing == nil {
+	if run.existing == nil {
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create JobSet %s: %w", desired.Name, err)
+			return fmt.Errorf("create %s %s: %w", run.kind, desired.GetName(), err)
 		}
-		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, reasonJobSetCreated, "Create", "created JobSet %s", desired.Name)
+		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, run.createdReason, "Create", "created %s %s", run.kind, desired.GetName())
 		return nil
 	}
-	rebuildable := ptr.Deref(tj.Spec.Suspend, false) || ptr.Deref(existing.Spec.Suspend, false)
-	if !rebuildable || existing.Annotations[buildHashAnnotation] == hash {
+	rebuildable := ptr.Deref(tj.Spec.Suspend, false) || run.existingSuspended
+	if !rebuildable || run.existing.GetAnnotations()[buildHashAnnotation] == hash {
 		return nil
 	}
-	updated := existing.DeepCopy()
-	updated.Labels = maps.Clone(desired.Labels)
-	updated.Annotations = maps.Clone(desired.Annotations)
-	spec := *desired.Spec.DeepCopy()
-	keepCreateDefaults(updated.Spec, &spec)
-	updated.Spec = spec
+	updated := run.rebuilt()
+	updated.SetLabels(maps.Clone(desired.GetLabels()))
+	updated.SetAnnotations(maps.Clone(desired.GetAnnotations()))
 	if err := r.Client.Update(ctx, updated); err != nil {
-		return fmt.Errorf("rebuild suspended JobSet %s: %w", updated.Name, err)
+		return fmt.Errorf("rebuild suspended %s %s: %w", run.kind, updated.GetName(), err)
+	}
+	return nil
+}
+
+// ensureMPIObjects makes the MPI SSH Secret, only while the backend's object
+// does not run yet (the one time it is needed), and the hostfile.
+func (r *Reconciler) ensureMPIObjects(ctx context.Context, tj *trainerv1alpha1.TrainJob, needsSecret bool, hostfile *corev1.ConfigMap, notRunning bool) error {
+	if needsSecret && notRunning {
+		if err := r.ensureMPISecret(ctx, tj); err != nil {
+			return err
+		}
+	}
+	if hostfile != nil {
+		return r.ensureConfigMap(ctx, hostfile)
 	}
 	return nil
 }
@@ -146,16 +208,16 @@ func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.Config
 	return nil
 }
 
-// buildHash is the first 16 hex digits of the SHA-256 of the JobSet's build:
+// buildHash is the first 16 hex digits of the SHA-256 of a built object's
 // labels, annotations and spec.
-func buildHash(jobSet *jobsetv1alpha2.JobSet) (string, error) {
+func buildHash(name string, objLabels, annotations map[string]string, spec any) (string, error) {
 	raw, err := json.Marshal(struct {
-		Labels      map[string]string         `json:"labels"`
-		Annotations map[string]string         `json:"annotations"`
-		Spec        jobsetv1alpha2.JobSetSpec `json:"spec"`
-	}{jobSet.Labels, jobSet.Annotations, jobSet.Spec})
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		Spec        any               `json:"spec"`
+	}{objLabels, annotations, spec})
 	if err != nil {
-		return "", fmt.Errorf("hash JobSet %s: %w", jobSet.Name, err)
+		return "", fmt.Errorf("hash the build of %s: %w", name, err)
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:16], nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 )
 
@@ -25,8 +26,14 @@ const minRequeue = time.Second
 // facts are the plain values a TrainJob's decisions depend on.
 type facts struct {
 	TrainJob *trainerv1alpha1.TrainJob
-	// JobSet is the TrainJob's JobSet, nil when there is none.
+	// JobSet is the TrainJob's JobSet, nil when there is none (or the
+	// TrainJob runs on the PodCliqueSet backend).
 	JobSet *jobsetv1alpha2.JobSet
+	// PodCliqueSet is the TrainJob's PodCliqueSet, nil when there is none
+	// (or the TrainJob runs on the JobSet backend); PodCliques are its
+	// PodCliques.
+	PodCliqueSet *copsev1alpha1.PodCliqueSet
+	PodCliques   []copsev1alpha1.PodClique
 	// NumNodes is the resolved trainer node count, nil before the runtime
 	// is resolved.
 	NumNodes *int32
@@ -40,12 +47,12 @@ type facts struct {
 // decision is what one pass does: the status to write and what to do after.
 type decision struct {
 	Status trainerv1alpha1.TrainJobStatus
-	// RunJobSet: the JobSet should exist as built (created, or rebuilt while
-	// suspended).
-	RunJobSet bool
-	// DeleteJobSet: the deadline passed; the Failed condition is written
-	// first.
-	DeleteJobSet bool
+	// Run: the backend's object (JobSet or PodCliqueSet) should exist as
+	// built (created, or rebuilt while suspended).
+	Run bool
+	// DeleteRun: the deadline passed; the Failed condition is written
+	// first, then the backend's object is deleted.
+	DeleteRun bool
 	// DeleteTrainJob: the TTL after the TrainJob finished has passed.
 	DeleteTrainJob bool
 	// RequeueAfter is when the next deadline or TTL falls due, 0 for none.
@@ -53,8 +60,9 @@ type decision struct {
 }
 
 // decide computes the status a TrainJob should have and what to do about it:
-// its conditions follow its suspension, its JobSet's outcome and its
-// deadline; its jobsStatus mirrors the JobSet's replicated jobs; a finished
+// its conditions follow its suspension, its JobSet's (or PodCliqueSet's)
+// outcome and its deadline; its jobsStatus mirrors the JobSet's replicated
+// jobs (or counts the PodCliqueSet's cliques as jobs); a finished
 // TrainJob with a TTL is deleted once the TTL has passed since it finished.
 func decide(f facts) decision {
 	tj := f.TrainJob
@@ -70,10 +78,15 @@ func decide(f facts) decision {
 			setCondition(&status, trainerv1alpha1.TrainJobFailed, trainerv1alpha1.TrainJobRuntimeNotSupportedReason, f.Unsupported, f.Now)
 		} else if f.JobSet != nil {
 			mirrorOutcome(&status, f.JobSet)
+		} else if f.PodCliqueSet != nil {
+			mirrorPodCliqueSetOutcome(&status, f.PodCliqueSet, f.Now)
 		}
 	}
-	if f.JobSet != nil {
+	switch {
+	case f.JobSet != nil:
 		mirrorJobsStatus(&status, f.JobSet)
+	case f.PodCliqueSet != nil:
+		status.JobsStatus = podCliqueSetJobsStatus(f.PodCliqueSet, f.PodCliques)
 	}
 
 	if !finished(status) {
@@ -88,9 +101,9 @@ func decide(f facts) decision {
 
 	switch {
 	case !finished(status):
-		d.RunJobSet = true
+		d.Run = true
 	case isDeadlineExceeded(status):
-		d.DeleteJobSet = f.JobSet != nil
+		d.DeleteRun = f.JobSet != nil || f.PodCliqueSet != nil
 	}
 	if finished(status) && f.TTL != nil {
 		expires := finishedAt(status).Add(time.Duration(*f.TTL) * time.Second)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 )
 
@@ -28,6 +29,10 @@ const (
 	fuzzHasJobSet = 1 << iota
 	fuzzHasTTL
 	fuzzUnsupported
+	// fuzzHasPodCliqueSet: the TrainJob runs on the PodCliqueSet backend;
+	// fuzzJobSetCompleted and fuzzJobSetFailed then make the PodCliqueSet
+	// Succeeded (with SuccessCriteriaMet when both) or Failed.
+	fuzzHasPodCliqueSet
 )
 
 // FuzzDecide checks decide's promises on any TrainJob, JobSet and time:
@@ -53,11 +58,19 @@ func FuzzDecide(f *testing.F) {
 				}
 			}
 		}
-		if d.RunJobSet && finished(d.Status) {
+		if d.Run && finished(d.Status) {
 			t.Fatal("runs the JobSet of a finished TrainJob")
 		}
-		if d.DeleteJobSet && (!isDeadlineExceeded(d.Status) || in.JobSet == nil) {
-			t.Fatalf("deletes the JobSet without a passed deadline: %+v", d.Status.Conditions)
+		if d.DeleteRun && (!isDeadlineExceeded(d.Status) || (in.JobSet == nil && in.PodCliqueSet == nil)) {
+			t.Fatalf("deletes the JobSet or PodCliqueSet without a passed deadline: %+v", d.Status.Conditions)
+		}
+		if in.PodCliqueSet != nil && len(d.Status.JobsStatus) != len(in.PodCliqueSet.Spec.Template.Cliques) {
+			t.Fatalf("jobsStatus %v: not one entry per clique", d.Status.JobsStatus)
+		}
+		for _, js := range d.Status.JobsStatus {
+			if in.PodCliqueSet != nil && *js.Succeeded+*js.Failed+*js.Suspended+max(*js.Active, *js.Ready) > 1 {
+				t.Fatalf("jobsStatus %s counts its one Job twice: %+v", js.Name, js)
+			}
 		}
 		if d.DeleteTrainJob {
 			if !finished(d.Status) || in.TTL == nil {
@@ -91,6 +104,11 @@ func decideCases() []decideCase {
 		{fuzzFailed | fuzzDeadlineFailed, fuzzHasJobSet, 60, 0, 70, 61},
 		{0, fuzzHasJobSet, 60, 0, 60, 0},
 		{0, fuzzUnsupported, 0, 0, 1, 0},
+		{fuzzJobSetCompleted, fuzzHasPodCliqueSet | fuzzHasTTL, 0, 0, 31, 30},
+		{fuzzJobSetCompleted | fuzzJobSetFailed, fuzzHasPodCliqueSet, 0, 0, 31, 30},
+		{fuzzJobSetFailed, fuzzHasPodCliqueSet, 0, 0, 31, 30},
+		{fuzzSuspended, fuzzHasPodCliqueSet, 0, 0, 31, 30},
+		{0, fuzzHasPodCliqueSet, 60, 0, 70, 0},
 	}
 }
 
@@ -120,7 +138,22 @@ func fuzzFacts(flags, more uint8, deadline int64, ttl int32, now, transition int
 		add(cond(trainerv1alpha1.TrainJobFailed, metav1.ConditionTrue, reason, since))
 	}
 	in := facts{TrainJob: tj, Now: seconds(now)}
-	if more&fuzzHasJobSet != 0 {
+	if more&fuzzHasPodCliqueSet != 0 {
+		pcs := podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 1)
+		switch {
+		case flags&fuzzJobSetCompleted != 0 && flags&fuzzJobSetFailed != 0:
+			pcs = podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 1,
+				cond(copsev1alpha1.ConditionTypeSuccessCriteriaMet, metav1.ConditionTrue, copsev1alpha1.ReasonSuccessPolicy, since))
+		case flags&fuzzJobSetCompleted != 0:
+			pcs = podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0)
+		case flags&fuzzJobSetFailed != 0:
+			pcs = podCliqueSet(copsev1alpha1.PodCliqueSetPhaseFailed, 3,
+				cond(copsev1alpha1.ConditionTypeFailed, metav1.ConditionTrue, copsev1alpha1.ReasonMaxRestartsExceeded, since))
+		}
+		pcs.Spec.Suspend = ptr.To(flags&fuzzSuspended != 0)
+		in.PodCliqueSet = pcs
+		in.PodCliques = []copsev1alpha1.PodClique{podClique("node", 0, 2, 1, "0"), podClique("launcher", 0, 1, 0, "")}
+	} else if more&fuzzHasJobSet != 0 {
 		var conditions []metav1.Condition
 		if flags&fuzzJobSetCompleted != 0 {
 			conditions = append(conditions, cond(string(jobsetv1alpha2.JobSetCompleted), metav1.ConditionTrue, "AllJobsCompleted", since))

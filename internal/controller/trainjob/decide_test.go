@@ -42,14 +42,14 @@ func jobSet(conditions ...metav1.Condition) *jobsetv1alpha2.JobSet {
 // outcome is what a decision amounts to, for the table.
 type outcome struct {
 	Conditions     map[string]string // type -> status/reason
-	RunJobSet      bool
-	DeleteJobSet   bool
+	Run            bool
+	DeleteRun      bool
 	DeleteTrainJob bool
 	RequeueAfter   time.Duration
 }
 
 func summarize(d decision) outcome {
-	o := outcome{Conditions: map[string]string{}, RunJobSet: d.RunJobSet, DeleteJobSet: d.DeleteJobSet,
+	o := outcome{Conditions: map[string]string{}, Run: d.Run, DeleteRun: d.DeleteRun,
 		DeleteTrainJob: d.DeleteTrainJob, RequeueAfter: d.RequeueAfter}
 	for _, c := range d.Status.Conditions {
 		o.Conditions[c.Type] = string(c.Status) + "/" + c.Reason
@@ -67,13 +67,13 @@ func TestDecide(t *testing.T) {
 	}{
 		{"a new TrainJob runs its JobSet and has no condition",
 			facts{TrainJob: job(0, false), Now: at(1)},
-			outcome{Conditions: map[string]string{}, RunJobSet: true}},
+			outcome{Conditions: map[string]string{}, Run: true}},
 		{"suspended: Suspended=True, the JobSet kept (suspended by the build)",
 			facts{TrainJob: job(0, true), Now: at(1)},
-			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, RunJobSet: true}},
+			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, Run: true}},
 		{"resumed: Suspended=False reason Resumed",
 			facts{TrainJob: job(0, false, cond("Suspended", metav1.ConditionTrue, "Suspended", at(0))), Now: at(5)},
-			outcome{Conditions: map[string]string{"Suspended": "False/Resumed"}, RunJobSet: true}},
+			outcome{Conditions: map[string]string{"Suspended": "False/Resumed"}, Run: true}},
 		{"the JobSet completed: Complete with JobSet's reason",
 			facts{TrainJob: job(0, false), JobSet: jobSet(completed), Now: at(31)},
 			outcome{Conditions: map[string]string{"Complete": "True/AllJobsCompleted"}}},
@@ -85,25 +85,25 @@ func TestDecide(t *testing.T) {
 			outcome{Conditions: map[string]string{"Complete": "True/AllJobsCompleted"}}},
 		{"before the deadline: runs, and is woken at the deadline",
 			facts{TrainJob: job(60, false), Now: at(20)},
-			outcome{Conditions: map[string]string{}, RunJobSet: true, RequeueAfter: 40 * time.Second}},
+			outcome{Conditions: map[string]string{}, Run: true, RequeueAfter: 40 * time.Second}},
 		{"past the deadline: Failed DeadlineExceeded and the JobSet deleted",
 			facts{TrainJob: job(60, false), JobSet: jobSet(), Now: at(61)},
-			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}, DeleteJobSet: true}},
+			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}, DeleteRun: true}},
 		{"at the deadline exactly: failed (the deadline is not a grace period)",
 			facts{TrainJob: job(60, false), JobSet: jobSet(), Now: at(60)},
-			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}, DeleteJobSet: true}},
+			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}, DeleteRun: true}},
 		{"past the deadline with the JobSet already gone: nothing left to delete",
 			facts{TrainJob: job(60, false, cond("Failed", metav1.ConditionTrue, "DeadlineExceeded", at(61))), Now: at(70)},
 			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}}},
 		{"suspended past the deadline: no timer while suspended",
 			facts{TrainJob: job(60, true), Now: at(600)},
-			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, RunJobSet: true}},
+			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, Run: true}},
 		{"resumed at 500: the deadline counts from the resume",
 			facts{TrainJob: job(60, false, cond("Suspended", metav1.ConditionFalse, "Resumed", at(500))), Now: at(530)},
-			outcome{Conditions: map[string]string{"Suspended": "False/Resumed"}, RunJobSet: true, RequeueAfter: 30 * time.Second}},
+			outcome{Conditions: map[string]string{"Suspended": "False/Resumed"}, Run: true, RequeueAfter: 30 * time.Second}},
 		{"resumed at 500, now 561: failed a full deadline after the resume",
 			facts{TrainJob: job(60, false, cond("Suspended", metav1.ConditionFalse, "Resumed", at(500))), JobSet: jobSet(), Now: at(561)},
-			outcome{Conditions: map[string]string{"Suspended": "False/Resumed", "Failed": "True/DeadlineExceeded"}, DeleteJobSet: true}},
+			outcome{Conditions: map[string]string{"Suspended": "False/Resumed", "Failed": "True/DeadlineExceeded"}, DeleteRun: true}},
 		{"finished with a TTL not yet passed: woken when it passes",
 			facts{TrainJob: job(0, false, cond("Complete", metav1.ConditionTrue, "AllJobsCompleted", at(30))), TTL: ptr.To[int32](10), Now: at(33)},
 			outcome{Conditions: map[string]string{"Complete": "True/AllJobsCompleted"}, RequeueAfter: 7 * time.Second}},

@@ -9,9 +9,10 @@ import (
 
 // Event reasons of the TrainJob controller, besides the condition reasons.
 const (
-	reasonRuntimeUnavailable = "RuntimeUnavailable"
-	reasonBuildFailed        = "BuildFailed"
-	reasonJobSetCreated      = "JobSetCreated"
+	reasonRuntimeUnavailable  = "RuntimeUnavailable"
+	reasonBuildFailed         = "BuildFailed"
+	reasonJobSetCreated       = "JobSetCreated"
+	reasonPodCliqueSetCreated = "PodCliqueSetCreated"
 )
 
 // recordTransitions emits one event per condition that became true in the

@@ -1,7 +1,8 @@
-// Package trainjob holds the TrainJob controller, the JobSet backend: it
-// freezes the TrainJob's runtime into a snapshot, builds the JobSet (and the
-// MPI Secret and hostfile) through internal/trainjob's pipeline, keeps the
-// TrainJob's status in step with the JobSet, enforces activeDeadlineSeconds
+// Package trainjob holds the TrainJob controller: it freezes the TrainJob's
+// runtime into a snapshot, builds the JobSet or, on the PodCliqueSet backend
+// the snapshot names, the Training PodCliqueSet (and the MPI Secret and
+// hostfile) through internal/trainjob's pipeline, keeps the TrainJob's status
+// in step with that object, enforces activeDeadlineSeconds
 // and deletes a finished TrainJob once its runtime's TTL has passed. Every
 // time it depends on is read from the API server, so a restarted operator
 // picks up every deadline and TTL where it was.
@@ -23,14 +24,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // ControllerName names the controller in logs, events and metrics.
 const ControllerName = "trainjob"
 
-// Reconciler reconciles TrainJobs into JobSets.
+// Reconciler reconciles TrainJobs into JobSets or PodCliqueSets.
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -45,6 +48,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainingruntimes;clustertrainingruntimes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads;podgroups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
@@ -52,11 +57,13 @@ type Reconciler struct {
 
 // Reconcile runs one pass:
 //
-//	observe  the TrainJob, its runtime (snapshot first) and its JobSet
-//	build    the JobSet backend's objects through the shared pipeline   (pure)
+//	observe  the TrainJob, its runtime (snapshot first; it names the
+//	         backend) and its JobSet, or its PodCliqueSet and PodCliques
+//	build    the backend's objects through the shared pipeline          (pure)
 //	decide   conditions, jobsStatus, deadline, TTL                      (pure)
 //	status   written once, before anything is deleted
-//	act      create or rebuild the JobSet, or delete it (deadline), or
+//	act      create or rebuild the JobSet or PodCliqueSet, or delete it
+//	         (deadline), or
 //	         delete the finished TrainJob (TTL)
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := &trainerv1alpha1.TrainJob{}
@@ -70,7 +77,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, logger)
 
 	f := facts{TrainJob: tj, Now: r.Clock.Now()}
-	var objects *trainjob.JobSetObjects
+	backend := trainerv1alpha1.RuntimeBackendJobSet
+	var built builtObjects
 	if finished(tj.Status) {
 		runtime, found, err := r.readSnapshot(ctx, tj)
 		if err != nil {
@@ -78,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if found {
 			f.TTL = runtime.Spec.TTLSecondsAfterFinished
+			backend = trainjob.BackendOf(&runtime.Spec)
 		}
 	} else {
 		runtime, err := r.resolveRuntime(ctx, tj)
@@ -86,41 +95,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		f.TTL = runtime.Spec.TTLSecondsAfterFinished
-		plan, err := trainjob.PlanJobSet(tj, runtime)
-		switch {
-		case trainjob.IsUnsupported(err):
-			f.Unsupported = err.Error()
-		case err != nil:
+		backend = trainjob.BackendOf(&runtime.Spec)
+		if built, err = r.build(tj, runtime, backend, &f); err != nil {
 			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
-			return ctrl.Result{}, fmt.Errorf("build the JobSet of TrainJob %s: %w", tj.Name, err)
-		case len(plan.PodGroups) > 0 && !r.WorkloadAPI:
-			f.Unsupported = "podGroupPolicy.workload needs the scheduling.k8s.io/v1beta1 Workload API, which this cluster does not serve"
-		default:
-			objects = trainjob.JobSetObjectsOf(plan)
-			f.NumNodes = ptr.To(trainjob.TrainerNodes(plan))
+			return ctrl.Result{}, fmt.Errorf("build the %s of TrainJob %s: %w", backend, tj.Name, err)
 		}
 	}
-	jobSet, err := r.getJobSet(ctx, tj)
-	if err != nil {
+	if err := r.observe(ctx, tj, backend, &f); err != nil {
 		return ctrl.Result{}, err
 	}
-	f.JobSet = jobSet
 
 	d := decide(f)
 	if err := r.writeStatus(ctx, tj, d.Status); err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {
-	case d.RunJobSet && objects != nil:
-		if err := r.apply(ctx, tj, objects, jobSet); err != nil {
+	case d.Run && built.jobSet != nil:
+		if err := r.apply(ctx, tj, built.jobSet, f.JobSet); err != nil {
 			return ctrl.Result{}, err
 		}
-	case d.DeleteJobSet:
-		if err := r.deleteJobSet(ctx, jobSet); err != nil {
+	case d.Run && built.podCliqueSet != nil:
+		if err := r.applyPodCliqueSet(ctx, tj, built.podCliqueSet, f.PodCliqueSet); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(tj, jobSet, corev1.EventTypeWarning, trainerv1alpha1.TrainJobDeadlineExceededReason, "Delete",
-			"activeDeadlineSeconds %d passed: JobSet %s deleted", tj.Spec.ActiveDeadlineSeconds, jobSet.Name)
+	case d.DeleteRun:
+		if err := r.deleteRun(ctx, tj, f); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if d.DeleteTrainJob {
 		logger.Info("deleting the finished TrainJob: its ttlSecondsAfterFinished passed", "ttlSecondsAfterFinished", *f.TTL)
@@ -140,18 +141,115 @@ func managedHere(tj *trainerv1alpha1.TrainJob) bool {
 	return ptr.Deref(tj.Spec.ManagedBy, trainerv1alpha1.ManagedByTrainJobController) == trainerv1alpha1.ManagedByTrainJobController
 }
 
+// builtObjects are what one backend builds; exactly one is set once the
+// build succeeded.
+type builtObjects struct {
+	jobSet       *trainjob.JobSetObjects
+	podCliqueSet *trainjob.PodCliqueSetObjects
+}
+
+// build runs the backend's pipeline. A runtime the backend cannot run is a
+// fact (Unsupported: the TrainJob fails), not an error.
+func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
+	var plan *trainjob.Plan
+	var err error
+	if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		plan, err = trainjob.PlanPodCliqueSet(tj, runtime)
+	} else {
+		plan, err = trainjob.PlanJobSet(tj, runtime)
+	}
+	switch {
+	case trainjob.IsUnsupported(err):
+		f.Unsupported = err.Error()
+		return builtObjects{}, nil
+	case err != nil:
+		return builtObjects{}, err
+	}
+	f.NumNodes = ptr.To(trainjob.TrainerNodes(plan))
+	if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		return builtObjects{podCliqueSet: trainjob.PodCliqueSetObjectsOf(plan)}, nil
+	}
+	if len(plan.PodGroups) > 0 && !r.WorkloadAPI {
+		f.NumNodes = nil
+		f.Unsupported = "podGroupPolicy.workload needs the scheduling.k8s.io/v1beta1 Workload API, which this cluster does not serve"
+		return builtObjects{}, nil
+	}
+	return builtObjects{jobSet: trainjob.JobSetObjectsOf(plan)}, nil
+}
+
+// observe reads the backend's object: the JobSet, or the PodCliqueSet and
+// its PodCliques.
+func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, backend trainerv1alpha1.RuntimeBackend, f *facts) error {
+	if backend != trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		jobSet, err := r.getJobSet(ctx, tj)
+		f.JobSet = jobSet
+		return err
+	}
+	pcs, err := r.getPodCliqueSet(ctx, tj)
+	if err != nil || pcs == nil {
+		return err
+	}
+	f.PodCliqueSet = pcs
+	pclqs := &copsev1alpha1.PodCliqueList{}
+	if err := r.Client.List(ctx, pclqs, client.InNamespace(tj.Namespace), client.MatchingLabels{labels.PartOfKey: pcs.Name}); err != nil {
+		return fmt.Errorf("list the PodCliques of PodCliqueSet %s: %w", pcs.Name, err)
+	}
+	for _, pclq := range pclqs.Items {
+		if metav1.IsControlledBy(&pclq, pcs) {
+			f.PodCliques = append(f.PodCliques, pclq)
+		}
+	}
+	return nil
+}
+
+// deleteRun deletes the backend's object once the deadline passed (the
+// Failed condition is already written).
+func (r *Reconciler) deleteRun(ctx context.Context, tj *trainerv1alpha1.TrainJob, f facts) error {
+	var obj client.Object = f.JobSet
+	kind := "JobSet"
+	if f.PodCliqueSet != nil {
+		obj, kind = f.PodCliqueSet, "PodCliqueSet"
+	}
+	err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: ptr.To(obj.GetUID())})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %s %s: %w", kind, obj.GetName(), err)
+	}
+	r.Recorder.Eventf(tj, obj, corev1.EventTypeWarning, trainerv1alpha1.TrainJobDeadlineExceededReason, "Delete",
+		"activeDeadlineSeconds %d passed: %s %s deleted", tj.Spec.ActiveDeadlineSeconds, kind, obj.GetName())
+	return nil
+}
+
+func (r *Reconciler) getPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*copsev1alpha1.PodCliqueSet, error) {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if found, err := r.getControlled(ctx, tj, "PodCliqueSet", pcs); !found {
+		return nil, err
+	}
+	return pcs, nil
+}
+
 func (r *Reconciler) getJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob) (*jobsetv1alpha2.JobSet, error) {
 	jobSet := &jobsetv1alpha2.JobSet{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), jobSet)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get the JobSet of TrainJob %s: %w", tj.Name, err)
-	case !metav1.IsControlledBy(jobSet, tj):
-		return nil, fmt.Errorf("JobSet %s exists but is not controlled by TrainJob %s: copse leaves it alone", jobSet.Name, tj.Name)
+	if found, err := r.getControlled(ctx, tj, "JobSet", jobSet); !found {
+		return nil, err
 	}
 	return jobSet, nil
+}
+
+// getControlled reads the TrainJob's namesake of a kind into obj; found is
+// false when there is none. One the TrainJob does not control is an error:
+// copse leaves it alone.
+func (r *Reconciler) getControlled(ctx context.Context, tj *trainerv1alpha1.TrainJob, kind string, obj client.Object) (bool, error) {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get the %s of TrainJob %s: %w", kind, tj.Name, err)
+	case !metav1.IsControlledBy(obj, tj):
+		return false, fmt.Errorf("%s %s exists but is not controlled by TrainJob %s: copse leaves it alone", kind, obj.GetName(), tj.Name)
+	}
+	return true, nil
 }
 
 // writeStatus writes the decided status when it differs, with an optimistic
@@ -167,14 +265,5 @@ func (r *Reconciler) writeStatus(ctx context.Context, tj *trainerv1alpha1.TrainJ
 		return fmt.Errorf("write status of TrainJob %s: %w", tj.Name, err)
 	}
 	r.recordTransitions(tj, before, status)
-	return nil
-}
-
-func (r *Reconciler) deleteJobSet(ctx context.Context, jobSet *jobsetv1alpha2.JobSet) error {
-	err := r.Client.Delete(ctx, jobSet, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: &jobSet.UID})
-	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete JobSet %s: %w", jobSet.Name, err)
-	}
 	return nil
 }

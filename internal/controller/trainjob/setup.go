@@ -1,22 +1,33 @@
 package trainjob
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 // SetupWithManager registers the controller: TrainJobs copse manages, and
-// the JobSets, ConfigMaps (snapshot, hostfile) and PodGroups they control,
-// so that a JobSet's progress or an object deleted from outside brings the
-// TrainJob back. PodGroups are watched only where the cluster serves them. Secrets are not watched: copse only ever creates them.
+// the JobSets, PodCliqueSets, ConfigMaps (snapshot, hostfile) and PodGroups
+// they control, so that a JobSet's or PodCliqueSet's progress or an object
+// deleted from outside brings the TrainJob back. The PodCliques of a
+// PodCliqueSet are watched too (their counts are the TrainJob's jobsStatus);
+// one maps to the TrainJob its PodCliqueSet is named after, which the
+// reconciler then checks controls it. PodGroups are watched only where the
+// cluster serves them. Secrets are not watched: copse only ever creates them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -25,10 +36,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 			return ok && managedHere(tj)
 		}))).
 		Owns(&jobsetv1alpha2.JobSet{}).
+		Owns(&copsev1alpha1.PodCliqueSet{}).
+		Watches(&copsev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(podCliqueToTrainJob)).
 		Owns(&corev1.ConfigMap{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
 	if r.WorkloadAPI {
 		b = b.Owns(&schedulingv1beta1.PodGroup{})
 	}
 	return b.Complete(r)
+}
+
+// podCliqueToTrainJob maps a PodClique to the TrainJob named as its
+// PodCliqueSet (a TrainJob's PodCliqueSet has its name).
+func podCliqueToTrainJob(_ context.Context, obj client.Object) []reconcile.Request {
+	pcs := obj.GetLabels()[labels.PartOfKey]
+	if pcs == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: pcs}}}
 }

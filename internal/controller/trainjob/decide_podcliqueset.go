@@ -1,0 +1,133 @@
+package trainjob
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// Reasons of a TrainJob's outcome on the PodCliqueSet backend. Where the
+// meaning is JobSet's, the reason is the one the JobSet backend mirrors from
+// JobSet; the others are the PodCliqueSet's own.
+const (
+	// reasonAllJobsCompleted: every clique succeeded (JobSet's reason for a
+	// completed JobSet).
+	reasonAllJobsCompleted = "AllJobsCompleted"
+	// reasonPodCliqueSetFailed: the PodCliqueSet failed without saying why.
+	reasonPodCliqueSetFailed = "PodCliqueSetFailed"
+)
+
+// mirrorPodCliqueSetOutcome carries a Training PodCliqueSet's end over:
+// Succeeded becomes Complete (reason SuccessPolicy when its success policy
+// ended it, else AllJobsCompleted), Failed stays Failed with the
+// PodCliqueSet's reason (MaxRestartsExceeded, MaxRuntimeExceeded). TrainJob
+// has no field for the restart count, so the message says it, with the root
+// cause of the last failure.
+func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *copsev1alpha1.PodCliqueSet, now time.Time) {
+	switch pcs.Status.Phase {
+	case copsev1alpha1.PodCliqueSetPhaseSucceeded:
+		reason, message := reasonAllJobsCompleted, fmt.Sprintf("PodCliqueSet %s succeeded: every clique completed", pcs.Name)
+		if meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
+			reason, message = copsev1alpha1.ReasonSuccessPolicy, fmt.Sprintf("PodCliqueSet %s succeeded: its success policy was met", pcs.Name)
+		}
+		setCondition(status, trainerv1alpha1.TrainJobComplete, reason, message+restartsNote(pcs), now)
+	case copsev1alpha1.PodCliqueSetPhaseFailed:
+		reason, message := reasonPodCliqueSetFailed, fmt.Sprintf("PodCliqueSet %s failed", pcs.Name)
+		if c := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil && c.Reason != "" {
+			reason = c.Reason
+			if c.Message != "" {
+				message += ": " + c.Message
+			}
+		}
+		if failure := pcs.Status.LastFailure; failure != nil && failure.Summary != "" {
+			message += "; last failure: " + failure.Summary
+		}
+		setCondition(status, trainerv1alpha1.TrainJobFailed, reason, message+restartsNote(pcs), now)
+	}
+}
+
+func restartsNote(pcs *copsev1alpha1.PodCliqueSet) string {
+	return fmt.Sprintf(" (restarts: %d)", pcs.Status.RestartCount)
+}
+
+// podCliqueSetJobsStatus counts, per replicated job, its Jobs as JobSet
+// does, where the job's one Job is its clique in the PodCliqueSet's one
+// replica. A clique counts as
+//   - succeeded once its PodClique has the Succeeded condition;
+//   - failed when the PodCliqueSet failed and the root cause of its last
+//     failure was one of the clique's pods;
+//   - suspended while the PodCliqueSet is suspended and the clique has not
+//     finished;
+//   - otherwise active while it has pods that have not ended, and ready
+//     when its ready and succeeded pods are at least its pod count.
+//
+// A clique without a PodClique yet (waiting for another to succeed, or
+// while its replica restarts) counts as nothing.
+func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique) []trainerv1alpha1.JobStatus {
+	current := currentPodCliques(pclqs)
+	suspended := ptr.Deref(pcs.Spec.Suspend, false)
+	var out []trainerv1alpha1.JobStatus
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil {
+			continue
+		}
+		var ready, succeeded, failed, active, suspendedJobs int32
+		pclq := current[clique.Name]
+		switch {
+		case pclq != nil && meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded):
+			succeeded = 1
+		case pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed && pclq != nil &&
+			pcs.Status.LastFailure != nil && pcs.Status.LastFailure.PodClique == pclq.Name:
+			failed = 1
+		case suspended:
+			suspendedJobs = 1
+		case pclq != nil:
+			if pclq.Status.Replicas > 0 {
+				active = 1
+			}
+			if podsReadyOrSucceeded(pclq) >= pclq.Spec.Replicas {
+				ready = 1
+			}
+		}
+		out = append(out, trainerv1alpha1.JobStatus{
+			Name: clique.Name, Ready: ptr.To(ready), Succeeded: ptr.To(succeeded), Failed: ptr.To(failed),
+			Active: ptr.To(active), Suspended: ptr.To(suspendedJobs),
+		})
+	}
+	return out
+}
+
+// currentPodCliques maps each clique template to its PodClique of the
+// latest attempt: while a replica restarts, the old run's may linger.
+func currentPodCliques(pclqs []copsev1alpha1.PodClique) map[string]*copsev1alpha1.PodClique {
+	out := map[string]*copsev1alpha1.PodClique{}
+	attempts := map[string]int{}
+	for i := range pclqs {
+		pclq := &pclqs[i]
+		clique := pclq.Labels[labels.CliqueTemplateKey]
+		attempt, _ := labels.Index(pclq.Labels, labels.AttemptKey)
+		if prev, seen := attempts[clique]; clique == "" || (seen && prev > attempt) {
+			continue
+		}
+		out[clique], attempts[clique] = pclq, attempt
+	}
+	return out
+}
+
+// podsReadyOrSucceeded is a PodClique's ready pods plus its recorded
+// successes (JobSet counts a Job ready when ready and succeeded pods reach
+// its pod count).
+func podsReadyOrSucceeded(pclq *copsev1alpha1.PodClique) int32 {
+	done, err := indexset.Parse(pclq.Status.SucceededIndexes, int(pclq.Spec.Replicas))
+	if err != nil {
+		done = indexset.Set{}
+	}
+	return pclq.Status.ReadyReplicas + int32(done.CountBelow(int(pclq.Spec.Replicas)))
+}
