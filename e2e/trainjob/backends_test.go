@@ -61,20 +61,19 @@ var podCliqueSetBackend = backend{
 		return &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: tj.Namespace, Name: tj.Name}}
 	},
 	restarts: func(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob) int32 {
-		pcs := &copsev1alpha1.PodCliqueSet{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs)).To(Succeed())
+		pcs, err := podCliqueSetOf(ctx, tj)
+		g.Expect(err).NotTo(HaveOccurred())
 		return pcs.Status.RestartCount
 	},
 	step: func(pod *corev1.Pod) string { return pod.Labels[labels.CliqueTemplateKey] },
 }
 
 // backends are the backends every scenario of the table runs on.
-var backends = []backend{jobSetBackend}
+var backends = []backend{jobSetBackend, podCliqueSetBackend}
 
 // onBackend makes a runtime build its TrainJobs into the backend.
 func (b backend) onBackend(rt *trainerv1alpha1.TrainingRuntime) *trainerv1alpha1.TrainingRuntime {
-	rt.Spec.Backend = b.kind
-	return rt
+	return withBackend(rt, b.kind)
 }
 
 // pods are the pods of the namespace (each scenario runs one TrainJob in a
