@@ -65,9 +65,11 @@ func TestValidateStartsAfterSucceeded(t *testing.T) {
 func TestStartsAfterSucceededIsImmutable(t *testing.T) {
 	old := valid(asTraining, waitsForSuccess("worker", "leader"))
 	for name, change := range map[string]func(*copsev1alpha1.PodCliqueSet){
-		"added to":   waitsForSuccess("router", "leader"),
-		"removed":    func(p *copsev1alpha1.PodCliqueSet) { p.Spec.TrainingSpec.StartsAfterSucceeded = nil },
-		"changed to": func(p *copsev1alpha1.PodCliqueSet) { p.Spec.TrainingSpec.StartsAfterSucceeded[0].Cliques = []string{"router"} },
+		"added to": waitsForSuccess("router", "leader"),
+		"removed":  func(p *copsev1alpha1.PodCliqueSet) { p.Spec.TrainingSpec.StartsAfterSucceeded = nil },
+		"changed to": func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.TrainingSpec.StartsAfterSucceeded[0].Cliques = []string{"router"}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pcs := old.DeepCopy()
