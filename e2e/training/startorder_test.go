@@ -60,6 +60,14 @@ func expectGateClosed(g Gomega, pods []corev1.Pod, n int) {
 	}
 }
 
+// expectStaysClosed checks that the clique's gates stay closed for d.
+func expectStaysClosed(ctx context.Context, namespace, pcsName, clique string, n int, d time.Duration) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		expectGateClosed(g, cliquePods(ctx, g, namespace, pcsName, clique), n)
+	}).WithContext(ctx).WithTimeout(d).Should(Succeed())
+}
+
 // expectGateOpenAndRunning checks that the clique's n pods passed their
 // open gate and run.
 func expectGateOpenAndRunning(g Gomega, pods []corev1.Pod, n int) {
@@ -154,16 +162,12 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 			expectBlocked(ctx, g, ns, "job-0-b", copsev1alpha1.ReasonWaitingForReady, "a")
 			expectBlocked(ctx, g, ns, "job-0-c", copsev1alpha1.ReasonWaitingForReady, "b")
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
-		Consistently(func(g Gomega) {
-			expectGateClosed(g, cliquePods(ctx, g, ns, "job", "b"), 2)
-		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+		expectStaysClosed(ctx, ns, "job", "b", 2, 3*time.Second)
 
 		By("a becomes Ready while the operator is down: b's gate stays closed until it is back")
 		killOperatorWhile(ctx, func() {
 			setReady(ctx, a, true)
-			Consistently(func(g Gomega) {
-				expectGateClosed(g, cliquePods(ctx, g, ns, "job", "b"), 2)
-			}).WithContext(ctx).WithTimeout(2 * time.Second).Should(Succeed())
+			expectStaysClosed(ctx, ns, "job", "b", 2, 2*time.Second)
 		})
 
 		By("the restarted operator opens b's gates; c still waits for b")
@@ -214,16 +218,12 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 		Eventually(func(g Gomega) {
 			expectBlocked(ctx, g, ns, "job-0-c", copsev1alpha1.ReasonWaitingForReady, "b")
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
-		Consistently(func(g Gomega) {
-			expectGateClosed(g, cliquePods(ctx, g, ns, "job", "c"), 1)
-		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+		expectStaysClosed(ctx, ns, "job", "c", 1, 3*time.Second)
 
 		By("b becomes Ready while the operator is down")
 		killOperatorWhile(ctx, func() {
 			setReady(ctx, b, true)
-			Consistently(func(g Gomega) {
-				expectGateClosed(g, cliquePods(ctx, g, ns, "job", "c"), 1)
-			}).WithContext(ctx).WithTimeout(2 * time.Second).Should(Succeed())
+			expectStaysClosed(ctx, ns, "job", "c", 1, 2*time.Second)
 		})
 		Eventually(func(g Gomega) {
 			expectGateOpenAndRunning(g, cliquePods(ctx, g, ns, "job", "c"), 1)
@@ -331,9 +331,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 			expectGateClosed(g, cliquePods(ctx, g, ns, "serve", "server"), 2)
 			expectBlocked(ctx, g, ns, "serve-0-server", copsev1alpha1.ReasonWaitingForReady, "router")
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
-		Consistently(func(g Gomega) {
-			expectGateClosed(g, cliquePods(ctx, g, ns, "serve", "server"), 2)
-		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+		expectStaysClosed(ctx, ns, "serve", "server", 2, 3*time.Second)
 
 		setReady(ctx, router, true)
 		Eventually(func(g Gomega) {
