@@ -56,3 +56,14 @@ func TestNoneLeavesPodsAlone(t *testing.T) {
 		t.Errorf("podGroupName %q: without gang scheduling the user's pod spec is left alone", got)
 	}
 }
+
+func TestPolicyOf(t *testing.T) {
+	gang := policyOf(blueprint.Gang{Name: "tj-0", MinCount: 4})
+	if gang.Gang == nil || gang.Gang.MinCount != 4 || gang.Basic != nil {
+		t.Errorf("a gang is all-or-nothing for its minCount: %+v", gang)
+	}
+	prelude := policyOf(blueprint.Gang{Name: "tj-0-prelude", Basic: true})
+	if prelude.Basic == nil || prelude.Gang != nil {
+		t.Errorf("a prelude is scheduled pod by pod: %+v", prelude)
+	}
+}

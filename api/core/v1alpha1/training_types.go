@@ -177,6 +177,22 @@ const (
 	ReasonCreationRefused = "Refused"
 	// ReasonCreationAccepted: pods are being created again.
 	ReasonCreationAccepted = "Accepted"
+
+	// ConditionTypeStartupBlocked is on a PodClique that starts after other
+	// cliques of its replica (spec.template.cliqueStartupType, or
+	// trainingSpec.startsAfterSucceeded): True while they hold it back, the
+	// message naming them; False once they no longer do.
+	ConditionTypeStartupBlocked = "StartupBlocked"
+	// ReasonWaitingForSucceeded: no pod of the clique is created until the
+	// named cliques have succeeded (trainingSpec.startsAfterSucceeded).
+	ReasonWaitingForSucceeded = "WaitingForSucceeded"
+	// ReasonWaitingForReady: the clique's pods are created, but their
+	// startup gate keeps their containers from starting until the named
+	// cliques are Ready (cliqueStartupType InOrder or Explicit).
+	ReasonWaitingForReady = "WaitingForReady"
+	// ReasonPredecessorsDone: the cliques it starts after are Ready (or
+	// have succeeded).
+	ReasonPredecessorsDone = "PredecessorsDone"
 )
 
 // OutcomeFinalizer is on every pod of a Training PodClique until the pod's

@@ -28,6 +28,7 @@ var podTemplateChangeForbidden = fmt.Sprintf(
 //     (spec.replicas itself is checked by the CRD.)
 //   - The generation hash (package generationhash) cannot change: that
 //     would be a rolling update.
+//   - trainingSpec.startsAfterSucceeded cannot change: it decides the gangs.
 //
 // The rules apply when either object is Training; the CRD keeps
 // workloadType from changing.
@@ -36,6 +37,7 @@ func validateTrainingUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorLis
 		return nil
 	}
 	errs := validateTemplateReplicasUnchanged(old, pcs)
+	errs = append(errs, validateStartsAfterSucceededUnchanged(old, pcs)...)
 	return append(errs, validateGenerationHashUnchanged(old, pcs)...)
 }
 

@@ -71,6 +71,7 @@ func validateObject(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	errs = append(errs, validateTerminationDelay(pcs)...)
 	errs = append(errs, validateCliques(pcs, old)...)
 	errs = append(errs, validateStartOrder(pcs)...)
+	errs = append(errs, validateStartsAfterSucceeded(pcs)...)
 	errs = append(errs, validateScalingGroups(pcs)...)
 	errs = append(errs, validateResourceSharing(pcs)...)
 	errs = append(errs, validateGeneratedNames(pcs)...)
