@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 )
 
@@ -54,5 +55,21 @@ func TestNoneLeavesPodsAlone(t *testing.T) {
 	}
 	if got := ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, ""); got != "users-own" {
 		t.Errorf("podGroupName %q: without gang scheduling the user's pod spec is left alone", got)
+	}
+}
+
+func TestPodGroupsOutliveASuspension(t *testing.T) {
+	rows := (&Workload{}).ReplicaResources()
+	if len(rows) != 1 || rows[0].Kind != "PodGroup" {
+		t.Fatalf("rows %+v, want one PodGroup row", rows)
+	}
+	for reason, deleted := range map[copsev1alpha1.RecreationReason]bool{
+		copsev1alpha1.RecreationReasonGangTermination: true,
+		copsev1alpha1.RecreationReasonTrainingRestart: true,
+		copsev1alpha1.RecreationReasonSuspension:      false,
+	} {
+		if got := rows[0].DeletedBy(reason); got != deleted {
+			t.Errorf("PodGroup deleted by %s: %v, want %v", reason, got, deleted)
+		}
 	}
 }
