@@ -53,7 +53,7 @@ func TestMayCreatePods(t *testing.T) {
 			recreations: recreating, replica: 1, attempt: 2, want: ReasonSuspended},
 		{name: "training, SuccessCriteriaMet before the phase", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning,
 			conditions: []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonSuccessPolicy}},
-			want: ReasonEnded},
+			want:       ReasonEnded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -331,17 +331,17 @@ func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inPro
 			restartCount: pcs.Status.RestartCount, causeReplica: -1, requeueAfter: g.requeueAfter}
 	}
 	t := decideTraining(trainingInputs{
-		replicas:         replicas,
-		inProgress:       inProgress,
-		restartCount:     pcs.Status.RestartCount,
-		maxRestarts:      pcs.MaxRestarts(),
-		maxRuntime:       pcs.MaxRuntime(),
-		startTime:        startTime,
-		terminationDelay: pcs.TerminationDelay(),
+		replicas:           replicas,
+		inProgress:         inProgress,
+		restartCount:       pcs.Status.RestartCount,
+		maxRestarts:        pcs.MaxRestarts(),
+		maxRuntime:         pcs.MaxRuntime(),
+		startTime:          startTime,
+		terminationDelay:   pcs.TerminationDelay(),
 		failing:            isFailing(pcs),
 		successCriteriaMet: successCriteriaMet(pcs),
 		terminal:           pcs.Status.Phase.IsTerminal(),
-		now:              now,
+		now:                now,
 	})
 	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart,
 		restartCount: t.restartCount, failReason: t.failReason, failMessage: t.failMessage,
