@@ -86,6 +86,19 @@ func condition(pcs *copsev1alpha1.PodCliqueSet, conditionType string) *metav1.Co
 	return meta.FindStatusCondition(pcs.Status.Conditions, conditionType)
 }
 
+// expectSuccessCriteriaMet asserts SuccessCriteriaMet=True, by the launcher,
+// and no failure, and returns the condition.
+func expectSuccessCriteriaMet(g Gomega, pcs *copsev1alpha1.PodCliqueSet) *metav1.Condition {
+	met := condition(pcs, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
+	g.Expect(met).NotTo(BeNil())
+	g.Expect(met.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(met.Reason).To(Equal(copsev1alpha1.ReasonSuccessPolicy))
+	g.Expect(met.Message).To(ContainSubstring("job-0-launcher"))
+	g.Expect(failedCondition(pcs)).To(BeNil(), "never Failed after SuccessCriteriaMet")
+	g.Expect(pcs.Status.RestartCount).To(BeZero())
+	return met
+}
+
 // expectSuspendedAndEmpty asserts the state of a suspension that removed
 // every pod: no pod and no PodClique or scaling group left, the gangs as
 // they were, restartCount kept, startTime cleared, phase Pending, each
@@ -131,13 +144,7 @@ var _ = Describe("Success policy", Label("training"), func() {
 			Eventually(func(g Gomega) {
 				pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
 				g.Expect(pcs.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
-				met := condition(pcs, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
-				g.Expect(met).NotTo(BeNil())
-				g.Expect(met.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(met.Reason).To(Equal(copsev1alpha1.ReasonSuccessPolicy))
-				g.Expect(met.Message).To(ContainSubstring("job-0-launcher"))
-				g.Expect(pcs.Status.RestartCount).To(BeZero())
-				g.Expect(failedCondition(pcs)).To(BeNil())
+				expectSuccessCriteriaMet(g, pcs)
 			}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 
 			By("leaving only the launcher's pod, which exited 0; the workers are gone")
@@ -154,7 +161,7 @@ var _ = Describe("Success policy", Label("training"), func() {
 			Consistently(func(g Gomega) {
 				pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
 				g.Expect(pcs.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
-				g.Expect(failedCondition(pcs)).To(BeNil(), "never Failed after SuccessCriteriaMet")
+				expectSuccessCriteriaMet(g, pcs)
 				g.Expect(activePods(ctx, g, ns, "job")).To(BeEmpty(), "no worker is replaced")
 			}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
 		},
@@ -294,10 +301,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 		var metAt metav1.Time
 		Eventually(func(g Gomega) {
 			pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
-			met := condition(pcs, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
-			g.Expect(met).NotTo(BeNil())
-			g.Expect(met.Status).To(Equal(metav1.ConditionTrue))
-			metAt = met.LastTransitionTime
+			metAt = expectSuccessCriteriaMet(g, pcs).LastTransitionTime
 			g.Expect(pcs.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseRunning), "not Succeeded while a worker holds its node")
 			p := &corev1.Pod{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&stuck), p)).To(Succeed())
@@ -323,12 +327,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 		Consistently(func(g Gomega) {
 			pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
 			g.Expect(pcs.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
-			met := condition(pcs, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
-			g.Expect(met).NotTo(BeNil())
-			g.Expect(met.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(met.LastTransitionTime.Time).To(BeTemporally("==", metAt.Time))
-			g.Expect(failedCondition(pcs)).To(BeNil())
-			g.Expect(pcs.Status.RestartCount).To(BeZero())
+			g.Expect(expectSuccessCriteriaMet(g, pcs).LastTransitionTime.Time).To(BeTemporally("==", metAt.Time), "the condition as written before the crash")
 			g.Expect(pcs.Status.ReplicaRecreations).To(BeEmpty())
 			g.Expect(activePods(ctx, g, ns, "job")).To(BeEmpty())
 			pods := env.Pods(ctx, g, ns, "job")
@@ -388,5 +387,26 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 			g.Expect(pcs.Status.StartTime).NotTo(BeNil())
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 		expectNoOrphans(ctx, ns, "job")
+	})
+})
+
+var _ = Describe("Success policy and suspend admission (webhook)", Label("training"), func() {
+	It("rejects a target that is no clique and a changed policy, and accepts suspend changes", func(ctx context.Context) {
+		const validatePodCliqueSet = "validate.podcliquesets.grove.io"
+		ns := newNamespace(ctx, "policy-admission")
+		typo := launcherJob(ns, 1, "1h", copsev1alpha1.SuccessPolicyOperatorAll)
+		typo.Spec.TrainingSpec.SuccessPolicy.TargetCliques = []string{"launchr"}
+		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, typo), validatePodCliqueSet,
+			`spec.trainingSpec.successPolicy.targetCliques[0]: Invalid value: "launchr": must name a clique of spec.template.cliques: one of ["launcher" "worker"]`)
+
+		pcs := launcherJob(ns, 1, "1h", copsev1alpha1.SuccessPolicyOperatorAll)
+		pcs.Spec.Suspend = ptr.To(true)
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		changed := pcs.DeepCopy()
+		changed.Spec.TrainingSpec.SuccessPolicy.Operator = copsev1alpha1.SuccessPolicyOperatorAny
+		framework.ExpectAdmissionInvalid(env.Client.Update(ctx, changed), validatePodCliqueSet,
+			"spec.trainingSpec.successPolicy: Invalid value", "field is immutable")
+		setSuspend(ctx, ns, "job", false)
+		setSuspend(ctx, ns, "job", true)
 	})
 })
