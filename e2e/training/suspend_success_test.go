@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -402,9 +403,16 @@ var _ = Describe("Success policy and suspend admission (webhook)", Label("traini
 		pcs := launcherJob(ns, 1, "1h", copsev1alpha1.SuccessPolicyOperatorAll)
 		pcs.Spec.Suspend = ptr.To(true)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		changed := pcs.DeepCopy()
-		changed.Spec.TrainingSpec.SuccessPolicy.Operator = copsev1alpha1.SuccessPolicyOperatorAny
-		framework.ExpectAdmissionInvalid(env.Client.Update(ctx, changed), validatePodCliqueSet,
+		// The status writes of the operator may make an update conflict;
+		// the rule is checked on an update from the latest version.
+		var err error
+		Eventually(func() bool {
+			changed := env.GetPodCliqueSet(ctx, Default, ns, "job")
+			changed.Spec.TrainingSpec.SuccessPolicy.Operator = copsev1alpha1.SuccessPolicyOperatorAny
+			err = env.Client.Update(ctx, changed)
+			return !apierrors.IsConflict(err)
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeTrue())
+		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet,
 			"spec.trainingSpec.successPolicy: Invalid value", "field is immutable")
 		setSuspend(ctx, ns, "job", false)
 		setSuspend(ctx, ns, "job", true)
