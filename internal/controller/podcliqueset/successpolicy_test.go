@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
@@ -65,5 +67,25 @@ func TestEvaluateSuccessPolicy(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestAssessReplicaAppliesTheSuccessPolicy: a replica's PodCliques are
+// matched to the policy's targets by their clique template.
+func TestAssessReplicaAppliesTheSuccessPolicy(t *testing.T) {
+	succeeded := []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSucceeded, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}}
+	members := []member{
+		{name: "job-0-launcher", template: "launcher", conditions: succeeded},
+		{name: "job-0-worker", template: "worker"},
+	}
+	anyLauncher := &copsev1alpha1.SuccessPolicy{Operator: copsev1alpha1.SuccessPolicyOperatorAny, TargetCliques: []string{"launcher"}}
+	if a := assessReplica(0, 2, members, true, anyLauncher); !a.succeeded || !a.succeededAt.Equal(t0) || !slices.Equal(a.succeededBy, []string{"job-0-launcher"}) {
+		t.Errorf("with the policy: %+v", a)
+	}
+	if a := assessReplica(0, 2, members, true, nil); a.succeeded {
+		t.Errorf("without a policy a running worker keeps the replica from succeeding: %+v", a)
+	}
+	if a := assessReplica(0, 2, members, false, anyLauncher); a.succeeded {
+		t.Errorf("Inference never succeeds: %+v", a)
 	}
 }
