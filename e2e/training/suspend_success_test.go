@@ -83,6 +83,17 @@ func runObjects(ctx context.Context, g Gomega, namespace string) int {
 	return len(cliques.Items) + len(groups.Items)
 }
 
+// killOperatorAndReach SIGKILLs the operator, then lets the node of the
+// pod stuck terminating answer again, so the pod ends while the operator
+// is down.
+func killOperatorAndReach(ctx context.Context, stuck *corev1.Pod) {
+	GinkgoHelper()
+	Expect(env.Operator.Kill()).To(Succeed())
+	p := &corev1.Pod{}
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stuck), p)).To(Succeed())
+	setAnnotation(ctx, p, cluster.AnnotationUnreachable, "false")
+}
+
 func condition(pcs *copsev1alpha1.PodCliqueSet, conditionType string) *metav1.Condition {
 	return meta.FindStatusCondition(pcs.Status.Conditions, conditionType)
 }
@@ -310,10 +321,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 
 		By("killing the operator, and letting the worker end while it is down")
-		Expect(env.Operator.Kill()).To(Succeed())
-		p := &corev1.Pod{}
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&stuck), p)).To(Succeed())
-		setAnnotation(ctx, p, cluster.AnnotationUnreachable, "false")
+		killOperatorAndReach(ctx, &stuck)
 		Eventually(func(g Gomega) {
 			g.Expect(activePods(ctx, g, ns, "job")).To(BeEmpty())
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
@@ -362,10 +370,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 
 		By("killing the operator mid-suspension, letting the last pod end while it is down")
-		Expect(env.Operator.Kill()).To(Succeed())
-		p := &corev1.Pod{}
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&stuck), p)).To(Succeed())
-		setAnnotation(ctx, p, cluster.AnnotationUnreachable, "false")
+		killOperatorAndReach(ctx, &stuck)
 		Eventually(func(g Gomega) {
 			g.Expect(env.Pods(ctx, g, ns, "job")).To(BeEmpty())
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
