@@ -105,12 +105,16 @@ type CliqueSuccessDependency struct {
 type PodCliqueSetPhase string
 
 const (
-	// PodCliqueSetPhasePending means no replica has its pods running yet.
+	// PodCliqueSetPhasePending means no replica has its pods running yet,
+	// or the PodCliqueSet is suspended and none of its pods is left.
 	PodCliqueSetPhasePending PodCliqueSetPhase = "Pending"
 	// PodCliqueSetPhaseRunning means at least one replica has its pods running.
 	PodCliqueSetPhaseRunning PodCliqueSetPhase = "Running"
 	// PodCliqueSetPhaseSucceeded means every replica completed: every
-	// PodClique has the Succeeded condition. Training only; terminal.
+	// PodClique has the Succeeded condition, or, with
+	// trainingSpec.successPolicy, every replica met the policy
+	// (SuccessCriteriaMet) and no pod is left running. Training only;
+	// terminal.
 	PodCliqueSetPhaseSucceeded PodCliqueSetPhase = "Succeeded"
 	// PodCliqueSetPhaseFailed means the restart budget or the runtime limit
 	// was exceeded and every pod was terminated. Training only; terminal.

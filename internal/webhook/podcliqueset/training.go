@@ -156,3 +156,32 @@ func validateTrainingPods(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	}
 	return errs
 }
+
+// successPolicyPath is where the success policy is reported.
+var successPolicyPath = specPath.Child("trainingSpec", "successPolicy")
+
+// validateSuccessPolicy requires every target of trainingSpec.successPolicy
+// to name a clique template: a replica's PodCliques are made from those,
+// and a target matching none could never be met (All) or would silently
+// never count (Any). The CRD allows trainingSpec for Training only.
+func validateSuccessPolicy(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if pcs.Spec.TrainingSpec == nil || pcs.Spec.TrainingSpec.SuccessPolicy == nil {
+		return nil
+	}
+	var names []string
+	known := map[string]bool{}
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique != nil {
+			names = append(names, clique.Name)
+			known[clique.Name] = true
+		}
+	}
+	var errs field.ErrorList
+	for i, target := range pcs.Spec.TrainingSpec.SuccessPolicy.TargetCliques {
+		if !known[target] {
+			errs = append(errs, field.Invalid(successPolicyPath.Child("targetCliques").Index(i), target,
+				fmt.Sprintf("must name a clique of %s: one of %q", cliquesPath, names)))
+		}
+	}
+	return errs
+}

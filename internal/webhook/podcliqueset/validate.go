@@ -76,6 +76,7 @@ func validateObject(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	errs = append(errs, validateResourceSharing(pcs)...)
 	errs = append(errs, validateGeneratedNames(pcs)...)
 	errs = append(errs, validateTrainingPods(pcs)...)
+	errs = append(errs, validateSuccessPolicy(pcs)...)
 	return errs
 }
 
