@@ -63,6 +63,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Decorators: []blueprint.PodDecorator{
 			backend.PodDecorator(),
 			lifecycle.OutcomeFinalizer(),
+			blueprint.StartupGate(cfg.StartupGate.Image),
 		},
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
 		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),

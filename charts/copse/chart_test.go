@@ -404,6 +404,7 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 		"controllers":      map[string]any{"podClique": map[string]any{"concurrentSyncs": 11}},
 		"scheduler":        map[string]any{"backend": "none"},
 		"leaderElection":   map[string]any{"enabled": false, "resourceName": "my-lease", "leaseDuration": "30s"},
+		"startupGate":      map[string]any{"image": "mirror.example.com/busybox:1.37.0"},
 	}}))
 	switch {
 	case cfg.ClientConnection.QPS != 12.5 || cfg.ClientConnection.Burst != configv1alpha1.DefaultBurst:
@@ -417,10 +418,12 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 		t.Errorf("scheduler %+v", cfg.Scheduler)
 	case *cfg.LeaderElection.Enabled || cfg.LeaderElection.ResourceName != "my-lease" || cfg.LeaderElection.LeaseDuration.Duration != 30*time.Second:
 		t.Errorf("leaderElection %+v", cfg.LeaderElection)
+	case cfg.StartupGate.Image != "mirror.example.com/busybox:1.37.0":
+		t.Errorf("startupGate %+v", cfg.StartupGate)
 	}
 }
 
-// The chart pins no client rate limit or concurrency of its own: unset, they
+// The chart pins no client rate limit, concurrency or startup gate image of its own: unset, they
 // are the operator's defaults, whatever those are in the operator the chart
 // installs.
 func TestClientAndConcurrencyDefaultToTheOperators(t *testing.T) {
@@ -431,7 +434,7 @@ func TestClientAndConcurrencyDefaultToTheOperators(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"clientConnection", "controllers"} {
+	for _, key := range []string{"clientConnection", "controllers", "startupGate"} {
 		if v, set := raw[key]; set {
 			t.Errorf("the default ConfigMap sets %s: %v; leave it to the operator's defaults", key, v)
 		}
@@ -443,6 +446,9 @@ func TestClientAndConcurrencyDefaultToTheOperators(t *testing.T) {
 	}
 	if diff := cmp.Diff(defaults.Controllers, cfg.Controllers); diff != "" {
 		t.Errorf("controllers differ from the operator's defaults (-want +got):\n%s", diff)
+	}
+	if cfg.StartupGate != defaults.StartupGate {
+		t.Errorf("startupGate %+v differs from the operator's default %+v", cfg.StartupGate, defaults.StartupGate)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 type stageDoc struct {
@@ -52,7 +54,7 @@ func TestEmbeddedStagesAreWellFormed(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"copse-node-ready", "copse-pod-initialize", "copse-pod-start", "copse-pod-exit", "copse-pod-restart", "copse-pod-kill", "copse-pod-remove"} {
+	for _, want := range []string{"copse-node-ready", "copse-pod-initialize", "copse-pod-open-gate", "copse-pod-start", "copse-pod-exit", "copse-pod-restart", "copse-pod-kill", "copse-pod-remove"} {
 		if !names[want] {
 			t.Errorf("stage %s missing", want)
 		}
@@ -60,12 +62,13 @@ func TestEmbeddedStagesAreWellFormed(t *testing.T) {
 }
 
 // The stages spell the annotation keys out; they must match the exported
-// constants that users of the package write.
+// constants that users of the package write, or the keys copse itself puts
+// on pods (the attempt label, the startup gate annotation).
 func TestStagesUseOnlyDocumentedAnnotations(t *testing.T) {
 	known := map[string]bool{AnnotationRunDuration: true, AnnotationExitCode: true, AnnotationRestartDelay: true, AnnotationExitCodesByAttempt: true,
-		AnnotationNeverReady: true, AnnotationUnreachable: true}
+		AnnotationNeverReady: true, AnnotationUnreachable: true, labels.AttemptKey: true, labels.StartupGateAnnotation: true}
 	used := map[string]bool{}
-	re := regexp.MustCompile(`sim\.copse\.dev/[a-z-]+`)
+	re := regexp.MustCompile(`(sim\.)?copse\.dev/[a-z-]+`)
 	paths, err := writeStageFiles(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -169,12 +169,13 @@ func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
   kubectl get trainjobs -n %s                  # TrainJobs: state, runtime, nodes (deleted 10 minutes after they end)
   kubectl describe trainjob -n %s bert-crash   # status: Failed with the JobSet's reason, jobsStatus
   kubectl get jobsets,jobs -n %s               # the TrainJobs' JobSets, admitted by JobSet's own webhooks
+  kubectl get pcs -n %s llama-sft              # a TrainJob on the PodCliqueSet backend: one Training PodCliqueSet
   kubectl get workloads,podgroups -n %s        # gangs (Workload API): one Workload per PodCliqueSet and TrainJob
 
 Operator log: %s
 JobSet controller log: %s
 Tear it all down with: make demo-down
 `, jobset.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
-		demoNamespace, demoNamespace, demoNamespace, demoNamespace,
+		demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace,
 		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath)
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -70,34 +72,41 @@ func TestTrainJobSamples(t *testing.T) {
 		}
 	}
 
-	rt, ok := runtimes["copse-torch"]
-	if !ok {
-		t.Fatalf("no ClusterTrainingRuntime copse-torch among %v", files)
-	}
-	if errs := trainjob.ValidateRuntime(&rt.Spec); len(errs) > 0 {
-		t.Errorf("runtime copse-torch: %v", errs.ToAggregate())
-	}
-	if rt.Spec.PodGroupPolicy == nil || rt.Spec.PodGroupPolicy.Workload == nil || rt.Spec.TTLSecondsAfterFinished == nil {
-		t.Errorf("runtime copse-torch: want podGroupPolicy.workload and ttlSecondsAfterFinished, got podGroupPolicy %+v, ttlSecondsAfterFinished %v",
-			rt.Spec.PodGroupPolicy, rt.Spec.TTLSecondsAfterFinished)
+	for _, name := range []string{"copse-torch", "copse-torch-podcliqueset"} {
+		rt, ok := runtimes[name]
+		if !ok {
+			t.Fatalf("no ClusterTrainingRuntime %s among %v", name, files)
+		}
+		if errs := trainjob.ValidateRuntime(&rt.Spec); len(errs) > 0 {
+			t.Errorf("runtime %s: %v", name, errs.ToAggregate())
+		}
+		if rt.Spec.PodGroupPolicy == nil || rt.Spec.PodGroupPolicy.Workload == nil || rt.Spec.TTLSecondsAfterFinished == nil {
+			t.Errorf("runtime %s: want podGroupPolicy.workload and ttlSecondsAfterFinished, got podGroupPolicy %+v, ttlSecondsAfterFinished %v",
+				name, rt.Spec.PodGroupPolicy, rt.Spec.TTLSecondsAfterFinished)
+		}
 	}
 
-	wantExit := map[string]string{"trainjob-succeeds.yaml": "0", "trainjob-fails.yaml": "1"}
+	wantExit := map[string]string{"trainjob-succeeds.yaml": "0", "trainjob-fails.yaml": "1", "trainjob-podcliqueset-succeeds.yaml": "0"}
 	if len(trainJobs) != len(wantExit) {
 		t.Errorf("TrainJob samples %v, want one per file of %v", trainJobs, wantExit)
 	}
 	for file, tj := range trainJobs {
 		t.Run(file, func(t *testing.T) {
-			runtime := trainjob.Runtime{Kind: trainjob.RuntimeKind(tj), Name: tj.Spec.RuntimeRef.Name, Spec: runtimes[tj.Spec.RuntimeRef.Name].Spec}
-			if runtime.Kind != trainerv1alpha1.ClusterTrainingRuntimeKind || runtime.Name != rt.Name {
-				t.Fatalf("runtimeRef %+v: want ClusterTrainingRuntime %s", tj.Spec.RuntimeRef, rt.Name)
+			rt, ok := runtimes[tj.Spec.RuntimeRef.Name]
+			if !ok || trainjob.RuntimeKind(tj) != trainerv1alpha1.ClusterTrainingRuntimeKind {
+				t.Fatalf("runtimeRef %+v: want one of the sample ClusterTrainingRuntimes", tj.Spec.RuntimeRef)
 			}
+			runtime := trainjob.Runtime{Kind: trainerv1alpha1.ClusterTrainingRuntimeKind, Name: rt.Name, Spec: rt.Spec}
 			plan, err := trainjob.NewPlan(tj, runtime)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if errs := trainjob.Validate(plan); len(errs) > 0 {
 				t.Fatalf("admission: %v", errs.ToAggregate())
+			}
+			if trainjob.BackendOf(&rt.Spec) == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+				checkPodCliqueSetSample(t, tj, runtime, wantExit[file])
+				return
 			}
 			objects, err := trainjob.BuildJobSetObjects(tj, runtime)
 			if err != nil {
@@ -108,17 +117,45 @@ func TestTrainJobSamples(t *testing.T) {
 				t.Fatalf("want one replicated job node of 2 pods, got %+v", jobs)
 			}
 			pod := jobs[0].Template.Spec.Template
-			if pod.Annotations[cluster.AnnotationRunDuration] == "" || pod.Annotations[cluster.AnnotationExitCode] != wantExit[file] {
-				t.Errorf("pod annotations %v: want a run duration and exit code %q", pod.Annotations, wantExit[file])
-			}
-			if gpus := pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; gpus.Value() != 2 {
-				t.Errorf("node container resources %+v: want 2 GPUs", pod.Spec.Containers[0].Resources)
-			}
+			checkSimulatedNode(t, pod, wantExit[file])
 			groups := objects.Plan.PodGroups
 			if objects.Workload == nil || len(groups) != 1 || groups[0].MinCount != 2 ||
 				pod.Spec.SchedulingGroup == nil || *pod.Spec.SchedulingGroup.PodGroupName != tj.Name+"-trainer" {
 				t.Errorf("want a gang of 2 in PodGroup %s-trainer: groups %+v, pod group %+v", tj.Name, groups, pod.Spec.SchedulingGroup)
 			}
 		})
+	}
+}
+
+// checkPodCliqueSetSample: a TrainJob on the PodCliqueSet backend becomes
+// one Training PodCliqueSet with a clique node of two simulated GPU pods,
+// the runtime's restart budget, and no Workload of the TrainJob's own (the
+// PodCliqueSet controller makes the gang).
+func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, exitCode string) {
+	t.Helper()
+	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcs := objects.PodCliqueSet
+	if !pcs.IsTraining() || pcs.MaxRestarts() != 1 || len(pcs.Spec.Template.Cliques) != 1 {
+		t.Fatalf("want a Training PodCliqueSet with maxRestarts 1 and one clique, got %+v", pcs.Spec)
+	}
+	clique := pcs.Spec.Template.Cliques[0]
+	if clique.Name != trainjob.NodeName || clique.Spec.Replicas != 2 {
+		t.Fatalf("want clique node of 2 pods, got %s of %d", clique.Name, clique.Spec.Replicas)
+	}
+	checkSimulatedNode(t, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: clique.Annotations}, Spec: clique.Spec.PodSpec}, exitCode)
+}
+
+// checkSimulatedNode: the node pods carry the simulated outcome the sample's
+// file name promises and ask for two GPUs.
+func checkSimulatedNode(t *testing.T, pod corev1.PodTemplateSpec, exitCode string) {
+	t.Helper()
+	if pod.Annotations[cluster.AnnotationRunDuration] == "" || pod.Annotations[cluster.AnnotationExitCode] != exitCode {
+		t.Errorf("pod annotations %v: want a run duration and exit code %q", pod.Annotations, exitCode)
+	}
+	if gpus := pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; gpus.Value() != 2 {
+		t.Errorf("node container resources %+v: want 2 GPUs", pod.Spec.Containers[0].Resources)
 	}
 }

@@ -21,6 +21,9 @@ type Gang struct {
 	ReplicaIndex int
 	// MinCount is how many of the gang's pods must fit at once.
 	MinCount int32
+	// Basic: the pods are scheduled one by one, not as a gang (the prelude
+	// of a Training replica); MinCount is then meaningless.
+	Basic bool
 }
 
 // BaseTemplate is the template name of a replica's own gang.
@@ -30,9 +33,15 @@ const BaseTemplate = "base"
 // replicas above minAvailable.
 func ScaledTemplate(group string) string { return "scaled-" + group }
 
+// PreludeTemplate is the template name of a Training replica's prelude: the
+// standalone cliques other cliques wait on to succeed
+// (trainingSpec.startsAfterSucceeded), scheduled without gang policy so that
+// they never hold the replica's gang back, nor it them.
+const PreludeTemplate = "prelude"
+
 // ReplicaGangs returns the gangs of replica r, base gang first.
 //
-// The base gang holds every standalone clique and the first minAvailable
+// The base gang holds every standalone clique (but the prelude's) and the first minAvailable
 // replicas of each scaling group; its minCount is the sum of their cliques'
 // minAvailable. Scaling-group replicas at or above minAvailable are optional
 // capacity: each gets a gang of its own, so the base gang never waits for
@@ -42,7 +51,15 @@ func ScaledTemplate(group string) string { return "scaled-" + group }
 func ReplicaGangs(pcs *copsev1alpha1.PodCliqueSet, r int, groupReplicas map[string]int32) []Gang {
 	template := pcs.Spec.Template
 	base := Gang{Name: naming.BaseGang(pcs.Name, r), Template: BaseTemplate, ReplicaIndex: r}
+	var prelude *Gang
+	inPrelude := preludeSet(pcs)
 	for _, clique := range pcs.StandaloneCliques() {
+		if inPrelude[clique.Name] {
+			if prelude == nil {
+				prelude = &Gang{Name: naming.PreludeGang(pcs.Name, r), Template: PreludeTemplate, ReplicaIndex: r, Basic: true}
+			}
+			continue
+		}
 		base.MinCount += copsev1alpha1.CliqueMinAvailable(clique.Spec)
 	}
 	var scaled []Gang
@@ -69,7 +86,29 @@ func ReplicaGangs(pcs *copsev1alpha1.PodCliqueSet, r int, groupReplicas map[stri
 			})
 		}
 	}
-	return append([]Gang{base}, scaled...)
+	gangs := append([]Gang{base}, scaled...)
+	if prelude != nil {
+		gangs = append(gangs, *prelude)
+	}
+	return gangs
+}
+
+// GangOfStandaloneClique names the gang the pods of a standalone clique
+// join: the replica's prelude for a clique others wait on to succeed, else
+// its base gang.
+func GangOfStandaloneClique(pcs *copsev1alpha1.PodCliqueSet, replica int, clique string) string {
+	if preludeSet(pcs)[clique] {
+		return naming.PreludeGang(pcs.Name, replica)
+	}
+	return naming.BaseGang(pcs.Name, replica)
+}
+
+func preludeSet(pcs *copsev1alpha1.PodCliqueSet) map[string]bool {
+	out := map[string]bool{}
+	for _, name := range PreludeCliques(pcs) {
+		out[name] = true
+	}
+	return out
 }
 
 // DesiredGangs returns the gangs of every replica, in a stable order.
@@ -94,7 +133,7 @@ func TemplateMinCounts(gangs []Gang) []Gang {
 	byTemplate := map[string]Gang{}
 	for _, g := range gangs {
 		if _, seen := byTemplate[g.Template]; !seen {
-			byTemplate[g.Template] = Gang{Template: g.Template, MinCount: g.MinCount}
+			byTemplate[g.Template] = Gang{Template: g.Template, MinCount: g.MinCount, Basic: g.Basic}
 		}
 	}
 	out := make([]Gang, 0, len(byTemplate))

@@ -29,6 +29,10 @@ type PodContext struct {
 	// late) joins a running workload and is placed on its own, rather than
 	// waiting for gang peers that may already have ended.
 	GangPlaced bool
+	// StartupGate is the state the pod's startup gate starts in
+	// (StartupGateClosed or StartupGateOpen); "" when the clique starts
+	// after no other clique and its pods have no gate.
+	StartupGate string
 }
 
 // Pod builds the pod for one index of a clique, before decorators.

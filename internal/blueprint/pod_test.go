@@ -19,22 +19,28 @@ import (
 // with the given decorators.
 func buildTestPod(t *testing.T, pclq *copsev1alpha1.PodClique, index int, decorators ...PodDecorator) *corev1.Pod {
 	t.Helper()
-	id, err := IdentityOf(pclq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc := PodContext{
-		PodCliqueSet: testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference),
-		PodClique:    pclq,
-		Identity:     id,
-		Index:        index,
-		Owner:        *metav1.NewControllerRef(pclq, copsev1alpha1.SchemeGroupVersion.WithKind("PodClique")),
-	}
+	pc := podContextFor(t, pclq)
+	pc.Index = index
 	pod, err := BuildPod(pc, decorators)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pod
+}
+
+// podContextFor is the context of pclq's pod 0 in the fixture PodCliqueSet.
+func podContextFor(t *testing.T, pclq *copsev1alpha1.PodClique) PodContext {
+	t.Helper()
+	id, err := IdentityOf(pclq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return PodContext{
+		PodCliqueSet: testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference),
+		PodClique:    pclq,
+		Identity:     id,
+		Owner:        *metav1.NewControllerRef(pclq, copsev1alpha1.SchemeGroupVersion.WithKind("PodClique")),
+	}
 }
 
 func envOf(c corev1.Container) map[string]string {

@@ -53,12 +53,13 @@ func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, replica int, group grovecorev
 }
 
 // StandalonePodClique is the PodClique of a clique that belongs to no
-// scaling group, in replica r. Its pods join the replica's base gang.
+// scaling group, in replica r. Its pods join the replica's base gang, or
+// its prelude (GangOfStandaloneClique).
 func StandalonePodClique(pcs *copsev1alpha1.PodCliqueSet, replica int, clique *grovecorev1alpha1.PodCliqueTemplateSpec, attempt int32) *copsev1alpha1.PodClique {
 	name := naming.StandalonePodClique(pcs.Name, replica, clique.Name)
 	return podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
 		labels.ComponentKey: labels.ComponentPodCliqueOfSet,
-		labels.PodGangKey:   naming.BaseGang(pcs.Name, replica),
+		labels.PodGangKey:   GangOfStandaloneClique(pcs, replica, clique.Name),
 	}), attempt)
 }
 

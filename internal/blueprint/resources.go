@@ -38,6 +38,21 @@ type ReplicaResource struct {
 	Desired func(in ReplicaInputs) []client.Object
 	// RecreatedWithReplica: deleted with the replica's run on a recreation.
 	RecreatedWithReplica bool
+	// MakesPods: the kind's objects make pods, themselves or through the
+	// objects they make. A suspension deletes only these (see DeletedBy).
+	MakesPods bool
+}
+
+// DeletedBy reports whether a recreation for reason deletes the replica's
+// objects of the row. Every recreation deletes the rows RecreatedWithReplica,
+// except that a suspension keeps those that make no pods (the gangs): a
+// suspended workload keeps its place in the scheduler's queue, and resumes
+// into the same gangs.
+func (r ReplicaResource) DeletedBy(reason copsev1alpha1.RecreationReason) bool {
+	if reason == copsev1alpha1.RecreationReasonSuspension && !r.MakesPods {
+		return false
+	}
+	return r.RecreatedWithReplica
 }
 
 // ReplicaResources are copse's own per-replica kinds. A scheduler backend
@@ -67,6 +82,7 @@ func ReplicaResources() []ReplicaResource {
 				return out
 			},
 			RecreatedWithReplica: true,
+			MakesPods:            true,
 		},
 		{
 			// Standalone PodCliques are built here; grouped ones by the
@@ -83,6 +99,7 @@ func ReplicaResources() []ReplicaResource {
 				return out
 			},
 			RecreatedWithReplica: true,
+			MakesPods:            true,
 		},
 	}
 }

@@ -35,6 +35,11 @@ const (
 	AttemptKey = "copse.dev/attempt"
 )
 
+// StartupGateAnnotation holds a pod's startup gate state, "closed" or
+// "open" (blueprint.StartupGate): the gate init container reads it through
+// a downward-API volume and lets the pod's containers start once it is open.
+const StartupGateAnnotation = "copse.dev/startup-gate"
+
 // ManagedByValue marks objects copse manages.
 const ManagedByValue = "copse-operator"
 

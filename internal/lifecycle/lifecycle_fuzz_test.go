@@ -7,7 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/fuzzinput"
@@ -147,6 +149,12 @@ func FuzzMayCreatePods(f *testing.F) {
 		{workload: training, recreations: recreated, replica: 1, attempt: 1},
 		{workload: training, recreations: recreated, replica: 1, attempt: 2},
 		{workload: training, recreations: recreated, replica: 1, attempt: -1},
+		// A byte after the recreations' triples suspends; a second one
+		// sets SuccessCriteriaMet.
+		{workload: training, phase: "Running", recreations: []byte{1}},
+		{workload: inference, recreations: []byte{1}},
+		{workload: training, recreations: []byte{1, 2, 0, 1}, replica: 1, attempt: 2},
+		{workload: training, phase: "Running", recreations: []byte{0, 1}},
 	}
 	for _, s := range seeds {
 		f.Add(s.missing, s.deleting, s.workload, s.phase, s.failed, s.recreations, s.replica, s.attempt)
@@ -174,11 +182,15 @@ func FuzzMayCreatePods(f *testing.F) {
 				seen[rec.ReplicaIndex] = true
 				pcs.Status.ReplicaRecreations = append(pcs.Status.ReplicaRecreations, rec)
 			}
+			pcs.Spec.Suspend = ptr.To(src.Bool())
+			if src.Bool() {
+				pcs.Status.Conditions = append(pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue})
+			}
 		}
 
 		s := ReplicaStateOf(pcs, replica, attempt)
 		reason := MayCreatePods(s)
-		allowed := s.Known && !s.Deleting && !s.Ended && !s.Recreating && !s.Superseded
+		allowed := s.Known && !s.Deleting && !s.Ended && !s.Suspended && !s.Recreating && !s.Superseded
 		if (reason == "") != allowed {
 			t.Fatalf("MayCreatePods(%+v) = %q", s, reason)
 		}
@@ -187,6 +199,7 @@ func FuzzMayCreatePods(f *testing.F) {
 			ReasonUnknownWorkload: !s.Known,
 			ReasonDeleting:        s.Deleting,
 			ReasonEnded:           s.Ended,
+			ReasonSuspended:       s.Suspended,
 			ReasonRecreating:      s.Recreating,
 			ReasonSuperseded:      s.Superseded,
 		}; !holds[reason] {
@@ -198,9 +211,13 @@ func FuzzMayCreatePods(f *testing.F) {
 			}
 			return
 		}
-		wantEnded := pcs.IsTraining() && (pcs.Status.Phase.IsTerminal() || failed == string(metav1.ConditionTrue))
+		successMet := meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
+		wantEnded := pcs.IsTraining() && (pcs.Status.Phase.IsTerminal() || failed == string(metav1.ConditionTrue) || successMet)
 		if s.Ended != wantEnded {
-			t.Fatalf("Ended = %v for workload %q phase %q Failed=%q", s.Ended, workload, phase, failed)
+			t.Fatalf("Ended = %v for workload %q phase %q Failed=%q SuccessCriteriaMet=%v", s.Ended, workload, phase, failed, successMet)
+		}
+		if s.Suspended != *pcs.Spec.Suspend {
+			t.Fatalf("Suspended = %v with spec.suspend %v", s.Suspended, *pcs.Spec.Suspend)
 		}
 		wantRecreating := false
 		for _, rec := range pcs.Status.ReplicaRecreations {

@@ -14,8 +14,12 @@ type ReplicaState struct {
 	// Deleting: the PodCliqueSet has a deletion timestamp.
 	Deleting bool
 	// Ended: a Training workload reached Succeeded or Failed, or its Failed
-	// condition is True (its pods are being terminated).
+	// or SuccessCriteriaMet condition is True (its pods are being
+	// terminated).
 	Ended bool
+	// Suspended: spec.suspend is true; no replica gets pods until it is
+	// false again.
+	Suspended bool
 	// Recreating: a recreation of the replica is recorded and not completed;
 	// the old run's objects and pods are still going away.
 	Recreating bool
@@ -29,6 +33,7 @@ const (
 	ReasonUnknownWorkload = "the PodCliqueSet is not found"
 	ReasonDeleting        = "the PodCliqueSet is being deleted"
 	ReasonEnded           = "the Training workload has ended"
+	ReasonSuspended       = "the PodCliqueSet is suspended (spec.suspend is true)"
 	ReasonRecreating      = "the replica is being recreated; the previous run's pods are still going away"
 	ReasonSuperseded      = "the object belongs to an earlier run of the replica"
 )
@@ -46,6 +51,8 @@ func MayCreatePods(s ReplicaState) string {
 		return ReasonDeleting
 	case s.Ended:
 		return ReasonEnded
+	case s.Suspended:
+		return ReasonSuspended
 	case s.Superseded:
 		return ReasonSuperseded
 	case s.Recreating:
@@ -61,7 +68,7 @@ func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) R
 	if pcs == nil {
 		return ReplicaState{}
 	}
-	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs)}
+	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs), Suspended: pcs.IsSuspended()}
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if int(rec.ReplicaIndex) != replica {
 			continue
@@ -77,15 +84,16 @@ func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) R
 }
 
 // WorkloadEnded reports whether a Training workload is over: its phase is
-// terminal or its Failed condition is True (the PodCliqueSet controller
-// records the failure before it terminates the pods). Always false for
-// Inference.
+// terminal, or its Failed or SuccessCriteriaMet condition is True (the
+// PodCliqueSet controller records the outcome before it terminates the
+// pods). Always false for Inference.
 func WorkloadEnded(pcs *copsev1alpha1.PodCliqueSet) bool {
 	if !pcs.IsTraining() {
 		return false
 	}
 	return pcs.Status.Phase.IsTerminal() ||
-		meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
+		meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed) ||
+		meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
 }
 
 // CurrentAttempt is the run a replica's objects belong to: the attempt of
@@ -101,13 +109,14 @@ func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
 
 // MayCreatePodsChanged reports whether a change of a PodCliqueSet, from old
 // to cur, can change what MayCreatePods answers for any of its replicas: a
-// deletion started, the Training workload ended, or a recreation was
-// recorded or completed. The PodClique controller is woken by such changes
+// deletion started, the Training workload ended, spec.suspend changed, or a
+// recreation was recorded or completed. The PodClique controller is woken by such changes
 // only: a clique that was refused pods because its replica was still being
 // recreated gets them as soon as the recreation completes, with no other
 // event needed.
 func MayCreatePodsChanged(old, cur *copsev1alpha1.PodCliqueSet) bool {
-	if old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() || WorkloadEnded(old) != WorkloadEnded(cur) {
+	if old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() || WorkloadEnded(old) != WorkloadEnded(cur) ||
+		old.IsSuspended() != cur.IsSuspended() {
 		return true
 	}
 	if len(old.Status.ReplicaRecreations) != len(cur.Status.ReplicaRecreations) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
@@ -20,6 +21,7 @@ func TestMayCreatePods(t *testing.T) {
 		name         string
 		missing      bool
 		deleting     bool
+		suspended    bool
 		workload     copsev1alpha1.WorkloadType
 		phase        copsev1alpha1.PodCliqueSetPhase
 		conditions   []metav1.Condition
@@ -45,6 +47,13 @@ func TestMayCreatePods(t *testing.T) {
 		{name: "an object of the previous run", workload: training, recreations: recreated, replica: 1, attempt: 1, want: ReasonSuperseded},
 		{name: "an object of the current run after the recreation", workload: training, recreations: recreated, replica: 1, attempt: 2},
 		{name: "the PodCliqueSet asks for itself (attempt -1)", workload: training, recreations: recreated, replica: 1, attempt: -1},
+		{name: "training, suspended", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning, suspended: true, want: ReasonSuspended},
+		{name: "inference, suspended", workload: inference, suspended: true, want: ReasonSuspended},
+		{name: "suspended while being recreated: suspension is the reason", workload: training, suspended: true,
+			recreations: recreating, replica: 1, attempt: 2, want: ReasonSuspended},
+		{name: "training, SuccessCriteriaMet before the phase", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning,
+			conditions: []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonSuccessPolicy}},
+			want:       ReasonEnded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,6 +67,7 @@ func TestMayCreatePods(t *testing.T) {
 				if c.deleting {
 					pcs.DeletionTimestamp = &now
 				}
+				pcs.Spec.Suspend = &c.suspended
 			}
 			if got := MayCreatePods(ReplicaStateOf(pcs, c.replica, c.attempt)); got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
@@ -103,6 +113,11 @@ func TestMayCreatePodsChanged(t *testing.T) {
 			p.Status.Phase = copsev1alpha1.PodCliqueSetPhaseSucceeded
 		}, want: true},
 		{name: "its deletion starts", change: func(p *copsev1alpha1.PodCliqueSet) { p.DeletionTimestamp = &now }, want: true},
+		{name: "it is suspended", change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(true) }, want: true},
+		{name: "suspend set to false, as it was unset", change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(false) }},
+		{name: "the success policy is met", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue}}
+		}, want: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

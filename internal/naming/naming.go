@@ -65,6 +65,13 @@ func ScaledGang(scalingGroup string, groupReplica int) string {
 	return scalingGroup + "-" + strconv.Itoa(groupReplica)
 }
 
+// PreludeGang is the group (PodGroup) of a Training replica's cliques that
+// other cliques wait on to succeed (trainingSpec.startsAfterSucceeded): they
+// are scheduled apart from the replica's gang, without gang policy.
+func PreludeGang(pcs string, replica int) string {
+	return ReplicaService(pcs, replica) + "-prelude"
+}
+
 // HeadlessServiceFQDN is the DNS name of a replica's headless Service.
 func HeadlessServiceFQDN(service, namespace string) string {
 	return fmt.Sprintf("%s.%s.svc.cluster.local", service, namespace)

@@ -43,6 +43,9 @@ type Summary struct {
 	Started   bool
 	StartedAt time.Time
 	Ready     bool
+	// StartupGate is the pod's startup gate state (labels.StartupGateAnnotation):
+	// "closed", "open", or "" for a pod without a gate.
+	StartupGate string
 	// FinishedAt is when the last container of an ended pod terminated
 	// (zero when unknown or not ended).
 	FinishedAt time.Time
@@ -121,6 +124,7 @@ func Of(pod *corev1.Pod) Summary {
 		Scheduled:     pod.Spec.NodeName != "",
 		ScheduleGated: len(pod.Spec.SchedulingGates) > 0,
 		Ready:         podReady(pod),
+		StartupGate:   pod.Annotations[labels.StartupGateAnnotation],
 	}
 	if pod.DeletionTimestamp != nil {
 		s.DeletionDeadline = pod.DeletionTimestamp.Time

@@ -90,7 +90,7 @@ func (w *Workload) SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodC
 	for _, tmpl := range blueprint.TemplateMinCounts(gangs) {
 		desired.Spec.PodGroupTemplates = append(desired.Spec.PodGroupTemplates, schedulingv1beta1.PodGroupTemplate{
 			Name:             tmpl.Template,
-			SchedulingPolicy: gangPolicy(tmpl.MinCount),
+			SchedulingPolicy: policyOf(tmpl),
 		})
 	}
 	if len(desired.Spec.PodGroupTemplates) == 0 {
@@ -135,9 +135,18 @@ func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang blueprint.Gang, attempt i
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
 			WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: pcs.Name, TemplateName: gang.Template},
-			SchedulingPolicy: gangPolicy(gang.MinCount),
+			SchedulingPolicy: policyOf(gang),
 		},
 	}
+}
+
+// policyOf is a gang's scheduling policy: all-or-nothing for minCount pods,
+// or basic (each pod on its own) for a replica's prelude.
+func policyOf(gang blueprint.Gang) schedulingv1beta1.PodGroupSchedulingPolicy {
+	if gang.Basic {
+		return schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+	}
+	return gangPolicy(gang.MinCount)
 }
 
 func gangPolicy(minCount int32) schedulingv1beta1.PodGroupSchedulingPolicy {

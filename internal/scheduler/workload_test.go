@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 )
 
@@ -54,5 +55,32 @@ func TestNoneLeavesPodsAlone(t *testing.T) {
 	}
 	if got := ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, ""); got != "users-own" {
 		t.Errorf("podGroupName %q: without gang scheduling the user's pod spec is left alone", got)
+	}
+}
+
+func TestPolicyOf(t *testing.T) {
+	gang := policyOf(blueprint.Gang{Name: "tj-0", MinCount: 4})
+	if gang.Gang == nil || gang.Gang.MinCount != 4 || gang.Basic != nil {
+		t.Errorf("a gang is all-or-nothing for its minCount: %+v", gang)
+	}
+	prelude := policyOf(blueprint.Gang{Name: "tj-0-prelude", Basic: true})
+	if prelude.Basic == nil || prelude.Gang != nil {
+		t.Errorf("a prelude is scheduled pod by pod: %+v", prelude)
+	}
+}
+
+func TestPodGroupsOutliveASuspension(t *testing.T) {
+	rows := (&Workload{}).ReplicaResources()
+	if len(rows) != 1 || rows[0].Kind != "PodGroup" {
+		t.Fatalf("rows %+v, want one PodGroup row", rows)
+	}
+	for reason, deleted := range map[copsev1alpha1.RecreationReason]bool{
+		copsev1alpha1.RecreationReasonGangTermination: true,
+		copsev1alpha1.RecreationReasonTrainingRestart: true,
+		copsev1alpha1.RecreationReasonSuspension:      false,
+	} {
+		if got := rows[0].DeletedBy(reason); got != deleted {
+			t.Errorf("PodGroup deleted by %s: %v, want %v", reason, got, deleted)
+		}
 	}
 }

@@ -34,6 +34,7 @@ const (
 	DefaultSchedulerBackend                             = SchedulerBackendAuto
 	DefaultLogLevel                                     = LogLevelInfo
 	DefaultLogFormat                                    = LogFormatJSON
+	DefaultStartupGateImage                             = "docker.io/library/busybox:1.37.0"
 	// The largest real training jobs run some tens of thousands of GPUs,
 	// one to eight per pod; these leave room for them and refuse sizes that
 	// can only be typos.
@@ -100,6 +101,8 @@ func SetDefaults(cfg *OperatorConfiguration) {
 
 	setDefault(&cfg.Limits.MaxPodsPerReplica, DefaultMaxPodsPerReplica)
 	setDefault(&cfg.Limits.MaxPodsPerPodCliqueSet, DefaultMaxPodsPerPodCliqueSet)
+
+	setDefault(&cfg.StartupGate.Image, DefaultStartupGateImage)
 }
 
 // setDefault stores value in field if field still holds its zero value.

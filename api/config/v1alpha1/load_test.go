@@ -52,6 +52,7 @@ server:
 scheduler: {backend: workload}
 logging: {level: debug, format: text}
 limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
+startupGate: {image: registry.example.com/mirror/busybox:1.37.0}
 `,
 			want: &OperatorConfiguration{
 				TypeMeta:         metav1.TypeMeta{APIVersion: "config.copse.dev/v1alpha1", Kind: "OperatorConfiguration"},
@@ -77,9 +78,10 @@ limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
 					HealthProbes: BindConfiguration{BindAddress: "127.0.0.1:9081"},
 					Metrics:      BindConfiguration{BindAddress: "0"},
 				},
-				Scheduler: SchedulerConfiguration{Backend: SchedulerBackendWorkload},
-				Logging:   LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
-				Limits:    LimitsConfiguration{MaxPodsPerReplica: 8192, MaxPodsPerPodCliqueSet: 16384},
+				Scheduler:   SchedulerConfiguration{Backend: SchedulerBackendWorkload},
+				Logging:     LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
+				Limits:      LimitsConfiguration{MaxPodsPerReplica: 8192, MaxPodsPerPodCliqueSet: 16384},
+				StartupGate: StartupGateConfiguration{Image: "registry.example.com/mirror/busybox:1.37.0"},
 			},
 		},
 		{

@@ -45,6 +45,21 @@ type OperatorConfiguration struct {
 	// Limits bounds the size of the workloads the admission webhooks admit.
 	// +optional
 	Limits LimitsConfiguration `json:"limits"`
+
+	// StartupGate configures the init container that holds a pod's
+	// containers back until the cliques its clique starts after are Ready
+	// (spec.template.cliqueStartupType InOrder or Explicit).
+	// +optional
+	StartupGate StartupGateConfiguration `json:"startupGate"`
+}
+
+// StartupGateConfiguration configures the startup gate init container.
+type StartupGateConfiguration struct {
+	// Image is the gate container's image. It needs only sh, grep and
+	// sleep; clusters without access to its registry must mirror it.
+	// Default docker.io/library/busybox:1.37.0.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // ClientConnectionConfiguration limits the request rate towards the API server.

@@ -30,6 +30,9 @@ func Validate(cfg *OperatorConfiguration) field.ErrorList {
 	errs = append(errs, validateScheduler(&cfg.Scheduler, field.NewPath("scheduler"))...)
 	errs = append(errs, validateLogging(&cfg.Logging, field.NewPath("logging"))...)
 	errs = append(errs, validateLimits(&cfg.Limits, field.NewPath("limits"))...)
+	if strings.TrimSpace(cfg.StartupGate.Image) == "" {
+		errs = append(errs, field.Required(field.NewPath("startupGate", "image"), "the startup gate init container needs an image"))
+	}
 	return errs
 }
 

@@ -230,6 +230,13 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "startup gate without an image",
+			mutate: func(c *OperatorConfiguration) {
+				c.StartupGate.Image = " "
+			},
+			wantErrors: []string{"startupGate.image: Required value: the startup gate init container needs an image"},
+		},
+		{
 			name: "pod limits below 1",
 			mutate: func(c *OperatorConfiguration) {
 				c.Limits.MaxPodsPerReplica = 0

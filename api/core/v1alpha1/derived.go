@@ -85,6 +85,20 @@ func (pcs *PodCliqueSet) MaxRuntime() *time.Duration {
 	return nil
 }
 
+// IsSuspended reports whether spec.suspend is true.
+func (pcs *PodCliqueSet) IsSuspended() bool {
+	return pcs.Spec.Suspend != nil && *pcs.Spec.Suspend
+}
+
+// SuccessPolicy is trainingSpec.successPolicy of a Training workload; nil
+// when unset or for Inference.
+func (pcs *PodCliqueSet) SuccessPolicy() *SuccessPolicy {
+	if !pcs.IsTraining() || pcs.Spec.TrainingSpec == nil {
+		return nil
+	}
+	return pcs.Spec.TrainingSpec.SuccessPolicy
+}
+
 // CliqueMinAvailable is a clique's minAvailable, which defaults to its replicas.
 func CliqueMinAvailable(spec grovecorev1alpha1.PodCliqueSpec) int32 {
 	if spec.MinAvailable != nil {

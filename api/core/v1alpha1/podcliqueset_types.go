@@ -108,6 +108,8 @@ type PodCliqueSetStatus struct {
 
 	// StartTime is when the phase first became Running. Restarts do not reset
 	// it: trainingSpec.maxRuntime is a wall-clock deadline from this instant.
+	// A suspension clears it once no pod is left; the resumed workload sets
+	// it again when it starts, never earlier than the resume.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 

@@ -105,12 +105,16 @@ type CliqueSuccessDependency struct {
 type PodCliqueSetPhase string
 
 const (
-	// PodCliqueSetPhasePending means no replica has its pods running yet.
+	// PodCliqueSetPhasePending means no replica has its pods running yet,
+	// or the PodCliqueSet is suspended and none of its pods is left.
 	PodCliqueSetPhasePending PodCliqueSetPhase = "Pending"
 	// PodCliqueSetPhaseRunning means at least one replica has its pods running.
 	PodCliqueSetPhaseRunning PodCliqueSetPhase = "Running"
 	// PodCliqueSetPhaseSucceeded means every replica completed: every
-	// PodClique has the Succeeded condition. Training only; terminal.
+	// PodClique has the Succeeded condition, or, with
+	// trainingSpec.successPolicy, every replica met the policy
+	// (SuccessCriteriaMet) and no pod is left running. Training only;
+	// terminal.
 	PodCliqueSetPhaseSucceeded PodCliqueSetPhase = "Succeeded"
 	// PodCliqueSetPhaseFailed means the restart budget or the runtime limit
 	// was exceeded and every pod was terminated. Training only; terminal.
@@ -177,6 +181,22 @@ const (
 	ReasonCreationRefused = "Refused"
 	// ReasonCreationAccepted: pods are being created again.
 	ReasonCreationAccepted = "Accepted"
+
+	// ConditionTypeStartupBlocked is on a PodClique that starts after other
+	// cliques of its replica (spec.template.cliqueStartupType, or
+	// trainingSpec.startsAfterSucceeded): True while they hold it back, the
+	// message naming them; False once they no longer do.
+	ConditionTypeStartupBlocked = "StartupBlocked"
+	// ReasonWaitingForSucceeded: no pod of the clique is created until the
+	// named cliques have succeeded (trainingSpec.startsAfterSucceeded).
+	ReasonWaitingForSucceeded = "WaitingForSucceeded"
+	// ReasonWaitingForReady: the clique's pods are created, but their
+	// startup gate keeps their containers from starting until the named
+	// cliques are Ready (cliqueStartupType InOrder or Explicit).
+	ReasonWaitingForReady = "WaitingForReady"
+	// ReasonPredecessorsDone: the cliques it starts after are Ready (or
+	// have succeeded).
+	ReasonPredecessorsDone = "PredecessorsDone"
 )
 
 // OutcomeFinalizer is on every pod of a Training PodClique until the pod's

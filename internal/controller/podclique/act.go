@@ -118,7 +118,7 @@ func (r *Reconciler) releaseAll(ctx context.Context, namespace string, pods []po
 // pauses creation with back-off and is reported in the PodCreationRefused
 // condition and an event that quote the API server.
 func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
-	id blueprint.CliqueIdentity, key string, indices []int) (ctrl.Result, error) {
+	id blueprint.CliqueIdentity, key string, indices []int, startupGate string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if until := r.history.pausedUntil(key); !until.IsZero() {
 		log.V(1).Info("pod creation paused after a refusal", "until", until)
@@ -143,7 +143,7 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		}
 	}
 	pc := blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Owner: *metav1.NewControllerRef(pclq, gvk),
-		GangPlaced: placed}
+		GangPlaced: placed, StartupGate: startupGate}
 	// Every pod is built before any is created: a clique whose pods cannot
 	// be built gets none, rather than some.
 	pods := make([]*corev1.Pod, len(indices))

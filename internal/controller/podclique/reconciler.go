@@ -26,6 +26,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
 )
 
@@ -39,6 +40,7 @@ const (
 	EventReasonPodCreationRefused = "PodCreationRefused"
 	EventReasonPodsReplaced       = "PodsReplaced"
 	EventReasonInvalidPodClique   = "InvalidPodClique"
+	EventReasonStartupGatesOpened = "StartupGatesOpened"
 )
 
 // Requeue delays for work that waits on nothing but this controller.
@@ -141,8 +143,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if training {
 		completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, owned)
 	}
+	var order startOrder
+	if idErr == nil {
+		if order, err = r.observeStartOrder(ctx, pclq, pcs, id); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	going := pclq.DeletionTimestamp != nil
-	blocked := going || idErr != nil || ws.blocked != "" || (training && cliqueComplete(pclq, completion))
+	blocked := going || idErr != nil || ws.blocked != "" || (training && cliqueComplete(pclq, completion)) ||
+		len(order.waitingForSuccess) > 0
 
 	plan := planPods(planInput{
 		desired:      int(pclq.Spec.Replicas),
@@ -162,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		plan = podPlan{}
 	}
 
-	status := computeStatus(pclq, statusInput{pods: owned, workload: ws, completion: completion, replaced: plan.replace, now: metav1.NewTime(now)})
+	status := computeStatus(pclq, statusInput{pods: owned, workload: ws, completion: completion, replaced: plan.replace, startOrder: order, now: metav1.NewTime(now)})
 	if err := r.writeStatus(ctx, pclq, status); err != nil {
 		if apierrors.IsConflict(err) {
 			log.V(1).Info("status computed from a stale PodClique; retrying")
@@ -181,9 +190,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	errs = append(errs, err)
 	released, err := r.releaseRecorded(ctx, pclq, ws, owned, strays, plan.delete, r.writeBudget()-deleted-len(plan.create))
 	errs = append(errs, err)
+	var open gateOpening
+	if !going {
+		open = gatesToOpen(order, owned, max(r.writeBudget()-deleted-len(plan.create), podwrite.MaxInFlight))
+	}
+	opened, err := r.openGates(ctx, pclq, open.pods)
+	errs = append(errs, err)
 
 	result := ctrl.Result{}
-	if plan.truncated || released.truncated {
+	if plan.truncated || released.truncated || open.truncated || opened < len(open.pods) {
 		result.RequeueAfter = requeue.Soon
 	}
 	if !plan.retryAt.IsZero() {
@@ -199,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Error(idErr, "PodClique cannot have pods until its labels are fixed")
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", idErr)
 	default:
-		createResult, err := r.createPods(ctx, pclq, pcs, id, key, plan.create)
+		createResult, err := r.createPods(ctx, pclq, pcs, id, key, plan.create, order.gateForNewPods())
 		errs = append(errs, err)
 		result = requeue.Earliest(result, createResult)
 	}

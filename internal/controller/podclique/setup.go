@@ -38,7 +38,9 @@ const ControllerName = "podclique"
 // all its PodCliques: the cache may show a new PodClique before the status
 // that lets it have pods, and nothing else would wake it. A change of a
 // ResourceQuota or LimitRange ends the creation back-off of the namespace's
-// refused cliques.
+// refused cliques. A PodClique that becomes Ready, stops being Ready or
+// succeeds reaches the other PodCliques of its replica and attempt, whose
+// start order (startup gate, startsAfterSucceeded) may depend on it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -63,6 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&copsev1alpha1.PodClique{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted()))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToPodClique)).
+		Watches(&copsev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(r.siblingsOf), builder.WithPredicates(startOrderSignalChanged())).
 		Watches(&copsev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.cliquesOf), builder.WithPredicates(mayCreatePodsChanged())).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(quotaLoosened())).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(limitsChanged())).

@@ -32,7 +32,9 @@ type statusInput struct {
 	// replaced are the failed pods whose replacement this pass decides;
 	// they are added to podReplacements and replacingPods.
 	replaced []podstate.Summary
-	now      metav1.Time
+	// startOrder is where the clique stands in its replica's start order.
+	startOrder startOrder
+	now        metav1.Time
 }
 
 // computeStatus returns the PodClique's status. It is the only place the
@@ -83,6 +85,9 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 			minAvailable: minAvail,
 			succeeded:    alreadySucceeded || newlySucceeded,
 		}),
+	}
+	if cond := startupBlockedCondition(in.startOrder); cond != nil {
+		conditions = append(conditions, *cond)
 	}
 	for _, cond := range conditions {
 		cond.ObservedGeneration = pclq.Generation

@@ -43,10 +43,13 @@ type replicaAssessment struct {
 	// startedAt is the earliest container start among them.
 	started   bool
 	startedAt time.Time
-	// succeeded (Training): complete, and every member's pods all exited
-	// 0; succeededAt is when the last of them finished.
+	// succeeded (Training): the replica met trainingSpec.successPolicy, or
+	// without one, is complete and every member's pods all exited 0;
+	// succeededAt is when (see evaluateSuccessPolicy), succeededBy names
+	// the succeeded PodCliques that met it.
 	succeeded   bool
 	succeededAt time.Time
+	succeededBy []string
 	// firstFailure is the root cause: the current run's pod that failed
 	// first, if any.
 	firstFailure *podstate.Summary
@@ -55,7 +58,10 @@ type replicaAssessment struct {
 // member is one member of a replica, reduced to what replica health
 // depends on.
 type member struct {
-	name       string
+	name string
+	// template is the clique template the PodClique was made from; "" for
+	// a scaling group member.
+	template   string
 	conditions []metav1.Condition
 	// baseGang: the member's pods are in the replica's base gang.
 	baseGang bool
@@ -102,7 +108,8 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 		if training && attemptOf(pclq) != int(lifecycle.CurrentAttempt(pcs, r)) {
 			continue
 		}
-		m := member{name: pclq.Name, conditions: pclq.Status.Conditions, minAvailable: int(pclq.MinAvailable()), baseGang: true}
+		m := member{name: pclq.Name, template: pclq.Labels[labels.CliqueTemplateKey], conditions: pclq.Status.Conditions,
+			minAvailable: int(pclq.MinAvailable()), baseGang: true}
 		for _, p := range podsByClique[pclq.Name] {
 			if p.ControllerUID == pclq.UID {
 				m.pods = append(m.pods, p)
@@ -139,7 +146,7 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 		if training {
 			expected = pcs.MembersPerReplica(groupReplicasByTemplate[r])
 		}
-		a := assessReplica(r, expected, members[r], training)
+		a := assessReplica(r, expected, members[r], training, pcs.SuccessPolicy())
 		a.started, a.startedAt = replicaStarted(startMembers[r], expectedBaseMembers(pcs, groupReplicasByTemplate[r]))
 		out = append(out, a)
 	}
@@ -147,25 +154,24 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 }
 
 // assessReplica derives a replica's health, completion and root cause from
-// its members. expected is how many members a complete replica has.
-func assessReplica(index, expected int, members []member, training bool) replicaAssessment {
+// its members. expected is how many members a complete replica has; policy
+// is the Training workload's success policy (nil: every clique).
+func assessReplica(index, expected int, members []member, training bool, policy *copsev1alpha1.SuccessPolicy) replicaAssessment {
 	a := replicaAssessment{index: index, complete: len(members) >= expected && expected > 0}
-	allFalse, allSucceeded := true, true
+	allFalse := true
 	var pods []podstate.Summary
+	outcomes := make([]cliqueOutcome, 0, len(members))
 	for _, m := range members {
 		pods = append(pods, m.pods...)
+		outcome := cliqueOutcome{name: m.name, template: m.template}
 		switch {
 		case meta.IsStatusConditionTrue(m.conditions, copsev1alpha1.ConditionTypeSucceeded):
-			if at := meta.FindStatusCondition(m.conditions, copsev1alpha1.ConditionTypeSucceeded).LastTransitionTime.Time; at.After(a.succeededAt) {
-				a.succeededAt = at
-			}
+			outcome.succeeded = true
+			outcome.succeededAt = meta.FindStatusCondition(m.conditions, copsev1alpha1.ConditionTypeSucceeded).LastTransitionTime.Time
 		case m.completion.Complete:
-			if m.completion.LastSucceeded.After(a.succeededAt) {
-				a.succeededAt = m.completion.LastSucceeded
-			}
-		default:
-			allSucceeded = false
+			outcome.succeeded, outcome.succeededAt = true, m.completion.LastSucceeded
 		}
+		outcomes = append(outcomes, outcome)
 		cond := meta.FindStatusCondition(m.conditions, constants.ConditionTypeMinAvailableBreached)
 		if cond == nil || cond.Status != metav1.ConditionFalse {
 			allFalse = false
@@ -179,7 +185,10 @@ func assessReplica(index, expected int, members []member, training bool) replica
 		}
 	}
 	a.available = a.complete && allFalse
-	a.succeeded = training && a.complete && allSucceeded
+	if training {
+		verdict := evaluateSuccessPolicy(policy, a.complete, outcomes)
+		a.succeeded, a.succeededAt, a.succeededBy = verdict.met, verdict.at, verdict.by
+	}
 	if training {
 		a.firstFailure = lifecycle.FirstFailure(pods)
 		if f := a.firstFailure; a.breached && f != nil && !f.FinishedAt.IsZero() && f.FinishedAt.Before(a.breachedSince) {

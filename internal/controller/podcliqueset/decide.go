@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -111,9 +112,12 @@ type trainingInputs struct {
 	terminationDelay time.Duration
 	// failing: the Failed condition is already True; the decision is made
 	// and the pods are being terminated.
-	failing  bool
-	terminal bool
-	now      time.Time
+	failing bool
+	// successCriteriaMet: the SuccessCriteriaMet condition is already True;
+	// the workload succeeds once its pods are gone, whatever they do.
+	successCriteriaMet bool
+	terminal           bool
+	now                time.Time
 }
 
 // trainingDecision is what one pass decides for a Training PodCliqueSet.
@@ -137,11 +141,13 @@ type trainingDecision struct {
 // decideTraining applies GREP-0285's lifecycle rules, judging every event by
 // when it happened, not by when the operator saw it:
 //
-//   - A terminal or already failing workload takes no new decision.
+//   - A terminal or already failing workload takes no new decision, nor
+//     one whose success criteria are met (SuccessCriteriaMet): nothing
+//     fails it any more, neither a lingering pod nor maxRuntime.
 //   - Success in time is success: when every replica succeeded and the last
 //     pod exited 0 at or before startTime + maxRuntime, nothing fails, even
 //     if the operator only sees it after the deadline.
-//   - Breaches are judged one at a time, in the order they became due (their
+//   - A replica that succeeded is never restarted. Breaches are judged one at a time, in the order they became due (their
 //     start plus terminationDelay; ties by replica index). Each consumes one
 //     restart while the budget lasts; the first that finds the budget spent
 //     fails the workload with MaxRestartsExceeded. Restarts judged before it
@@ -151,7 +157,7 @@ type trainingDecision struct {
 //     breaches that were due before it, and restarts nothing.
 func decideTraining(in trainingInputs) trainingDecision {
 	d := trainingDecision{restartCount: in.restartCount, causeReplica: -1}
-	if in.terminal || in.failing {
+	if in.terminal || in.failing || in.successCriteriaMet {
 		return d
 	}
 	var deadline *time.Time
@@ -170,7 +176,9 @@ func decideTraining(in trainingInputs) trainingDecision {
 	var due []dueBreach
 	var nextDue time.Time
 	for _, r := range in.replicas {
-		if !r.breached || in.inProgress[r.index] {
+		// A replica that succeeded (met the success policy) keeps its
+		// result: a lingering pod's failure does not restart it.
+		if !r.breached || r.succeeded || in.inProgress[r.index] {
 			continue
 		}
 		at := r.breachedSince.Add(in.terminationDelay)
@@ -253,24 +261,39 @@ type phaseInputs struct {
 	succeeded bool
 	// started: at least one replica's base gang started, or succeeded.
 	started bool
+	// suspended: spec.suspend is true.
+	suspended bool
+	// successCriteriaMet: the SuccessCriteriaMet condition is True (set in
+	// an earlier pass or this one).
+	successCriteriaMet bool
 }
 
 // computePhase is the phase after this pass. Succeeded and Failed are
 // terminal. Failed is entered only once no pod is left running, so the
-// phase never claims a failure whose pods still hold GPUs. Running is
-// entered when a replica's pods started, ready or not, and kept while
-// replicas restart: the workload has started, and its maxRuntime clock runs.
+// phase never claims a failure whose pods still hold GPUs; likewise
+// Succeeded after a success policy was met (SuccessCriteriaMet), which no
+// failure overrides. Running is entered when a replica's pods started,
+// ready or not, and kept while replicas restart: the workload has started,
+// and its maxRuntime clock runs. A suspended workload with no pod left is
+// Pending: it waits to be resumed, as a new one waits to be scheduled.
 func computePhase(in phaseInputs) copsev1alpha1.PodCliqueSetPhase {
 	if in.previous.IsTerminal() {
 		return in.previous
 	}
 	if in.training {
 		switch {
+		case in.successCriteriaMet:
+			if in.activePods == 0 {
+				return copsev1alpha1.PodCliqueSetPhaseSucceeded
+			}
 		case in.failing && in.activePods == 0:
 			return copsev1alpha1.PodCliqueSetPhaseFailed
 		case !in.failing && in.succeeded:
 			return copsev1alpha1.PodCliqueSetPhaseSucceeded
 		}
+	}
+	if in.suspended && in.activePods == 0 {
+		return copsev1alpha1.PodCliqueSetPhasePending
 	}
 	if in.started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning {
 		return copsev1alpha1.PodCliqueSetPhaseRunning
@@ -292,42 +315,69 @@ type passDecision struct {
 }
 
 // decide gathers the inputs of the workload type's pure decision function.
-// startTime is the workload's start as this pass sets it (nil before).
-func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inProgress map[int]bool, startTime *time.Time, now time.Time) passDecision {
+// startTime is the workload's start as this pass sets it (nil before);
+// currentRun holds the replicas with objects or pods of their current run.
+// A suspended workload that has not ended takes no other decision than its
+// suspensions: no gang termination, restart or failure, and no restart is
+// consumed.
+func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inProgress, currentRun map[int]bool, startTime *time.Time, now time.Time) passDecision {
+	if pcs.IsSuspended() && !lifecycle.WorkloadEnded(pcs) {
+		return passDecision{recreate: decideSuspensions(replicas, inProgress, currentRun), reason: copsev1alpha1.RecreationReasonSuspension,
+			restartCount: pcs.Status.RestartCount, causeReplica: -1}
+	}
 	if !pcs.IsTraining() {
 		g := decideGangTerminations(replicas, inProgress, pcs.TerminationDelay(), now)
 		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
 			restartCount: pcs.Status.RestartCount, causeReplica: -1, requeueAfter: g.requeueAfter}
 	}
 	t := decideTraining(trainingInputs{
-		replicas:         replicas,
-		inProgress:       inProgress,
-		restartCount:     pcs.Status.RestartCount,
-		maxRestarts:      pcs.MaxRestarts(),
-		maxRuntime:       pcs.MaxRuntime(),
-		startTime:        startTime,
-		terminationDelay: pcs.TerminationDelay(),
-		failing:          isFailing(pcs),
-		terminal:         pcs.Status.Phase.IsTerminal(),
-		now:              now,
+		replicas:           replicas,
+		inProgress:         inProgress,
+		restartCount:       pcs.Status.RestartCount,
+		maxRestarts:        pcs.MaxRestarts(),
+		maxRuntime:         pcs.MaxRuntime(),
+		startTime:          startTime,
+		terminationDelay:   pcs.TerminationDelay(),
+		failing:            isFailing(pcs),
+		successCriteriaMet: successCriteriaMet(pcs),
+		terminal:           pcs.Status.Phase.IsTerminal(),
+		now:                now,
 	})
 	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart,
 		restartCount: t.restartCount, failReason: t.failReason, failMessage: t.failMessage,
 		causeReplica: t.causeReplica, requeueAfter: t.requeueAfter}
 }
 
-// startTimeCandidate is status.startTime as this pass sets it: kept once
+// startTimeInputs is what status.startTime depends on.
+type startTimeInputs struct {
+	// recorded is status.startTime before this pass.
+	recorded  *time.Time
+	suspended bool
+	// resumedAt is when the workload was last resumed; zero if never.
+	resumedAt time.Time
+	replicas  []replicaAssessment
+	now       time.Time
+}
+
+// computeStartTime is status.startTime as this pass sets it: kept once
 // set; otherwise, once a replica started or succeeded, the earliest
 // container start among those replicas, so that operator downtime at the
-// start does not extend maxRuntime. nil while nothing started.
-func startTimeCandidate(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, now time.Time) *time.Time {
-	if pcs.Status.StartTime != nil {
-		t := pcs.Status.StartTime.Time
+// start does not extend maxRuntime. nil while nothing started, and while
+// suspended: a suspended workload's start is the resumed one's. After a
+// resume it is never earlier than the resume, so time spent suspended
+// never counts against maxRuntime, not even through a replica that
+// succeeded before the suspension.
+func computeStartTime(in startTimeInputs) *time.Time {
+	if in.recorded != nil {
+		t := *in.recorded
 		return &t
+	}
+	if in.suspended {
+		return nil
 	}
 	var earliest time.Time
 	anyStarted := false
-	for _, r := range replicas {
+	for _, r := range in.replicas {
 		if !r.started && !r.succeeded {
 			continue
 		}
@@ -339,8 +389,20 @@ func startTimeCandidate(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAsses
 	if !anyStarted {
 		return nil
 	}
-	if earliest.IsZero() || earliest.After(now) {
-		earliest = now
+	if earliest.IsZero() || earliest.After(in.now) {
+		earliest = in.now
+	}
+	if earliest.Before(in.resumedAt) {
+		earliest = in.resumedAt
 	}
 	return &earliest
+}
+
+// startTimeCandidate is computeStartTime for pcs.
+func startTimeCandidate(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, now time.Time) *time.Time {
+	in := startTimeInputs{suspended: pcs.IsSuspended(), resumedAt: resumedAt(pcs), replicas: replicas, now: now}
+	if pcs.Status.StartTime != nil {
+		in.recorded = &pcs.Status.StartTime.Time
+	}
+	return computeStartTime(in)
 }

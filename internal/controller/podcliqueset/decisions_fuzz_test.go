@@ -29,6 +29,7 @@ const (
 	inputHasStartTime
 	inputFailing
 	inputTerminal
+	inputSuccessCriteriaMet
 )
 
 // timeUnit is the resolution of the replicas' times in the fuzz input.
@@ -58,6 +59,8 @@ func trainingInputsOf(f trainingFuzzInput) trainingInputs {
 		failing:          f.flags&inputFailing != 0,
 		terminal:         f.flags&inputTerminal != 0,
 		now:              t0.Add(time.Duration(f.now)),
+
+		successCriteriaMet: f.flags&inputSuccessCriteriaMet != 0,
 	}
 	if f.flags&inputHasMaxRuntime != 0 {
 		d := time.Duration(f.maxRuntime)
@@ -95,7 +98,8 @@ func trainingSeed(in trainingInputs) trainingFuzzInput {
 	for _, flag := range []struct {
 		set  bool
 		flag byte
-	}{{in.maxRuntime != nil, inputHasMaxRuntime}, {in.startTime != nil, inputHasStartTime}, {in.failing, inputFailing}, {in.terminal, inputTerminal}} {
+	}{{in.maxRuntime != nil, inputHasMaxRuntime}, {in.startTime != nil, inputHasStartTime}, {in.failing, inputFailing}, {in.terminal, inputTerminal},
+		{in.successCriteriaMet, inputSuccessCriteriaMet}} {
 		if flag.set {
 			f.flags |= flag.flag
 		}
@@ -125,7 +129,9 @@ func trainingSeed(in trainingInputs) trainingFuzzInput {
 // FuzzDecideTraining checks GREP-0285's lifecycle rules on any replicas,
 // budget, clock and limits:
 //
-//   - a terminal or failing workload gets no decision at all;
+//   - a terminal or failing workload, or one whose success criteria are
+//     met, gets no decision at all;
+//   - a succeeded replica is never restarted;
 //   - restartCount never decreases, grows by at most the number of
 //     breached replicas not already being recreated, and stays within
 //     maxRestarts unless it already exceeded it;
@@ -146,18 +152,20 @@ func FuzzDecideTraining(f *testing.F) {
 		in := trainingInputsOf(trainingFuzzInput{replicas, restartCount, maxRestarts, maxRuntime, startTime, terminationDelay, now, flags})
 		d := decideTraining(in)
 
-		if in.terminal || in.failing {
+		if in.terminal || in.failing || in.successCriteriaMet {
+			// After SuccessCriteriaMet nothing fails the workload, and no
+			// restart is counted.
 			if want := (trainingDecision{restartCount: in.restartCount, causeReplica: -1}); !reflect.DeepEqual(d, want) {
-				t.Fatalf("a terminal or failing workload got decision %+v", d)
+				t.Fatalf("a terminal, failing or succeeding workload got decision %+v", d)
 			}
 			return
 		}
 		isDue := func(r replicaAssessment) bool {
-			return r.breached && !in.inProgress[r.index] && !r.breachedSince.Add(in.terminationDelay).After(in.now)
+			return r.breached && !r.succeeded && !in.inProgress[r.index] && !r.breachedSince.Add(in.terminationDelay).After(in.now)
 		}
 		breached, due := 0, map[int]bool{}
 		for _, r := range in.replicas {
-			if r.breached && !in.inProgress[r.index] {
+			if r.breached && !r.succeeded && !in.inProgress[r.index] {
 				breached++
 			}
 			if isDue(r) {
@@ -218,9 +226,11 @@ func FuzzDecideTraining(f *testing.F) {
 }
 
 // FuzzComputePhase: terminal phases stay; Failed comes only to a failing
-// Training workload with no pod left; Succeeded only to a Training
-// workload that succeeded and is not failing; a started or Running
-// workload does not go back to Pending.
+// Training workload with no pod left, and never after SuccessCriteriaMet;
+// Succeeded only to a Training workload that succeeded and is not failing,
+// or, after SuccessCriteriaMet, has no pod left; a started or Running
+// workload does not go back to Pending unless it is suspended and no pod
+// is left, and then it does.
 func FuzzComputePhase(f *testing.F) {
 	// The inputs of TestComputePhase.
 	for _, in := range []phaseInputs{
@@ -237,12 +247,16 @@ func FuzzComputePhase(f *testing.F) {
 		{previous: copsev1alpha1.PodCliqueSetPhaseRunning, succeeded: true, started: true},
 		{previous: copsev1alpha1.PodCliqueSetPhaseRunning, failing: true},
 		{},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, successCriteriaMet: true, activePods: 2},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, successCriteriaMet: true, failing: true},
+		{training: true, previous: copsev1alpha1.PodCliqueSetPhaseRunning, suspended: true, started: true},
+		{previous: copsev1alpha1.PodCliqueSetPhaseRunning, suspended: true, activePods: 1},
 	} {
-		f.Add(in.training, string(in.previous), in.failing, in.activePods, in.succeeded, in.started)
+		f.Add(in.training, string(in.previous), in.failing, in.activePods, in.succeeded, in.started, in.suspended, in.successCriteriaMet)
 	}
-	f.Fuzz(func(t *testing.T, training bool, previous string, failing bool, activePods int, succeeded, started bool) {
+	f.Fuzz(func(t *testing.T, training bool, previous string, failing bool, activePods int, succeeded, started, suspended, successCriteriaMet bool) {
 		in := phaseInputs{training: training, previous: copsev1alpha1.PodCliqueSetPhase(previous), failing: failing,
-			activePods: activePods, succeeded: succeeded, started: started}
+			activePods: activePods, succeeded: succeeded, started: started, suspended: suspended, successCriteriaMet: successCriteriaMet}
 		got := computePhase(in)
 		switch {
 		case in.previous.IsTerminal():
@@ -250,17 +264,20 @@ func FuzzComputePhase(f *testing.F) {
 				t.Fatalf("terminal phase %s became %s", in.previous, got)
 			}
 		case got == copsev1alpha1.PodCliqueSetPhaseFailed:
-			if !training || !failing || activePods != 0 {
+			if !training || !failing || activePods != 0 || successCriteriaMet {
 				t.Fatalf("Failed for %+v", in)
 			}
 		case got == copsev1alpha1.PodCliqueSetPhaseSucceeded:
-			if !training || failing || !succeeded {
+			if !training || (successCriteriaMet && activePods != 0) || (!successCriteriaMet && (failing || !succeeded)) {
 				t.Fatalf("Succeeded for %+v", in)
 			}
 		case got == copsev1alpha1.PodCliqueSetPhasePending:
-			if started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning {
+			// A suspended workload goes back to Pending once no pod is left.
+			if (started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning) && !(suspended && activePods == 0) {
 				t.Fatalf("Pending for %+v", in)
 			}
+		case suspended && activePods == 0:
+			t.Fatalf("%s for a suspended workload with no pod left: %+v", got, in)
 		case got != copsev1alpha1.PodCliqueSetPhaseRunning:
 			t.Fatalf("phase %q for %+v", got, in)
 		}

@@ -23,6 +23,9 @@ const (
 	EventMaxRuntimeExceeded  = "MaxRuntimeExceeded"
 	EventWorkloadSucceeded   = "WorkloadSucceeded"
 	EventTerminationOverdue  = "TerminationOverdue"
+	EventSuccessCriteriaMet  = "SuccessCriteriaMet"
+	EventSuspended           = "Suspended"
+	EventResumed             = "Resumed"
 )
 
 // transitionEvent is one event to record, decided from a status transition.
@@ -39,6 +42,10 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 	var out []transitionEvent
 	for _, rec := range newRecreations {
 		replica := int(rec.ReplicaIndex)
+		if rec.Reason == copsev1alpha1.RecreationReasonSuspension {
+			// The Suspended event below says it; nothing failed.
+			continue
+		}
 		if !pcs.IsTraining() {
 			out = append(out, transitionEvent{corev1.EventTypeWarning, EventGangTermination, "Recreate", fmt.Sprintf(
 				"replica %d stayed below minAvailable for longer than terminationDelay (%s); recreating it: %s",
@@ -66,9 +73,27 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRuntimeExceeded, "Fail", now.Message + "; terminating all pods"})
 		}
 	}
+	if met := meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet); met != nil &&
+		met.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(previous.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
+		out = append(out, transitionEvent{corev1.EventTypeNormal, EventSuccessCriteriaMet, "Complete", met.Message})
+	}
 	if current.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded && previous.Phase != copsev1alpha1.PodCliqueSetPhaseSucceeded {
-		out = append(out, transitionEvent{corev1.EventTypeNormal, EventWorkloadSucceeded, "Complete", fmt.Sprintf(
-			"all %d replicas completed successfully after %d restarts", pcs.Spec.Replicas, current.RestartCount)})
+		how := fmt.Sprintf("all %d replicas completed successfully", pcs.Spec.Replicas)
+		if meta.IsStatusConditionTrue(current.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
+			how = fmt.Sprintf("all %d replicas met the success policy and no pod is left running", pcs.Spec.Replicas)
+		}
+		out = append(out, transitionEvent{corev1.EventTypeNormal, EventWorkloadSucceeded, "Complete", fmt.Sprintf("%s after %d restarts", how, current.RestartCount)})
+	}
+	if was, now := meta.FindStatusCondition(previous.Conditions, copsev1alpha1.ConditionTypeSuspended),
+		meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeSuspended); now != nil && (was == nil || was.Status != now.Status) {
+		switch now.Status {
+		case metav1.ConditionTrue:
+			out = append(out, transitionEvent{corev1.EventTypeNormal, EventSuspended, "Suspend", fmt.Sprintf(
+				"spec.suspend is true: deleting the pods of every replica that has not succeeded; restartCount %d is kept", current.RestartCount)})
+		case metav1.ConditionFalse:
+			out = append(out, transitionEvent{corev1.EventTypeNormal, EventResumed, "Resume",
+				"spec.suspend is false: every replica that had not succeeded runs afresh"})
+		}
 	}
 	if overdue := meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue); overdue != nil &&
 		overdue.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(previous.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue) {

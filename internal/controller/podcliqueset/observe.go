@@ -13,6 +13,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -136,6 +137,29 @@ func (o *observed) uids() map[types.UID]bool {
 	for _, objs := range o.byKind {
 		for _, obj := range objs {
 			out[obj.GetUID()] = true
+		}
+	}
+	return out
+}
+
+// currentRuns holds the replicas that still have objects of their current
+// run that a suspension deletes (rows, a kind that makes pods) or pods of
+// it.
+func (o *observed) currentRuns(pcs *copsev1alpha1.PodCliqueSet, rows []blueprint.ReplicaResource) map[int]bool {
+	out := map[int]bool{}
+	for _, row := range rows {
+		if !row.DeletedBy(copsev1alpha1.RecreationReasonSuspension) {
+			continue
+		}
+		for _, obj := range o.byKind[row.Kind] {
+			if r := replicaOf(obj); r >= 0 && attemptOf(obj) == int(lifecycle.CurrentAttempt(pcs, r)) {
+				out[r] = true
+			}
+		}
+	}
+	for _, p := range o.pods {
+		if p.Attempt == int(lifecycle.CurrentAttempt(pcs, p.Replica)) {
+			out[p.Replica] = true
 		}
 	}
 	return out

@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	replicas := assessReplicas(pcs, obs)
 	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
 	startTime := startTimeCandidate(pcs, replicas, now)
-	d := decide(pcs, replicas, progress.inProgress, startTime, now)
+	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, r.resources()), startTime, now)
 	newRecreations := r.planRecreations(pcs, obs, d.recreate, d.reason, now)
 
 	status := computeStatus(pcs, statusInputs{
@@ -140,9 +140,10 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 		return requeueIfCut(budget), failures
 	}
 	failures.add(errCodeRecreateReplica, r.deleteOldRuns(ctx, pcs, obs, budget))
-	if isFailing(pcs) {
-		// The failure is durable: stop every pod that still runs. Pods that
-		// already ended stay, for their logs.
+	if lifecycle.WorkloadEnded(pcs) {
+		// The outcome (a failure, or the success policy met) is durable:
+		// stop every pod that still runs. Pods that already ended stay, for
+		// their logs.
 		failures.add(errCodeTerminatePods, r.terminateActivePods(ctx, pcs, obs, budget))
 	} else {
 		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
@@ -173,4 +174,10 @@ func (r *Reconciler) writeBudget() int {
 // isFailing: the Failed condition is True, the workload's failure is decided.
 func isFailing(pcs *copsev1alpha1.PodCliqueSet) bool {
 	return meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed)
+}
+
+// successCriteriaMet: the SuccessCriteriaMet condition is True, the
+// workload's success is decided.
+func successCriteriaMet(pcs *copsev1alpha1.PodCliqueSet) bool {
+	return meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
 }

@@ -18,7 +18,8 @@ import (
 )
 
 // planRecreations records, for each replica to recreate, the objects of its
-// current run: the UIDs of every object of a row RecreatedWithReplica.
+// current run: the UIDs of every object of a row the recreation's reason
+// deletes (ReplicaResource.DeletedBy).
 // Nothing is deleted here: the plan is written to status first, and the
 // old run's pods are found later by their attempt label.
 func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *observed, replicas []int,
@@ -32,7 +33,7 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 			StartedAt:    metav1.NewTime(now),
 		}
 		for _, row := range r.resources() {
-			if !row.RecreatedWithReplica {
+			if !row.DeletedBy(reason) {
 				continue
 			}
 			for _, obj := range obs.ofReplica(row.Kind, replica) {

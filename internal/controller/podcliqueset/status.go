@@ -31,6 +31,9 @@ const (
 // maxPodsNamed bounds how many pods a condition message names.
 const maxPodsNamed = 5
 
+// maxCliquesNamed bounds how many PodCliques a condition message names.
+const maxCliquesNamed = 10
+
 // statusInputs is everything status is computed from in one pass.
 type statusInputs struct {
 	observed       *observed
@@ -100,18 +103,37 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	failing := meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeFailed)
 	succeededAt, allDone := allSucceeded(in.replicas)
 	inTime := allDone && (pcs.MaxRuntime() == nil || in.startTime == nil || !succeededAt.After(in.startTime.Add(*pcs.MaxRuntime())))
+	policy := pcs.SuccessPolicy()
+	if policy != nil && inTime && !failing && !pcs.Status.Phase.IsTerminal() &&
+		!meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
+		// Written before any pod is terminated: act terminates from it.
+		meta.SetStatusCondition(&status.Conditions, successCriteriaMetCondition(pcs, policy, in.replicas, in.now))
+	}
+	activePods := len(in.observed.activePods())
+	if cond := suspendedCondition(pcs, activePods, in.now); cond != nil {
+		meta.SetStatusCondition(&status.Conditions, *cond)
+	}
 	status.Phase = computePhase(phaseInputs{
 		training:   pcs.IsTraining(),
 		previous:   pcs.Status.Phase,
 		failing:    failing,
-		activePods: len(in.observed.activePods()),
-		succeeded:  inTime,
-		started:    started,
+		activePods: activePods,
+		// With a success policy, success is SuccessCriteriaMet, and the
+		// phase waits for the lingering pods to be gone.
+		succeeded:          inTime && policy == nil,
+		started:            started,
+		suspended:          pcs.IsSuspended(),
+		successCriteriaMet: meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet),
 	})
 	if status.StartTime == nil && in.startTime != nil &&
 		(status.Phase == copsev1alpha1.PodCliqueSetPhaseRunning || status.Phase.IsTerminal()) {
 		// Set once, when the workload first runs; restarts never reset it.
 		status.StartTime = &metav1.Time{Time: *in.startTime}
+	}
+	if pcs.IsSuspended() && activePods == 0 && !status.Phase.IsTerminal() {
+		// The suspension removed every pod: the resumed workload starts
+		// afresh, and time spent suspended never counts against maxRuntime.
+		status.StartTime = nil
 	}
 
 	withStatus := pcs.DeepCopy()
@@ -120,6 +142,27 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		meta.SetStatusCondition(&status.Conditions, *cond)
 	}
 	return status
+}
+
+// successCriteriaMetCondition is SuccessCriteriaMet=True, naming the
+// PodCliques that met the policy.
+func successCriteriaMetCondition(pcs *copsev1alpha1.PodCliqueSet, policy *copsev1alpha1.SuccessPolicy,
+	replicas []replicaAssessment, now time.Time) metav1.Condition {
+	var by []string
+	for _, a := range replicas {
+		by = append(by, a.succeededBy...)
+	}
+	named := by[:min(len(by), maxCliquesNamed)]
+	list := strings.Join(named, ", ")
+	if more := len(by) - len(named); more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return metav1.Condition{
+		Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonSuccessPolicy,
+		Message: fmt.Sprintf("every replica met the success policy (%s), by PodCliques %s; the pods still running are terminated",
+			describeSuccessPolicy(policy), list),
+		ObservedGeneration: pcs.Generation, LastTransitionTime: metav1.NewTime(now),
+	}
 }
 
 // overdueCondition is TerminationOverdue: True naming the stuck pods while

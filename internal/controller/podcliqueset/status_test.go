@@ -98,6 +98,70 @@ func TestComputeStatus(t *testing.T) {
 		}
 	})
 
+	t.Run("a met success policy is written first, and Succeeded waits for the lingering pods", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionFalse, podstate.Summary{Name: "worker-still-running", Phase: corev1.PodRunning})
+		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{SuccessPolicy: &copsev1alpha1.SuccessPolicy{
+			Operator: copsev1alpha1.SuccessPolicyOperatorAny, TargetCliques: []string{"launcher"}}}
+		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		replicas := []replicaAssessment{{index: 0, succeeded: true, succeededAt: t0, succeededBy: []string{"job-0-launcher"}}}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, decision: passDecision{causeReplica: -1}, startTime: &started, now: t0})
+		met := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
+		if met == nil || met.Status != metav1.ConditionTrue || met.Reason != copsev1alpha1.ReasonSuccessPolicy ||
+			!strings.Contains(met.Message, "job-0-launcher") || !strings.Contains(met.Message, "Any of cliques launcher") {
+			t.Fatalf("SuccessCriteriaMet %+v", met)
+		}
+		if got.Phase != copsev1alpha1.PodCliqueSetPhaseRunning {
+			t.Errorf("phase %s while a pod still runs, want Running", got.Phase)
+		}
+		pcs.Status = got
+		_, empty := trainingJob(metav1.ConditionFalse)
+		// The lingering pods are gone; even a replica that no longer looks
+		// succeeded cannot take the success back.
+		next := computeStatus(pcs, statusInputs{observed: empty, replicas: []replicaAssessment{{index: 0, breached: true}},
+			decision: passDecision{causeReplica: -1}, startTime: &started, now: t0})
+		if next.Phase != copsev1alpha1.PodCliqueSetPhaseSucceeded || meta.FindStatusCondition(next.Conditions, copsev1alpha1.ConditionTypeFailed) != nil {
+			t.Errorf("phase %s conditions %+v, want Succeeded and no Failed", next.Phase, next.Conditions)
+		}
+	})
+
+	t.Run("no SuccessCriteriaMet without a policy, nor after a failure", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionFalse)
+		replicas := []replicaAssessment{{index: 0, succeeded: true, succeededAt: t0}}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, decision: passDecision{causeReplica: -1}, now: t0})
+		if meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) != nil || got.Phase != copsev1alpha1.PodCliqueSetPhaseSucceeded {
+			t.Errorf("without a policy: phase %s conditions %+v", got.Phase, got.Conditions)
+		}
+		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{SuccessPolicy: &copsev1alpha1.SuccessPolicy{}}
+		meta.SetStatusCondition(&pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRuntimeExceeded})
+		got = computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, decision: passDecision{causeReplica: -1}, now: t0})
+		if meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) != nil || got.Phase != copsev1alpha1.PodCliqueSetPhaseFailed {
+			t.Errorf("after a failure: phase %s conditions %+v", got.Phase, got.Conditions)
+		}
+	})
+
+	t.Run("a suspension clears startTime once no pod is left, keeps restartCount, and says how many pods are going", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionFalse, podstate.Summary{Name: "going", Phase: corev1.PodRunning, Terminating: true, DeletionDeadline: t0.Add(time.Minute)})
+		pcs.Spec.Suspend = ptr.To(true)
+		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		pcs.Status.StartTime = &metav1.Time{Time: started}
+		pcs.Status.RestartCount = 2
+		d := passDecision{restartCount: 2, causeReplica: -1}
+		got := computeStatus(pcs, statusInputs{observed: obs, decision: d, startTime: &started, now: t0})
+		cond := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeSuspended)
+		if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "1 pod(s) are still going away") {
+			t.Errorf("Suspended %+v", cond)
+		}
+		if got.StartTime == nil || got.Phase != copsev1alpha1.PodCliqueSetPhaseRunning || got.RestartCount != 2 {
+			t.Errorf("while a pod is going: startTime %v phase %s restartCount %d", got.StartTime, got.Phase, got.RestartCount)
+		}
+		pcs.Status = got
+		_, empty := trainingJob(metav1.ConditionFalse)
+		next := computeStatus(pcs, statusInputs{observed: empty, decision: d, startTime: &started, now: t0})
+		if next.StartTime != nil || next.Phase != copsev1alpha1.PodCliqueSetPhasePending || next.RestartCount != 2 || next.LastFailure != nil {
+			t.Errorf("once no pod is left: startTime %v phase %s restartCount %d lastFailure %v", next.StartTime, next.Phase, next.RestartCount, next.LastFailure)
+		}
+	})
+
 	t.Run("a pod terminating within its grace period is not overdue", func(t *testing.T) {
 		pcs, obs := trainingJob(metav1.ConditionTrue, podstate.Summary{Name: "going", Phase: corev1.PodRunning, Terminating: true, DeletionDeadline: t0.Add(-time.Second)})
 		meta.SetStatusCondition(&pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRestartsExceeded})
@@ -150,6 +214,38 @@ func TestTransitionEvents(t *testing.T) {
 		after := running
 		after.Phase = copsev1alpha1.PodCliqueSetPhaseSucceeded
 		if got := strings.Join(reasons(transitionEvents(pcs, &running, &after, nil, nil)), ","); got != "WorkloadSucceeded" {
+			t.Errorf("events %s", got)
+		}
+	})
+	t.Run("a success policy met, then Succeeded", func(t *testing.T) {
+		met := running
+		met.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue,
+			Reason: copsev1alpha1.ReasonSuccessPolicy, Message: "every replica met the success policy"}}
+		if got := strings.Join(reasons(transitionEvents(pcs, &running, &met, nil, nil)), ","); got != "SuccessCriteriaMet" {
+			t.Errorf("events %s", got)
+		}
+		done := met
+		done.Phase = copsev1alpha1.PodCliqueSetPhaseSucceeded
+		events := transitionEvents(pcs, &met, &done, nil, nil)
+		if len(events) != 1 || events[0].reason != EventWorkloadSucceeded || !strings.Contains(events[0].message, "met the success policy") {
+			t.Errorf("events %+v", events)
+		}
+	})
+	t.Run("suspended, then resumed: one event each, none per suspended replica", func(t *testing.T) {
+		suspended := running
+		suspended.RestartCount = 2
+		suspended.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuspended, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonSuspended}}
+		events := transitionEvents(pcs, &running, &suspended, breached,
+			[]copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Attempt: 1, Reason: copsev1alpha1.RecreationReasonSuspension}})
+		if len(events) != 1 || events[0].reason != EventSuspended || !strings.Contains(events[0].message, "restartCount 2 is kept") {
+			t.Errorf("events %+v", events)
+		}
+		if got := transitionEvents(pcs, &suspended, &suspended, nil, nil); len(got) != 0 {
+			t.Errorf("repeated: %v", reasons(got))
+		}
+		resumed := running
+		resumed.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuspended, Status: metav1.ConditionFalse, Reason: copsev1alpha1.ReasonResumed}}
+		if got := strings.Join(reasons(transitionEvents(pcs, &suspended, &resumed, nil, nil)), ","); got != "Resumed" {
 			t.Errorf("events %s", got)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
 )
@@ -16,17 +17,19 @@ import (
 // well within it; an unreachable node never does.
 const overdueGrace = 30 * time.Second
 
-// terminateActivePods deletes every pod of a failed workload that has not
-// ended, and releases the outcome finalizer of each (a failed workload
-// records no more outcomes). The PodClique controller creates no pods for a
-// failed workload, so none come back. Pods are never force-deleted: one on
+// terminateActivePods deletes every pod of an ended workload (failed, or
+// its success policy met) that has not ended, and releases the outcome
+// finalizer of each (an ended workload records no more outcomes). The
+// PodClique controller creates no pods for an ended workload, so none come
+// back. Pods are never force-deleted: one on
 // an unreachable node stays terminating, and TerminationOverdue says so.
 func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
 	pods := budget.cut(obs.activePods())
 	if len(pods) == 0 {
 		return nil
 	}
-	log.FromContext(ctx).Info("terminating the pods of a failed workload", "pods", len(pods))
+	log.FromContext(ctx).Info("terminating the pods of an ended workload", "pods", len(pods),
+		"failed", isFailing(pcs), "successCriteriaMet", successCriteriaMet(pcs))
 	_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 	})
@@ -52,11 +55,11 @@ func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.Po
 }
 
 // awaitedPods are the pods the controller waits to be gone: the previous
-// runs of replicas being recreated, and every pod still running of a failed
+// runs of replicas being recreated, and every pod still running of an ended
 // workload.
 func awaitedPods(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []podstate.Summary {
 	var out []podstate.Summary
-	if isFailing(pcs) {
+	if lifecycle.WorkloadEnded(pcs) {
 		out = append(out, obs.activePods()...)
 	}
 	for _, rec := range pcs.Status.ReplicaRecreations {

@@ -111,6 +111,22 @@ func decideTrainingCases() []decideTrainingCase {
 			want: trainingDecision{restartCount: 2, causeReplica: -1},
 		},
 		{
+			name: "SuccessCriteriaMet: a lingering pod's failure restarts nothing",
+			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, successCriteriaMet: true, restartCount: 1, maxRestarts: 5, now: t0},
+			want: trainingDecision{restartCount: 1, causeReplica: -1},
+		},
+		{
+			name: "SuccessCriteriaMet: maxRuntime no longer applies",
+			in:   trainingInputs{successCriteriaMet: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
+			want: trainingDecision{causeReplica: -1},
+		},
+		{
+			name: "a replica that met the success policy is not restarted for a lingering pod's failure",
+			in: trainingInputs{replicas: []replicaAssessment{{index: 0, succeeded: true, succeededAt: t0, breached: true, breachedSince: t0}, breachedAt(1, t0)},
+				maxRestarts: 0, now: t0.Add(time.Minute)},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, causeReplica: 1},
+		},
+		{
 			name: "terminal: no new decision",
 			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, terminal: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
 			want: trainingDecision{causeReplica: -1},
@@ -164,6 +180,16 @@ func TestComputePhase(t *testing.T) {
 		{"Inference never succeeds", phaseInputs{previous: R, succeeded: true, started: true}, R},
 		{"Inference never fails", phaseInputs{previous: R, failing: true}, R},
 		{"Inference Pending until a replica runs", phaseInputs{}, P},
+		{"SuccessCriteriaMet waits for the lingering pods", phaseInputs{training: true, previous: R, successCriteriaMet: true, activePods: 2}, R},
+		{"SuccessCriteriaMet with no pod left is Succeeded", phaseInputs{training: true, previous: R, successCriteriaMet: true}, S},
+		{"SuccessCriteriaMet is never Failed", phaseInputs{training: true, previous: R, successCriteriaMet: true, failing: true}, S},
+		{"a met policy without its condition yet is not Succeeded", phaseInputs{training: true, previous: R, activePods: 2, started: true}, R},
+		{"suspended, pods still going away: Running is kept", phaseInputs{training: true, previous: R, suspended: true, activePods: 2}, R},
+		{"suspended with no pod left is Pending", phaseInputs{training: true, previous: R, suspended: true, started: true}, P},
+		{"suspended Inference with no pod left is Pending", phaseInputs{previous: R, suspended: true}, P},
+		{"suspended, all replicas succeeded: Succeeded", phaseInputs{training: true, previous: R, suspended: true, succeeded: true}, S},
+		{"suspended and failing with no pod left: Failed", phaseInputs{training: true, previous: R, suspended: true, failing: true}, F},
+		{"resumed: Running again once a replica started", phaseInputs{training: true, previous: P, started: true}, R},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

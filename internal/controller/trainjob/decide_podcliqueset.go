@@ -22,12 +22,25 @@ const (
 	reasonAllJobsCompleted = "AllJobsCompleted"
 	// reasonPodCliqueSetFailed: the PodCliqueSet failed without saying why.
 	reasonPodCliqueSetFailed = "PodCliqueSetFailed"
+	// reasonReachedMaxRestarts is JobSet's reason for a spent restart
+	// budget; the PodCliqueSet's MaxRestartsExceeded means the same, and a
+	// TrainJob says it the same way on both backends.
+	reasonReachedMaxRestarts = "ReachedMaxRestarts"
 )
+
+// trainJobFailureReason is the TrainJob reason for a PodCliqueSet's Failed
+// reason: JobSet's where the meaning is the same, else the PodCliqueSet's.
+func trainJobFailureReason(pcsReason string) string {
+	if pcsReason == copsev1alpha1.ReasonMaxRestartsExceeded {
+		return reasonReachedMaxRestarts
+	}
+	return pcsReason
+}
 
 // mirrorPodCliqueSetOutcome carries a Training PodCliqueSet's end over:
 // Succeeded becomes Complete (reason SuccessPolicy when its success policy
-// ended it, else AllJobsCompleted), Failed stays Failed with the
-// PodCliqueSet's reason (MaxRestartsExceeded, MaxRuntimeExceeded). TrainJob
+// ended it, else AllJobsCompleted), Failed stays Failed with the reason of
+// trainJobFailureReason (ReachedMaxRestarts, MaxRuntimeExceeded). TrainJob
 // has no field for the restart count, so the message says it, with the root
 // cause of the last failure.
 func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *copsev1alpha1.PodCliqueSet, now time.Time) {
@@ -41,7 +54,7 @@ func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *cops
 	case copsev1alpha1.PodCliqueSetPhaseFailed:
 		reason, message := reasonPodCliqueSetFailed, fmt.Sprintf("PodCliqueSet %s failed", pcs.Name)
 		if c := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil && c.Reason != "" {
-			reason = c.Reason
+			reason = trainJobFailureReason(c.Reason)
 			if c.Message != "" {
 				message += ": " + c.Message
 			}

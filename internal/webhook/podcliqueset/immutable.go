@@ -14,11 +14,16 @@ import (
 // validateImmutableFields rejects changes to what Grove fixes at creation:
 // the structure of each replica (which cliques and scaling groups exist, and
 // their gang sizes and start order), how pods are placed (topology
-// constraints, scheduler), and the shared ResourceClaims. Pod templates and
-// replica counts may change; the controllers roll them out.
+// constraints, scheduler), and the shared ResourceClaims; and, of copse's
+// fields, trainingSpec.successPolicy: a workload's success criteria are
+// part of its definition, and a change could end a running workload, or
+// take back a success already written. Pod templates and replica counts
+// may change; the controllers roll them out. spec.suspend may change at
+// any time: that is what it is for.
 func validateImmutableFields(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	oldTemplate, template := &old.Spec.Template, &pcs.Spec.Template
 	var errs field.ErrorList
+	errs = append(errs, apivalidation.ValidateImmutableField(successPolicyOf(pcs), successPolicyOf(old), successPolicyPath)...)
 	errs = append(errs, apivalidation.ValidateImmutableField(template.StartupType, oldTemplate.StartupType, templatePath.Child("cliqueStartupType"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(template.TopologyConstraint, oldTemplate.TopologyConstraint, templatePath.Child("topologyConstraint"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(template.ResourceClaimTemplates, oldTemplate.ResourceClaimTemplates, templatePath.Child("resourceClaimTemplates"))...)
@@ -127,4 +132,11 @@ func sameMembers(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+func successPolicyOf(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.SuccessPolicy {
+	if pcs.Spec.TrainingSpec == nil {
+		return nil
+	}
+	return pcs.Spec.TrainingSpec.SuccessPolicy
 }

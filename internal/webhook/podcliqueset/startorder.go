@@ -46,7 +46,7 @@ func validateStartOrder(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 		}
 		errs = append(errs, rules.NoDuplicates(clique.Spec.StartsAfter, startsAfterPath.Index)...)
 	}
-	for _, cycle := range startOrderCycles(cliques) {
+	for _, cycle := range dependencyCycles(cliques, func(c *grovecorev1alpha1.PodCliqueTemplateSpec) []string { return c.Spec.StartsAfter }) {
 		errs = append(errs, field.Invalid(cliquesPath.Index(cycle.firstIndex).Child("spec", "startsAfter"),
 			cycle.String(), "startsAfter must not form a cycle: no clique of the cycle could ever start"))
 	}
@@ -65,11 +65,11 @@ func (c startOrderCycle) String() string {
 	return strings.Join(append(slices.Clone(c.names), c.names[0]), " -> ")
 }
 
-// startOrderCycles finds the cycles of the startsAfter graph by depth-first
-// search, each reported once and starting with the clique listed first.
-// Self-references and unknown names are left to validateStartOrder's own
-// messages.
-func startOrderCycles(cliques []*grovecorev1alpha1.PodCliqueTemplateSpec) []startOrderCycle {
+// dependencyCycles finds the cycles of a graph over the cliques (after
+// gives the cliques one starts after) by depth-first search, each reported
+// once and starting with the clique listed first. Self-references and
+// unknown names are left to the callers' own messages.
+func dependencyCycles(cliques []*grovecorev1alpha1.PodCliqueTemplateSpec, after func(*grovecorev1alpha1.PodCliqueTemplateSpec) []string) []startOrderCycle {
 	index := map[string]int{}
 	for i, clique := range cliques {
 		if clique != nil {
@@ -92,7 +92,7 @@ func startOrderCycles(cliques []*grovecorev1alpha1.PodCliqueTemplateSpec) []star
 	visit = func(name string) {
 		state[name] = onPath
 		path = append(path, name)
-		for _, next := range cliques[index[name]].Spec.StartsAfter {
+		for _, next := range after(cliques[index[name]]) {
 			if _, known := index[next]; !known || next == name {
 				continue
 			}

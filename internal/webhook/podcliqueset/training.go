@@ -28,6 +28,7 @@ var podTemplateChangeForbidden = fmt.Sprintf(
 //     (spec.replicas itself is checked by the CRD.)
 //   - The generation hash (package generationhash) cannot change: that
 //     would be a rolling update.
+//   - trainingSpec.startsAfterSucceeded cannot change: it decides the gangs.
 //
 // The rules apply when either object is Training; the CRD keeps
 // workloadType from changing.
@@ -36,6 +37,7 @@ func validateTrainingUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorLis
 		return nil
 	}
 	errs := validateTemplateReplicasUnchanged(old, pcs)
+	errs = append(errs, validateStartsAfterSucceededUnchanged(old, pcs)...)
 	return append(errs, validateGenerationHashUnchanged(old, pcs)...)
 }
 
@@ -150,6 +152,35 @@ func validateTrainingPods(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 		}
 		if policy := clique.Spec.PodSpec.RestartPolicy; policy != "" && policy != corev1.RestartPolicyNever {
 			errs = append(errs, training.RestartPolicyMustBeNever(cliquesPath.Index(i).Child("spec", "podSpec", "restartPolicy"), policy))
+		}
+	}
+	return errs
+}
+
+// successPolicyPath is where the success policy is reported.
+var successPolicyPath = specPath.Child("trainingSpec", "successPolicy")
+
+// validateSuccessPolicy requires every target of trainingSpec.successPolicy
+// to name a clique template: a replica's PodCliques are made from those,
+// and a target matching none could never be met (All) or would silently
+// never count (Any). The CRD allows trainingSpec for Training only.
+func validateSuccessPolicy(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if pcs.Spec.TrainingSpec == nil || pcs.Spec.TrainingSpec.SuccessPolicy == nil {
+		return nil
+	}
+	var names []string
+	known := map[string]bool{}
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique != nil {
+			names = append(names, clique.Name)
+			known[clique.Name] = true
+		}
+	}
+	var errs field.ErrorList
+	for i, target := range pcs.Spec.TrainingSpec.SuccessPolicy.TargetCliques {
+		if !known[target] {
+			errs = append(errs, field.Invalid(successPolicyPath.Child("targetCliques").Index(i), target,
+				fmt.Sprintf("must name a clique of %s: one of %q", cliquesPath, names)))
 		}
 	}
 	return errs

@@ -166,3 +166,61 @@ func TestTrainingRejectsExactlyTheChangesOfTheGenerationHash(t *testing.T) {
 		})
 	}
 }
+
+func TestSuccessPolicyAndSuspend(t *testing.T) {
+	policy := func(op copsev1alpha1.SuccessPolicyOperator, targets ...string) func(*copsev1alpha1.PodCliqueSet) {
+		return func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{SuccessPolicy: &copsev1alpha1.SuccessPolicy{Operator: op, TargetCliques: targets}}
+		}
+	}
+	suspend := func(v bool) func(*copsev1alpha1.PodCliqueSet) {
+		return func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(v) }
+	}
+	training := copsev1alpha1.WorkloadTypeTraining
+
+	t.Run("create", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			pcs  *copsev1alpha1.PodCliqueSet
+			want []string
+		}{
+			{name: "targets naming clique templates", pcs: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAny, "leader", "router"))},
+			{name: "no targets: every clique", pcs: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAll))},
+			{name: "a target that is no clique", pcs: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAll, "leader", "launcher")),
+				want: []string{`spec.trainingSpec.successPolicy.targetCliques[1]: Invalid value: "launcher": must name a clique of spec.template.cliques: one of ["leader" "worker" "router"]`}},
+			{name: "created suspended", pcs: validOf(training, suspend(true))},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				webhooktest.ExpectErrors(t, ValidateCreate(tc.pcs), tc.want)
+			})
+		}
+	})
+	t.Run("update", func(t *testing.T) {
+		for _, tc := range []struct {
+			name     string
+			old, pcs *copsev1alpha1.PodCliqueSet
+			want     []string
+		}{
+			{name: "suspend", old: validOf(training), pcs: validOf(training, suspend(true))},
+			{name: "resume", old: validOf(training, suspend(true)), pcs: validOf(training, suspend(false))},
+			{name: "suspend an Inference workload", old: validOf(copsev1alpha1.WorkloadTypeInference), pcs: validOf(copsev1alpha1.WorkloadTypeInference, suspend(true))},
+			{name: "a success policy added", old: validOf(training), pcs: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAny, "leader")),
+				want: []string{"spec.trainingSpec.successPolicy: Invalid value: "}},
+			{name: "its targets changed", old: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAny, "leader")),
+				pcs:  validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAny, "router")),
+				want: []string{"spec.trainingSpec.successPolicy: Invalid value: "}},
+			{name: "suspended with the same policy", old: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAny, "leader")),
+				pcs: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAny, "leader"), suspend(true))},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				errs := ValidateUpdate(tc.old, tc.pcs)
+				webhooktest.ExpectErrors(t, errs, tc.want)
+				for _, e := range errs {
+					if !strings.Contains(e.Error(), "field is immutable") {
+						t.Errorf("error %q does not state the rule", e.Error())
+					}
+				}
+			})
+		}
+	})
+}

@@ -71,10 +71,12 @@ func validateObject(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	errs = append(errs, validateTerminationDelay(pcs)...)
 	errs = append(errs, validateCliques(pcs, old)...)
 	errs = append(errs, validateStartOrder(pcs)...)
+	errs = append(errs, validateStartsAfterSucceeded(pcs)...)
 	errs = append(errs, validateScalingGroups(pcs)...)
 	errs = append(errs, validateResourceSharing(pcs)...)
 	errs = append(errs, validateGeneratedNames(pcs)...)
 	errs = append(errs, validateTrainingPods(pcs)...)
+	errs = append(errs, validateSuccessPolicy(pcs)...)
 	return errs
 }
 

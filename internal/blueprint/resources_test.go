@@ -1,0 +1,28 @@
+package blueprint
+
+import (
+	"testing"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+func TestReplicaResourcesDeletedBy(t *testing.T) {
+	want := map[string]map[copsev1alpha1.RecreationReason]bool{
+		// The Service selects the replica's pods whatever their run.
+		"Service": {copsev1alpha1.RecreationReasonGangTermination: false, copsev1alpha1.RecreationReasonTrainingRestart: false, copsev1alpha1.RecreationReasonSuspension: false},
+		// The kinds that make pods go with every recreation, a suspension's too.
+		"PodCliqueScalingGroup": {copsev1alpha1.RecreationReasonGangTermination: true, copsev1alpha1.RecreationReasonTrainingRestart: true, copsev1alpha1.RecreationReasonSuspension: true},
+		"PodClique":             {copsev1alpha1.RecreationReasonGangTermination: true, copsev1alpha1.RecreationReasonTrainingRestart: true, copsev1alpha1.RecreationReasonSuspension: true},
+	}
+	rows := ReplicaResources()
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, the test knows %d", len(rows), len(want))
+	}
+	for _, row := range rows {
+		for reason, deleted := range want[row.Kind] {
+			if got := row.DeletedBy(reason); got != deleted {
+				t.Errorf("%s deleted by %s: %v, want %v", row.Kind, reason, got, deleted)
+			}
+		}
+	}
+}

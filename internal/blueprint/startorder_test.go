@@ -1,0 +1,196 @@
+package blueprint
+
+import (
+	"testing"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+func startsAfter(name string, after ...string) *grovecorev1alpha1.PodCliqueTemplateSpec {
+	c := clique(name, 1, nil)
+	c.Spec.StartsAfter = after
+	return c
+}
+
+func TestStartPredecessors(t *testing.T) {
+	inOrder := grovecorev1alpha1.CliqueStartupTypeInOrder
+	explicit := grovecorev1alpha1.CliqueStartupTypeExplicit
+	anyOrder := grovecorev1alpha1.CliqueStartupTypeAnyOrder
+	tests := []struct {
+		name        string
+		startupType *grovecorev1alpha1.CliqueStartupType
+		cliques     []*grovecorev1alpha1.PodCliqueTemplateSpec
+		want        map[string][]string
+	}{
+		{name: "unset: any order", cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b", "a")}},
+		{name: "AnyOrder ignores startsAfter", startupType: &anyOrder,
+			cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b", "a")}},
+		{name: "InOrder: each after the one listed before it", startupType: &inOrder,
+			cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b"), startsAfter("c", "a")},
+			want:    map[string][]string{"b": {"a"}, "c": {"b"}}},
+		{name: "InOrder with one clique", startupType: &inOrder, cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a")}},
+		{name: "Explicit: startsAfter, fan-in", startupType: &explicit,
+			cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b"), startsAfter("c", "a", "b")},
+			want:    map[string][]string{"c": {"a", "b"}}},
+		{name: "Explicit drops unknown names, itself and duplicates", startupType: &explicit,
+			cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b", "x", "b", "a", "a")},
+			want:    map[string][]string{"b": {"a"}}},
+		{name: "Explicit without startsAfter", startupType: &explicit,
+			cliques: []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, StartPredecessors(tt.startupType, tt.cliques)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNotReadyPredecessors(t *testing.T) {
+	ready := func(template string) SiblingClique {
+		return SiblingClique{Template: template, ReadyReplicas: 2, MinAvailable: 2}
+	}
+	unready := func(template string) SiblingClique {
+		return SiblingClique{Template: template, ReadyReplicas: 1, MinAvailable: 2}
+	}
+	groupInstance := func(s SiblingClique, j int) SiblingClique {
+		s.Grouped, s.GroupReplica = true, j
+		return s
+	}
+	tests := []struct {
+		name         string
+		predecessors []string
+		groupMin     map[string]int
+		siblings     []SiblingClique
+		want         []string
+	}{
+		{name: "no predecessors"},
+		{name: "predecessor Ready", predecessors: []string{"a"}, siblings: []SiblingClique{ready("a"), unready("b")}},
+		{name: "predecessor below minAvailable", predecessors: []string{"a"}, siblings: []SiblingClique{unready("a")}, want: []string{"a"}},
+		{name: "predecessor's PodClique not there yet", predecessors: []string{"a"}, siblings: []SiblingClique{ready("b")}, want: []string{"a"}},
+		{name: "fan-in: one of two ready", predecessors: []string{"a", "b"}, siblings: []SiblingClique{ready("a"), unready("b")}, want: []string{"b"}},
+		{name: "fan-in: both ready", predecessors: []string{"a", "b"}, siblings: []SiblingClique{ready("a"), ready("b")}},
+		{name: "grouped: instances below minAvailable Ready, the optional one not",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 2},
+			siblings: []SiblingClique{groupInstance(ready("g"), 0), groupInstance(ready("g"), 1), groupInstance(unready("g"), 2)}},
+		{name: "grouped: an instance below minAvailable not Ready",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 2},
+			siblings: []SiblingClique{groupInstance(ready("g"), 0), groupInstance(unready("g"), 1), groupInstance(ready("g"), 2)},
+			want:     []string{"g"}},
+		{name: "grouped: an instance below minAvailable missing",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 2},
+			siblings: []SiblingClique{groupInstance(ready("g"), 0), groupInstance(ready("g"), 2)},
+			want:     []string{"g"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, NotReadyPredecessors(tt.predecessors, tt.groupMin, tt.siblings)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNotSucceededPredecessors(t *testing.T) {
+	done := func(template string) SiblingClique { return SiblingClique{Template: template, Succeeded: true} }
+	running := func(template string) SiblingClique { return SiblingClique{Template: template} }
+	tests := []struct {
+		name         string
+		predecessors []string
+		siblings     []SiblingClique
+		want         []string
+	}{
+		{name: "no predecessors", siblings: []SiblingClique{running("a")}},
+		{name: "both succeeded", predecessors: []string{"a", "b"}, siblings: []SiblingClique{done("a"), done("b"), running("trainer")}},
+		{name: "one still running", predecessors: []string{"a", "b"}, siblings: []SiblingClique{done("a"), running("b")}, want: []string{"b"}},
+		{name: "PodClique not created yet", predecessors: []string{"a"}, siblings: nil, want: []string{"a"}},
+		{name: "every PodClique of the template must have succeeded", predecessors: []string{"a"},
+			siblings: []SiblingClique{done("a"), running("a")}, want: []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, NotSucceededPredecessors(tt.predecessors, tt.siblings)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func preludePCS(workload copsev1alpha1.WorkloadType) *copsev1alpha1.PodCliqueSet {
+	pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "tj"}}
+	pcs.Spec.Replicas = 2
+	pcs.Spec.WorkloadType = workload
+	pcs.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{
+		clique("dataset", 1, nil), clique("model", 2, nil), clique("trainer", 4, ptr.To[int32](3)), clique("sidecar", 1, nil),
+	}
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{StartsAfterSucceeded: []copsev1alpha1.CliqueSuccessDependency{
+		{Clique: "trainer", Cliques: []string{"model", "dataset"}},
+	}}
+	return pcs
+}
+
+func TestSuccessPredecessorsAndPrelude(t *testing.T) {
+	pcs := preludePCS(copsev1alpha1.WorkloadTypeTraining)
+	if diff := cmp.Diff(map[string][]string{"trainer": {"model", "dataset"}}, SuccessPredecessors(pcs)); diff != "" {
+		t.Errorf("SuccessPredecessors (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"dataset", "model"}, PreludeCliques(pcs)); diff != "" {
+		t.Errorf("PreludeCliques, in template order (-want +got):\n%s", diff)
+	}
+	inference := preludePCS(copsev1alpha1.WorkloadTypeInference)
+	if got := SuccessPredecessors(inference); got != nil {
+		t.Errorf("an Inference workload waits for no success, got %v", got)
+	}
+}
+
+func TestReplicaGangsWithPrelude(t *testing.T) {
+	tests := []struct {
+		name string
+		pcs  *copsev1alpha1.PodCliqueSet
+		want []Gang
+	}{
+		{
+			name: "cliques waited on for success form a basic prelude; the base gang excludes them",
+			pcs:  preludePCS(copsev1alpha1.WorkloadTypeTraining),
+			want: []Gang{
+				{Name: "tj-1", Template: BaseTemplate, ReplicaIndex: 1, MinCount: 4}, // trainer 3 + sidecar 1
+				{Name: "tj-1-prelude", Template: PreludeTemplate, ReplicaIndex: 1, Basic: true},
+			},
+		},
+		{
+			name: "without startsAfterSucceeded: one gang",
+			pcs: func() *copsev1alpha1.PodCliqueSet {
+				pcs := preludePCS(copsev1alpha1.WorkloadTypeTraining)
+				pcs.Spec.TrainingSpec = nil
+				return pcs
+			}(),
+			want: []Gang{{Name: "tj-1", Template: BaseTemplate, ReplicaIndex: 1, MinCount: 7}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ReplicaGangs(tt.pcs, 1, nil)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	pcs := preludePCS(copsev1alpha1.WorkloadTypeTraining)
+	for clique, want := range map[string]string{"dataset": "tj-0-prelude", "model": "tj-0-prelude", "trainer": "tj-0", "sidecar": "tj-0"} {
+		if got := GangOfStandaloneClique(pcs, 0, clique); got != want {
+			t.Errorf("GangOfStandaloneClique(%s) = %q, want %q", clique, got, want)
+		}
+		if got := StandalonePodClique(pcs, 0, pcs.CliqueTemplate(clique), 0).Labels["grove.io/podgang"]; got != want {
+			t.Errorf("PodClique %s joins %q, want %q", clique, got, want)
+		}
+	}
+	templates := TemplateMinCounts(DesiredGangs(pcs, nil))
+	if diff := cmp.Diff([]Gang{{Template: BaseTemplate, MinCount: 4}, {Template: PreludeTemplate, Basic: true}}, templates); diff != "" {
+		t.Errorf("templates (-want +got):\n%s", diff)
+	}
+}

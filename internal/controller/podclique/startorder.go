@@ -1,0 +1,237 @@
+package podclique
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/podwrite"
+)
+
+// startOrder is where a clique stands in its replica's start order.
+type startOrder struct {
+	// gated: the clique starts after cliques that must be Ready first, so
+	// its pods carry a startup gate.
+	gated bool
+	// waitingForReady are the predecessors not Ready yet; the gate stays
+	// closed while there are any.
+	waitingForReady []string
+	// successGated: the clique waits for cliques to succeed before any of
+	// its pods is created; waitingForSuccess are those not succeeded yet.
+	successGated      bool
+	waitingForSuccess []string
+}
+
+// startOrderInput is what decideStartOrder reads.
+type startOrderInput struct {
+	// readyPredecessors and successPredecessors are the clique's entries of
+	// blueprint.StartPredecessors and blueprint.SuccessPredecessors.
+	readyPredecessors   []string
+	successPredecessors []string
+	groupMinAvailable   map[string]int
+	siblings            []blueprint.SiblingClique
+}
+
+// decideStartOrder is the clique's start order from its siblings (the
+// PodCliques of the same replica and attempt).
+func decideStartOrder(in startOrderInput) startOrder {
+	return startOrder{
+		gated:             len(in.readyPredecessors) > 0,
+		waitingForReady:   blueprint.NotReadyPredecessors(in.readyPredecessors, in.groupMinAvailable, in.siblings),
+		successGated:      len(in.successPredecessors) > 0,
+		waitingForSuccess: blueprint.NotSucceededPredecessors(in.successPredecessors, in.siblings),
+	}
+}
+
+// gateForNewPods is the gate state a pod created now starts with; "" when
+// the clique's pods have no gate.
+func (o startOrder) gateForNewPods() string {
+	switch {
+	case !o.gated:
+		return ""
+	case len(o.waitingForReady) > 0:
+		return blueprint.StartupGateClosed
+	default:
+		return blueprint.StartupGateOpen
+	}
+}
+
+// gateOpening is what gatesToOpen decided.
+type gateOpening struct {
+	pods []podstate.Summary
+	// truncated: more gates are to open than the budget allowed.
+	truncated bool
+}
+
+// gatesToOpen are the pods whose closed gate may open now: every
+// predecessor is Ready. A gate once open is never closed again, and a pod
+// that is terminating or ended is left alone. At most budget are opened.
+func gatesToOpen(o startOrder, pods []podstate.Summary, budget int) gateOpening {
+	var out gateOpening
+	if !o.gated || len(o.waitingForReady) > 0 {
+		return out
+	}
+	for _, p := range pods {
+		if p.StartupGate != blueprint.StartupGateClosed || !p.Active() {
+			continue
+		}
+		if len(out.pods) >= budget {
+			out.truncated = true
+			break
+		}
+		out.pods = append(out.pods, p)
+	}
+	return out
+}
+
+// startupBlockedCondition is the StartupBlocked condition, or nil for a
+// clique that starts after no other clique.
+func startupBlockedCondition(o startOrder) *metav1.Condition {
+	switch {
+	case len(o.waitingForSuccess) > 0:
+		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue,
+			Reason:  copsev1alpha1.ReasonWaitingForSucceeded,
+			Message: fmt.Sprintf("no pod is created until clique(s) %s of the replica have succeeded", strings.Join(o.waitingForSuccess, ", "))}
+	case o.gated && len(o.waitingForReady) > 0:
+		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue,
+			Reason:  copsev1alpha1.ReasonWaitingForReady,
+			Message: fmt.Sprintf("the pods' containers start once clique(s) %s of the replica are Ready", strings.Join(o.waitingForReady, ", "))}
+	case o.gated || o.successGated:
+		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionFalse,
+			Reason: copsev1alpha1.ReasonPredecessorsDone, Message: "the cliques this clique starts after are done"}
+	}
+	return nil
+}
+
+// observeStartOrder gathers the clique's start order: its predecessors from
+// the PodCliqueSet's template, and its siblings from the cache.
+func (r *Reconciler) observeStartOrder(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentity) (startOrder, error) {
+	if pcs == nil {
+		return startOrder{}, nil
+	}
+	in := startOrderInput{
+		readyPredecessors:   blueprint.StartPredecessors(pcs.Spec.Template.StartupType, pcs.Spec.Template.Cliques)[id.Clique],
+		successPredecessors: blueprint.SuccessPredecessors(pcs)[id.Clique],
+	}
+	if len(in.readyPredecessors) == 0 && len(in.successPredecessors) == 0 {
+		return startOrder{}, nil
+	}
+	in.groupMinAvailable = blueprint.GroupMinAvailable(pcs)
+	var list copsev1alpha1.PodCliqueList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pclq.Namespace), siblingSelector(id)); err != nil {
+		return startOrder{}, fmt.Errorf("listing the PodCliques of replica %d of %s/%s: %w", id.Replica, pclq.Namespace, id.PodCliqueSet, err)
+	}
+	for i := range list.Items {
+		in.siblings = append(in.siblings, siblingOf(&list.Items[i]))
+	}
+	return decideStartOrder(in), nil
+}
+
+// siblingSelector selects the PodCliques of a clique's replica and attempt.
+func siblingSelector(id blueprint.CliqueIdentity) client.MatchingLabels {
+	return client.MatchingLabels{
+		labels.PartOfKey:  id.PodCliqueSet,
+		labels.ReplicaKey: strconv.Itoa(id.Replica),
+		labels.AttemptKey: strconv.Itoa(id.Attempt),
+	}
+}
+
+func siblingOf(pclq *copsev1alpha1.PodClique) blueprint.SiblingClique {
+	j, grouped := labels.Index(pclq.Labels, labels.ScalingGroupReplicaKey)
+	return blueprint.SiblingClique{
+		Template:      pclq.Labels[labels.CliqueTemplateKey],
+		Grouped:       grouped && pclq.Labels[labels.ScalingGroupKey] != "",
+		GroupReplica:  j,
+		ReadyReplicas: int(pclq.Status.ReadyReplicas),
+		MinAvailable:  int(pclq.MinAvailable()),
+		Succeeded:     meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded),
+	}
+}
+
+// openGates sets the startup gate of pods to open. The kubelet refreshes
+// the gate's downward-API file, and the gate container lets the pod's
+// containers start. It returns how many gates it opened.
+func (r *Reconciler) openGates(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podstate.Summary) (int, error) {
+	if len(pods) == 0 {
+		return 0, nil
+	}
+	patch := client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, labels.StartupGateAnnotation, blueprint.StartupGateOpen))
+	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
+	opened, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: pods[i].Name}}
+		if err := r.Client.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("opening the startup gate of pod %s: %w", pods[i].Name, err)
+		}
+		return nil
+	})
+	if opened > 0 {
+		ctrl.LoggerFrom(ctx).Info("opened startup gates", "opened", opened, "planned", len(pods))
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonStartupGatesOpened, "OpenStartupGates",
+			"Opened the startup gate of %d pod(s): the cliques this clique starts after are Ready", opened)
+	}
+	if err != nil {
+		return opened, fmt.Errorf("opening startup gates of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	return opened, nil
+}
+
+// siblingsOf maps a PodClique to the other PodCliques of its replica and
+// attempt, whose start order may depend on it.
+func (r *Reconciler) siblingsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if l[labels.PartOfKey] == "" || l[labels.ReplicaKey] == "" {
+		return nil
+	}
+	var list copsev1alpha1.PodCliqueList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{
+		labels.PartOfKey: l[labels.PartOfKey], labels.ReplicaKey: l[labels.ReplicaKey], labels.AttemptKey: l[labels.AttemptKey],
+	}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the sibling PodCliques of a PodClique", "podClique", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Name != obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// startOrderSignalChanged passes PodClique status updates that can move a
+// sibling in the start order: the clique became Ready (readyReplicas >=
+// minAvailable) or stopped being so, or it gained the Succeeded condition.
+func startOrderSignalChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*copsev1alpha1.PodClique)
+			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodClique)
+			if !okOld || !okNew {
+				return false
+			}
+			was, is := siblingOf(old), siblingOf(cur)
+			return (was.ReadyReplicas >= was.MinAvailable) != (is.ReadyReplicas >= is.MinAvailable) || was.Succeeded != is.Succeeded
+		},
+	}
+}
