@@ -26,12 +26,7 @@ import (
 // in the shapes users build: scaling groups, pods deleted from outside, an
 // operator that was down, pods that run but are never Ready.
 var _ = Describe("Training correctness", Label("training"), func() {
-	AfterEach(func(ctx context.Context) {
-		// A failed spec must not leave the next one without an operator.
-		if ok, _ := env.Operator.Running(); !ok {
-			Expect(env.Operator.Restart(ctx)).To(Succeed())
-		}
-	})
+	AfterEach(restartOperatorIfKilled)
 
 	It("completes when the last clique to finish belongs to a scaling group, and stays Succeeded past maxRuntime", func(ctx context.Context) {
 		ns := newNamespace(ctx, "grouped-last")

@@ -35,12 +35,7 @@ func setHold(ctx context.Context, key client.ObjectKey, hold bool) {
 }
 
 var _ = Describe("Operator crash safety", Label("training"), Ordered, func() {
-	AfterEach(func(ctx context.Context) {
-		// A failed spec must not leave the next one without an operator.
-		if ok, _ := env.Operator.Running(); !ok {
-			Expect(env.Operator.Restart(ctx)).To(Succeed())
-		}
-	})
+	AfterEach(restartOperatorIfKilled)
 
 	It("neither loses nor repeats a restart when killed while the restart is in progress", func(ctx context.Context) {
 		ns := newNamespace(ctx, "crash-restart")

@@ -91,3 +91,12 @@ func expectNoOrphans(ctx context.Context, namespace, pcsName string) {
 		}
 	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 }
+
+// restartOperatorIfKilled is the AfterEach of the specs that kill the
+// operator: a spec that failed before restarting it must not leave the next
+// one without an operator.
+func restartOperatorIfKilled(ctx context.Context) {
+	if ok, _ := env.Operator.Running(); !ok {
+		Expect(env.Operator.Restart(ctx)).To(Succeed())
+	}
+}

@@ -135,11 +135,7 @@ func killOperatorWhile(ctx context.Context, change func()) {
 }
 
 var _ = Describe("Start order", Label("training"), Ordered, func() {
-	AfterEach(func(ctx context.Context) {
-		if ok, _ := env.Operator.Running(); !ok {
-			Expect(env.Operator.Restart(ctx)).To(Succeed())
-		}
-	})
+	AfterEach(restartOperatorIfKilled)
 
 	It("starts InOrder cliques one after the other, their pods created and scheduled at once, across an operator kill", func(ctx context.Context) {
 		ns := newNamespace(ctx, "in-order")

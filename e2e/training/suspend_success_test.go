@@ -290,11 +290,7 @@ var _ = Describe("Suspend", Label("training"), func() {
 })
 
 var _ = Describe("Suspend and success policy: operator crash safety", Label("training"), Ordered, func() {
-	AfterEach(func(ctx context.Context) {
-		if ok, _ := env.Operator.Running(); !ok {
-			Expect(env.Operator.Restart(ctx)).To(Succeed())
-		}
-	})
+	AfterEach(restartOperatorIfKilled)
 
 	It("ends Succeeded when killed after SuccessCriteriaMet, before the workers are gone", func(ctx context.Context) {
 		ns := newNamespace(ctx, "crash-success-policy")
