@@ -40,6 +40,8 @@ type backend struct {
 	restarts func(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob) int32
 	// step is the runtime's replicated job a pod of the TrainJob runs.
 	step func(pod *corev1.Pod) string
+	// podLabels are the labels the backend object gives the pods of a step.
+	podLabels func(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob, step string) map[string]string
 }
 
 var jobSetBackend = backend{
@@ -53,6 +55,11 @@ var jobSetBackend = backend{
 		return js.Status.Restarts
 	},
 	step: func(pod *corev1.Pod) string { return pod.Labels[jobsetv1alpha2.ReplicatedJobNameKey] },
+	podLabels: func(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob, step string) map[string]string {
+		js, err := jobSetOf(ctx, tj)
+		g.Expect(err).NotTo(HaveOccurred())
+		return replicatedJob(g, js, step).Template.Spec.Template.Labels
+	},
 }
 
 var podCliqueSetBackend = backend{
@@ -66,6 +73,11 @@ var podCliqueSetBackend = backend{
 		return pcs.Status.RestartCount
 	},
 	step: func(pod *corev1.Pod) string { return pod.Labels[labels.CliqueTemplateKey] },
+	podLabels: func(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob, step string) map[string]string {
+		pcs, err := podCliqueSetOf(ctx, tj)
+		g.Expect(err).NotTo(HaveOccurred())
+		return cliqueTemplate(g, pcs, step).Labels
+	},
 }
 
 // backends are the backends every scenario of the table runs on.
@@ -418,6 +430,39 @@ var backendScenarios = []scenario{
 		failed := condition(got, trainerv1alpha1.TrainJobFailed)
 		Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
 		Expect(failed.LastTransitionTime.Time).To(BeTemporally(">=", resumed.LastTransitionTime.Add(5*time.Second)))
+	}},
+
+	{"runs, once resumed, with the runtimePatches changed while it was suspended", func(ctx context.Context, b backend) {
+		ns := newNamespace(ctx, "be-repatch")
+		rack := lastRack(ctx)
+		b.torchRuntime(ctx, ns, nil)
+		tj := torchTrainJob(ns, 2)
+		tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, placementPatch("vision", rack))
+		Expect(env.Client.Create(ctx, tj)).To(Succeed())
+		expectPlaced(ctx, b.runningPods(ctx, ns, trainjob.NodeName, 2), "vision", rack)
+
+		By("suspending it until no pod is left")
+		setSuspend(ctx, tj, true)
+		waitSuspended(ctx, tj, metav1.ConditionTrue)
+		b.expectNoPods(ctx, ns)
+
+		By("changing the placement patch while suspended: the backend object is rebuilt with it")
+		Eventually(func(g Gomega) {
+			got := getTrainJob(ctx, tj)
+			for i := range got.Spec.RuntimePatches {
+				if got.Spec.RuntimePatches[i].Manager == placementManager {
+					got.Spec.RuntimePatches[i] = placementPatch("audio", rack)
+				}
+			}
+			g.Expect(env.Client.Update(ctx, got)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(b.podLabels(ctx, g, tj, trainjob.NodeName)).To(HaveKeyWithValue(teamLabel, "audio"))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+
+		By("resuming it: its pods carry the new placement")
+		setSuspend(ctx, tj, false)
+		expectPlaced(ctx, b.runningPods(ctx, ns, trainjob.NodeName, 2), "audio", rack)
 	}},
 
 	{"creates the trainer's pods only after both initializers succeeded", func(ctx context.Context, b backend) {

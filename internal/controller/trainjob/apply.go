@@ -120,6 +120,13 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 	updated.SetLabels(maps.Clone(desired.GetLabels()))
 	updated.SetAnnotations(maps.Clone(desired.GetAnnotations()))
 	if err := r.Client.Update(ctx, updated); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// Admission refused the rebuilt object (e.g. a runtime patch
+			// that changes more than a suspended Training PodCliqueSet
+			// allows): say so on the TrainJob; the retry picks up a fix.
+			r.Recorder.Eventf(tj, updated, corev1.EventTypeWarning, reasonRebuildRefused, "Rebuild",
+				"the rebuilt %s %s was refused: %v", run.kind, updated.GetName(), err)
+		}
 		return fmt.Errorf("rebuild suspended %s %s: %w", run.kind, updated.GetName(), err)
 	}
 	return nil

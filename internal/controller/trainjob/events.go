@@ -13,6 +13,9 @@ const (
 	reasonBuildFailed         = "BuildFailed"
 	reasonJobSetCreated       = "JobSetCreated"
 	reasonPodCliqueSetCreated = "PodCliqueSetCreated"
+	// reasonRebuildRefused: admission refused the backend object rebuilt
+	// while suspended; the message quotes the API server.
+	reasonRebuildRefused = "RebuildRefused"
 )
 
 // recordTransitions emits one event per condition that became true in the

@@ -30,6 +30,14 @@ var podTemplateChangeForbidden = fmt.Sprintf(
 //     would be a rolling update.
 //   - trainingSpec.startsAfterSucceeded cannot change: it decides the gangs.
 //
+// One window is open, as the Job API opens it for suspended Jobs (KEP-2926,
+// mutable scheduling directives): while a workload is suspended with no
+// run in progress (schedulingDirectivesMutable), the scheduling directives
+// of its pod templates may change, and nothing else of them. That is what
+// a queue's admission or a TrainJob's runtimePatches change before the
+// workload (re)starts; the pods of the next run are built from the new
+// templates, and no running pod is affected.
+//
 // The rules apply when either object is Training; the CRD keeps
 // workloadType from changing.
 func validateTrainingUpdate(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
@@ -80,6 +88,11 @@ func validateTemplateReplicasUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) fie
 // Cliques that were added or removed also change the hash; they are not
 // reported here, since validateImmutableFields rejects them already.
 func validateGenerationHashUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	forbidden := podTemplateChangeForbidden
+	if schedulingDirectivesMutable(old) {
+		old, pcs = withoutSchedulingDirectives(old), withoutSchedulingDirectives(pcs)
+		forbidden = podTemplateChangeWhileSuspended
+	}
 	if generationhash.GenerationHash(old) == generationhash.GenerationHash(pcs) {
 		return nil
 	}
@@ -108,14 +121,14 @@ func validateGenerationHashUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field
 		}
 		path := cliquesPath.Index(i)
 		if !sameInput(before.Labels, after.Labels) {
-			errs = append(errs, field.Forbidden(path.Child("labels"), podTemplateChangeForbidden))
+			errs = append(errs, field.Forbidden(path.Child("labels"), forbidden))
 		}
 		if !sameInput(before.Annotations, after.Annotations) {
-			errs = append(errs, field.Forbidden(path.Child("annotations"), podTemplateChangeForbidden))
+			errs = append(errs, field.Forbidden(path.Child("annotations"), forbidden))
 		}
 		switch {
 		case !sameInput(oldClique.Spec.PodSpec, clique.Spec.PodSpec):
-			errs = append(errs, field.Forbidden(path.Child("spec", "podSpec"), podTemplateChangeForbidden))
+			errs = append(errs, field.Forbidden(path.Child("spec", "podSpec"), forbidden))
 		case !sameInput(before.PodSpec, after.PodSpec):
 			// The podSpec is as it was, so the priority class it
 			// inherits from the template changed.
@@ -124,14 +137,45 @@ func validateGenerationHashUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field
 	}
 	if len(takePriorityClass) > 0 {
 		errs = append(errs, field.Forbidden(templatePath.Child("priorityClassName"), fmt.Sprintf(
-			"%s; it is the priority class of the pods of clique(s) %q", podTemplateChangeForbidden, takePriorityClass)))
+			"%s; it is the priority class of the pods of clique(s) %q", forbidden, takePriorityClass)))
 	}
 	if len(errs) == 0 && len(old.Spec.Template.Cliques) == len(pcs.Spec.Template.Cliques) && !cliqueSetChanged {
 		// Every change of the hash's inputs is attributed above; this is a
 		// safety net so that a new input cannot slip through unreported.
-		errs = append(errs, field.Forbidden(cliquesPath, podTemplateChangeForbidden))
+		errs = append(errs, field.Forbidden(cliquesPath, forbidden))
 	}
 	return errs
+}
+
+// podTemplateChangeWhileSuspended says what may change in the window.
+var podTemplateChangeWhileSuspended = fmt.Sprintf(
+	"while a %s workload is suspended and not running, only the scheduling directives of its pod templates may change "+
+		"(labels, annotations, nodeSelector, tolerations, affinity, schedulingGates)",
+	copsev1alpha1.WorkloadTypeTraining)
+
+// schedulingDirectivesMutable reports whether old is suspended with no run
+// in progress: spec.suspend is true and status.startTime is unset (the
+// PodCliqueSet controller clears it once a suspension has removed every
+// pod, and a workload created suspended never had one).
+func schedulingDirectivesMutable(old *copsev1alpha1.PodCliqueSet) bool {
+	return old.IsSuspended() && old.Status.StartTime == nil
+}
+
+// withoutSchedulingDirectives is a copy of pcs without what may change in
+// the window: its cliques' pod labels and annotations, and where their pods
+// are placed and when they may be scheduled (the Job API's mutable
+// scheduling directives).
+func withoutSchedulingDirectives(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
+	out := pcs.DeepCopy()
+	for _, clique := range out.Spec.Template.Cliques {
+		if clique == nil {
+			continue
+		}
+		clique.Labels, clique.Annotations = nil, nil
+		spec := &clique.Spec.PodSpec
+		spec.NodeSelector, spec.Tolerations, spec.Affinity, spec.SchedulingGates = nil, nil, nil, nil
+	}
+	return out
 }
 
 // sameInput compares two hash inputs the way the generation hash does.

@@ -7,6 +7,7 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -223,4 +224,53 @@ func TestSuccessPolicyAndSuspend(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestSchedulingDirectivesWhileSuspended: a suspended Training workload
+// with no run in progress accepts changes of its pods' scheduling
+// directives, and nothing else of its pod templates; a running or
+// still-stopping one accepts none.
+func TestSchedulingDirectivesWhileSuspended(t *testing.T) {
+	const whileSuspended = "Forbidden: while a Training workload is suspended and not running, only the scheduling directives " +
+		"of its pod templates may change (labels, annotations, nodeSelector, tolerations, affinity, schedulingGates)"
+	directives := func(p *copsev1alpha1.PodCliqueSet) {
+		c := p.Spec.Template.Cliques[0]
+		c.Labels = map[string]string{"kueue.x-k8s.io/podset": "leader"}
+		c.Annotations = map[string]string{"placed-by": "queue"}
+		c.Spec.PodSpec.NodeSelector = map[string]string{"gpu": "gb200"}
+		c.Spec.PodSpec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+		c.Spec.PodSpec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+		c.Spec.PodSpec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	}
+	image := func(p *copsev1alpha1.PodCliqueSet) {
+		p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Image = "example.com/llm:2"
+	}
+	suspended := func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(true) }
+	started := func(p *copsev1alpha1.PodCliqueSet) { p.Status.StartTime = ptr.To(metav1.Now()) }
+	tests := []struct {
+		name   string
+		old    []func(*copsev1alpha1.PodCliqueSet)
+		change func(*copsev1alpha1.PodCliqueSet)
+		want   []string
+	}{
+		{"suspended, not running: scheduling directives", []func(*copsev1alpha1.PodCliqueSet){suspended}, directives, nil},
+		{"suspended, not running: directives and resumed in the same update", []func(*copsev1alpha1.PodCliqueSet){suspended},
+			func(p *copsev1alpha1.PodCliqueSet) { directives(p); p.Spec.Suspend = ptr.To(false) }, nil},
+		{"suspended, not running: an image", []func(*copsev1alpha1.PodCliqueSet){suspended}, image,
+			[]string{"spec.template.cliques[0].spec.podSpec: " + whileSuspended}},
+		{"suspended, pods still stopping: scheduling directives", []func(*copsev1alpha1.PodCliqueSet){suspended, started}, directives,
+			[]string{"spec.template.cliques[0].labels: " + podTemplateForbidden, "spec.template.cliques[0].annotations: " + podTemplateForbidden,
+				"spec.template.cliques[0].spec.podSpec: " + podTemplateForbidden}},
+		{"running: scheduling directives", nil, directives,
+			[]string{"spec.template.cliques[0].labels: " + podTemplateForbidden, "spec.template.cliques[0].annotations: " + podTemplateForbidden,
+				"spec.template.cliques[0].spec.podSpec: " + podTemplateForbidden}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := validOf(copsev1alpha1.WorkloadTypeTraining, tc.old...)
+			pcs := old.DeepCopy()
+			tc.change(pcs)
+			webhooktest.ExpectErrors(t, ValidateUpdate(old, pcs), tc.want)
+		})
+	}
 }
