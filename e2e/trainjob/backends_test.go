@@ -432,6 +432,38 @@ var backendScenarios = []scenario{
 		Expect(failed.LastTransitionTime.Time).To(BeTemporally(">=", resumed.LastTransitionTime.Add(5*time.Second)))
 	}},
 
+	{"rebuilds its backend object when it is deleted from outside mid-run, and completes", func(ctx context.Context, b backend) {
+		ns := newNamespace(ctx, "be-deleted")
+		b.torchRuntime(ctx, ns, nil)
+		tj := torchTrainJob(ns, 2)
+		withPods(tj, trainjob.NodeName, simulate(6*time.Second, "0"))
+		Expect(env.Client.Create(ctx, tj)).To(Succeed())
+		first := b.runningPods(ctx, ns, trainjob.NodeName, 2)
+
+		By("deleting the backend object as a user would (background propagation)")
+		object := b.object(tj)
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(object), object)).To(Succeed())
+		oldUID := object.GetUID()
+		Expect(env.Client.Delete(ctx, object)).To(Succeed())
+
+		By("getting a new backend object and new pods, and completing")
+		Eventually(func(g Gomega) {
+			rebuilt := b.object(tj)
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rebuilt), rebuilt)).To(Succeed())
+			g.Expect(rebuilt.GetUID()).NotTo(Equal(oldUID))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+		got := expectComplete(ctx, tj)
+		Expect(condition(got, trainerv1alpha1.TrainJobFailed)).To(BeNil())
+		Eventually(func(g Gomega) {
+			pods := b.pods(ctx, g, ns, trainjob.NodeName)
+			g.Expect(pods).To(HaveLen(2), "only the new run's pods are left")
+			for _, p := range pods {
+				g.Expect(p.UID).NotTo(BeElementOf(first[0].UID, first[1].UID))
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded))
+			}
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+	}},
+
 	{"runs, once resumed, with the runtimePatches changed while it was suspended", func(ctx context.Context, b backend) {
 		ns := newNamespace(ctx, "be-repatch")
 		rack := lastRack(ctx)
