@@ -51,6 +51,40 @@ type OperatorConfiguration struct {
 	// (spec.template.cliqueStartupType InOrder or Explicit).
 	// +optional
 	StartupGate StartupGateConfiguration `json:"startupGate"`
+
+	// TopologyAwareScheduling turns PodCliqueSets' topologyConstraint into
+	// topology constraints of their gangs (see docs/placement.md). It needs
+	// the Workload API scheduler backend and a kube-scheduler with the
+	// TopologyAwareWorkloadScheduling feature gate.
+	// +optional
+	TopologyAwareScheduling TopologyAwareSchedulingConfiguration `json:"topologyAwareScheduling"`
+
+	// MNNVL gives the GPU pods of each PodCliqueSet replica (and of each
+	// TrainJob) an NVIDIA ComputeDomain, so that they share a multi-node
+	// NVLink fabric. It needs NVIDIA's DRA driver (the ComputeDomain CRD).
+	// +optional
+	MNNVL MNNVLConfiguration `json:"mnnvl"`
+}
+
+// TopologyAwareSchedulingConfiguration configures topology packing.
+type TopologyAwareSchedulingConfiguration struct {
+	// Enabled applies topologyConstraint. When false (the default, as in
+	// Grove) a new PodCliqueSet with a topologyConstraint is refused, and
+	// an existing one gets the condition TopologyLevelsUnavailable with
+	// reason TopologyAwareSchedulingDisabled.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// MNNVLConfiguration configures multi-node NVLink through ComputeDomains.
+type MNNVLConfiguration struct {
+	// Enabled creates a ComputeDomain per PodCliqueSet replica and MNNVL
+	// group and gives every container that requests nvidia.com/gpu its
+	// channel claim. The operator refuses to start when the ComputeDomain
+	// CRD is missing. When false (the default) a PodCliqueSet that names an
+	// MNNVL group other than "none" is refused.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
 }
 
 // StartupGateConfiguration configures the startup gate init container.

@@ -39,6 +39,8 @@ func TestGroveObjectsRoundTripThroughCopseTypes(t *testing.T) {
 		{"PodCliqueSetList", func() any { return &grovecorev1alpha1.PodCliqueSetList{} }, func() any { return &copsev1alpha1.PodCliqueSetList{} }},
 		{"PodCliqueList", func() any { return &grovecorev1alpha1.PodCliqueList{} }, func() any { return &copsev1alpha1.PodCliqueList{} }},
 		{"PodCliqueScalingGroupList", func() any { return &grovecorev1alpha1.PodCliqueScalingGroupList{} }, func() any { return &copsev1alpha1.PodCliqueScalingGroupList{} }},
+		{"ClusterTopologyBinding", func() any { return &grovecorev1alpha1.ClusterTopologyBinding{} }, func() any { return &copsev1alpha1.ClusterTopologyBinding{} }},
+		{"ClusterTopologyBindingList", func() any { return &grovecorev1alpha1.ClusterTopologyBindingList{} }, func() any { return &copsev1alpha1.ClusterTopologyBindingList{} }},
 	}
 	const iterations = 20
 	for _, tc := range cases {

@@ -51,6 +51,8 @@ func TestCopseCRDSchemasContainEveryGrovePath(t *testing.T) {
 		"PodCliqueSet":          grovecrds.PodCliqueSetCRD(),
 		"PodClique":             grovecrds.PodCliqueCRD(),
 		"PodCliqueScalingGroup": grovecrds.PodCliqueScalingGroupCRD(),
+		// Grove's function keeps the kind's former name.
+		"ClusterTopologyBinding": grovecrds.ClusterTopologyCRD(),
 	} {
 		t.Run(kind, func(t *testing.T) {
 			grove := &apiextensionsv1.CustomResourceDefinition{}

@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PodCliqueSet{}, &PodCliqueSetList{},
 		&PodClique{}, &PodCliqueList{},
 		&PodCliqueScalingGroup{}, &PodCliqueScalingGroupList{},
+		&ClusterTopologyBinding{}, &ClusterTopologyBindingList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

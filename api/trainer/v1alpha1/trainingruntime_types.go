@@ -185,9 +185,27 @@ type VolcanoNetworkTopology struct {
 	HighestTierAllowed *int `json:"highestTierAllowed,omitempty"`
 }
 
-// WorkloadPodGroupPolicySource configures Workload-API gang scheduling. It has
-// no fields yet: the gang's minCount is always the trainer's node count.
-type WorkloadPodGroupPolicySource struct{}
+// WorkloadPodGroupPolicySource configures Workload-API gang scheduling. The
+// gang's minCount is always the trainer's node count.
+type WorkloadPodGroupPolicySource struct {
+	// topologyConstraint packs the trainer gang into one topology domain,
+	// as KEP-3015 sketches under Future Plans. It applies on both backends.
+	// +optional
+	TopologyConstraint *WorkloadTopologyConstraint `json:"topologyConstraint,omitempty"`
+}
+
+// WorkloadTopologyConstraint is a required topology level for a gang.
+type WorkloadTopologyConstraint struct {
+	// level is the node label key whose value names the domain every pod
+	// of the gang must share, e.g. topology.kubernetes.io/rack or
+	// nvidia.com/gpu.clique. On the PodCliqueSet backend the key must be a
+	// level of a ClusterTopologyBinding.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="level must be a node label key (a qualified name, e.g. topology.kubernetes.io/rack)"
+	// +required
+	Level string `json:"level"`
+}
 
 // MLPolicy holds the ML-framework settings of a runtime: the node count and at
 // most one framework.
