@@ -27,6 +27,8 @@ import (
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
 	schedulerBackend configv1alpha1.SchedulerBackend) error {
 	backend := newSchedulerBackend(mgr, schedulerBackend)
+	// Packing is PodGroup topology constraints: the Workload backend's.
+	topologyAwareScheduling := cfg.TopologyAwareScheduling.Enabled && backend.Name() == scheduler.BackendWorkload
 	recorders, err := newEventRecorders(mgr)
 	if err != nil {
 		return err
@@ -39,6 +41,8 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Backend:     backend,
 		Clock:       clock.RealClock{},
 		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
+
+		TopologyAwareScheduling: topologyAwareScheduling,
 	}
 	if err := pcsReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)
@@ -49,6 +53,8 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Scheme:   mgr.GetScheme(),
 		Recorder: recorders.For(podcliquescalinggroup.ControllerName),
 		Clock:    clock.RealClock{},
+
+		TopologyAwareScheduling: topologyAwareScheduling,
 	}
 	if err := pcsgReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliquescalinggroup.ControllerName, err)
@@ -90,6 +96,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 
 	mgr.GetLogger().WithName("setup").Info("registered controllers",
 		"schedulerBackend", backend.Name(),
+		"topologyAwareScheduling", topologyAwareScheduling,
 		"controllers", names,
 		"webhooksEnabled", *cfg.WebhookServer.Enabled)
 	return nil

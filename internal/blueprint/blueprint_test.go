@@ -9,6 +9,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func testPCS() *copsev1alpha1.PodCliqueSet {
@@ -26,7 +27,7 @@ func testPCS() *copsev1alpha1.PodCliqueSet {
 
 func TestStandalonePodClique(t *testing.T) {
 	pcs := testPCS()
-	pclq := StandalonePodClique(pcs, 1, pcs.Spec.Template.Cliques[0], 2)
+	pclq := StandalonePodClique(pcs, 1, pcs.Spec.Template.Cliques[0], 2, topology.Resolved{})
 	if pclq.Name != "llm-1-leader" {
 		t.Errorf("name %q", pclq.Name)
 	}
@@ -55,7 +56,7 @@ func TestGroupedPodCliqueGangs(t *testing.T) {
 		t.Fatalf("scaling group %+v", pcsg)
 	}
 	for j, wantGang := range map[int32]string{0: "llm-0", 1: "llm-0", 2: "llm-0-serve-2"} {
-		pclq := GroupedPodClique(pcs, pcsg, j, pcs.Spec.Template.Cliques[1])
+		pclq := GroupedPodClique(pcs, pcsg, j, pcs.Spec.Template.Cliques[1], topology.Resolved{})
 		if pclq.Labels[labels.PodGangKey] != wantGang {
 			t.Errorf("group replica %d joins gang %q, want %q", j, pclq.Labels[labels.PodGangKey], wantGang)
 		}

@@ -5,6 +5,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/naming"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 // Gang is a set of pods that must be scheduled together or not at all.
@@ -24,6 +25,9 @@ type Gang struct {
 	// Basic: the pods are scheduled one by one, not as a gang (the prelude
 	// of a Training replica); MinCount is then meaningless.
 	Basic bool
+	// TopologyKey is the node label key all of the gang's pods must share a
+	// value of (GangTopologyKey); "" when the gang is not packed.
+	TopologyKey string
 }
 
 // BaseTemplate is the template name of a replica's own gang.
@@ -47,10 +51,11 @@ const PreludeTemplate = "prelude"
 // capacity: each gets a gang of its own, so the base gang never waits for
 // them. groupReplicas gives the current replica count of each
 // PodCliqueScalingGroup object (by object name); a group with no entry uses
-// the template's count.
-func ReplicaGangs(pcs *copsev1alpha1.PodCliqueSet, r int, groupReplicas map[string]int32) []Gang {
+// the template's count. packing gives each gang its TopologyKey.
+func ReplicaGangs(pcs *copsev1alpha1.PodCliqueSet, r int, groupReplicas map[string]int32, packing topology.Resolved) []Gang {
 	template := pcs.Spec.Template
-	base := Gang{Name: naming.BaseGang(pcs.Name, r), Template: BaseTemplate, ReplicaIndex: r}
+	base := Gang{Name: naming.BaseGang(pcs.Name, r), Template: BaseTemplate, ReplicaIndex: r,
+		TopologyKey: GangTopologyKey(packing, BaseTemplate, "")}
 	var prelude *Gang
 	inPrelude := preludeSet(pcs)
 	for _, clique := range pcs.StandaloneCliques() {
@@ -83,6 +88,7 @@ func ReplicaGangs(pcs *copsev1alpha1.PodCliqueSet, r int, groupReplicas map[stri
 				Template:     ScaledTemplate(group.Name),
 				ReplicaIndex: r,
 				MinCount:     perGroupReplica,
+				TopologyKey:  GangTopologyKey(packing, ScaledTemplate(group.Name), group.Name),
 			})
 		}
 	}
@@ -111,11 +117,31 @@ func preludeSet(pcs *copsev1alpha1.PodCliqueSet) map[string]bool {
 	return out
 }
 
+// GangTopologyKey is the rule that maps packing onto gangs, the one place
+// it is written: the node label key every pod of a gang of the given
+// template must share (its PodGroup's topology constraint). The base gang
+// takes the replica's required key; a scaled gang of scaling group group
+// takes the group's required key, else the replica's, in a domain of its own
+// (one PodGroup cannot be tied to another's domain); the prelude takes none.
+// Narrower scopes inside a gang are pod affinity (TopologyAffinity).
+func GangTopologyKey(packing topology.Resolved, template, group string) string {
+	switch template {
+	case BaseTemplate:
+		return packing.Replica.RequiredKey
+	case PreludeTemplate:
+		return ""
+	}
+	if key := packing.ScalingGroups[group].RequiredKey; key != "" {
+		return key
+	}
+	return packing.Replica.RequiredKey
+}
+
 // DesiredGangs returns the gangs of every replica, in a stable order.
-func DesiredGangs(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[string]int32) []Gang {
+func DesiredGangs(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[string]int32, packing topology.Resolved) []Gang {
 	var gangs []Gang
 	for r := range int(pcs.Spec.Replicas) {
-		gangs = append(gangs, ReplicaGangs(pcs, r, groupReplicas)...)
+		gangs = append(gangs, ReplicaGangs(pcs, r, groupReplicas, packing)...)
 	}
 	return gangs
 }
@@ -133,7 +159,7 @@ func TemplateMinCounts(gangs []Gang) []Gang {
 	byTemplate := map[string]Gang{}
 	for _, g := range gangs {
 		if _, seen := byTemplate[g.Template]; !seen {
-			byTemplate[g.Template] = Gang{Template: g.Template, MinCount: g.MinCount, Basic: g.Basic}
+			byTemplate[g.Template] = Gang{Template: g.Template, MinCount: g.MinCount, Basic: g.Basic, TopologyKey: g.TopologyKey}
 		}
 	}
 	out := make([]Gang, 0, len(byTemplate))

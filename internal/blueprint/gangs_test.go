@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func clique(name string, replicas int32, minAvailable *int32) *grovecorev1alpha1.PodCliqueTemplateSpec {
@@ -27,7 +28,7 @@ func TestDesiredGangs(t *testing.T) {
 		Name: "serve", CliqueNames: []string{"prefill", "decode"}, Replicas: ptr.To[int32](3), MinAvailable: ptr.To[int32](2),
 	}}
 
-	gangs := DesiredGangs(pcs, map[string]int32{"llm-1-serve": 4}) // replica 1's group was scaled out to 4
+	gangs := DesiredGangs(pcs, map[string]int32{"llm-1-serve": 4}, topology.Resolved{}) // replica 1's group was scaled out to 4
 	want := []Gang{
 		// base: leader 1 + worker 2 + 2 group replicas x (2+3)
 		{Name: "llm-0", Template: "base", ReplicaIndex: 0, MinCount: 13},
@@ -64,7 +65,7 @@ func TestDesiredGangsWithoutScalingGroups(t *testing.T) {
 	pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "train"}}
 	pcs.Spec.Replicas = 1
 	pcs.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{clique("worker", 8, nil)}
-	gangs := DesiredGangs(pcs, nil)
+	gangs := DesiredGangs(pcs, nil, topology.Resolved{})
 	if len(gangs) != 1 || gangs[0].MinCount != 8 || gangs[0].Name != "train-0" {
 		t.Errorf("got %+v", gangs)
 	}

@@ -11,6 +11,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/naming"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 // ReplicaService is the headless Service of replica r. It selects every pod
@@ -54,28 +55,35 @@ func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, replica int, group grovecorev
 
 // StandalonePodClique is the PodClique of a clique that belongs to no
 // scaling group, in replica r. Its pods join the replica's base gang, or
-// its prelude (GangOfStandaloneClique).
-func StandalonePodClique(pcs *copsev1alpha1.PodCliqueSet, replica int, clique *grovecorev1alpha1.PodCliqueTemplateSpec, attempt int32) *copsev1alpha1.PodClique {
+// its prelude (GangOfStandaloneClique). Its pod template carries the pod
+// affinity of packing (TopologyAffinity).
+func StandalonePodClique(pcs *copsev1alpha1.PodCliqueSet, replica int, clique *grovecorev1alpha1.PodCliqueTemplateSpec, attempt int32, packing topology.Resolved) *copsev1alpha1.PodClique {
 	name := naming.StandalonePodClique(pcs.Name, replica, clique.Name)
-	return podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
+	pclq := podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
 		labels.ComponentKey: labels.ComponentPodCliqueOfSet,
 		labels.PodGangKey:   GangOfStandaloneClique(pcs, replica, clique.Name),
 	}), attempt)
+	addTopologyAffinity(pcs, pclq, packing)
+	return pclq
 }
 
 // GroupedPodClique is the PodClique of a clique in replica groupReplica of
 // a PodCliqueScalingGroup. The group's first minAvailable replicas join the
 // PodCliqueSet replica's base gang; the others each form a gang of their own.
-func GroupedPodClique(pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup, groupReplica int32, clique *grovecorev1alpha1.PodCliqueTemplateSpec) *copsev1alpha1.PodClique {
+// Its pod template carries the pod affinity of packing (TopologyAffinity).
+func GroupedPodClique(pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup, groupReplica int32,
+	clique *grovecorev1alpha1.PodCliqueTemplateSpec, packing topology.Resolved) *copsev1alpha1.PodClique {
 	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
 	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
 	name := naming.GroupedPodClique(pcsg.Name, int(groupReplica), clique.Name)
-	return podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
+	pclq := podClique(pcs, clique, name, labels.Merge(labels.ForReplica(pcs.Name, replica), map[string]string{
 		labels.ComponentKey:           labels.ComponentPodCliqueOfGroup,
 		labels.ScalingGroupKey:        pcsg.Name,
 		labels.ScalingGroupReplicaKey: strconv.Itoa(int(groupReplica)),
 		labels.PodGangKey:             GangOfGroupReplica(pcs.Name, replica, pcsg.Name, groupReplica, pcsg.MinAvailable()),
 	}), int32(attempt))
+	addTopologyAffinity(pcs, pclq, packing)
+	return pclq
 }
 
 func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec, name string, copseLabels map[string]string, attempt int32) *copsev1alpha1.PodClique {

@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 // ReplicaInputs is what the objects of one replica are built from.
@@ -17,6 +18,9 @@ type ReplicaInputs struct {
 	// PodCliqueScalingGroups, by object name; a group without an entry uses
 	// its template count.
 	GroupReplicas map[string]int32
+	// Packing is the PodCliqueSet's topology packing as it can be applied
+	// now (topology.Lookup): gangs' topology keys, PodCliques' pod affinity.
+	Packing topology.Resolved
 }
 
 // ReplicaResource is one row of the table of kinds the PodCliqueSet
@@ -94,7 +98,7 @@ func ReplicaResources() []ReplicaResource {
 			Desired: func(in ReplicaInputs) []client.Object {
 				var out []client.Object
 				for _, clique := range in.PodCliqueSet.StandaloneCliques() {
-					out = append(out, StandalonePodClique(in.PodCliqueSet, in.Replica, clique, in.Attempt))
+					out = append(out, StandalonePodClique(in.PodCliqueSet, in.Replica, clique, in.Attempt, in.Packing))
 				}
 				return out
 			},

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func startsAfter(name string, after ...string) *grovecorev1alpha1.PodCliqueTemplateSpec {
@@ -175,7 +176,7 @@ func TestReplicaGangsWithPrelude(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, ReplicaGangs(tt.pcs, 1, nil)); diff != "" {
+			if diff := cmp.Diff(tt.want, ReplicaGangs(tt.pcs, 1, nil, topology.Resolved{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -185,11 +186,11 @@ func TestReplicaGangsWithPrelude(t *testing.T) {
 		if got := GangOfStandaloneClique(pcs, 0, clique); got != want {
 			t.Errorf("GangOfStandaloneClique(%s) = %q, want %q", clique, got, want)
 		}
-		if got := StandalonePodClique(pcs, 0, pcs.CliqueTemplate(clique), 0).Labels["grove.io/podgang"]; got != want {
+		if got := StandalonePodClique(pcs, 0, pcs.CliqueTemplate(clique), 0, topology.Resolved{}).Labels["grove.io/podgang"]; got != want {
 			t.Errorf("PodClique %s joins %q, want %q", clique, got, want)
 		}
 	}
-	templates := TemplateMinCounts(DesiredGangs(pcs, nil))
+	templates := TemplateMinCounts(DesiredGangs(pcs, nil, topology.Resolved{}))
 	if diff := cmp.Diff([]Gang{{Template: BaseTemplate, MinCount: 4}, {Template: PreludeTemplate, Basic: true}}, templates); diff != "" {
 		t.Errorf("templates (-want +got):\n%s", diff)
 	}

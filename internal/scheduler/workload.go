@@ -54,15 +54,18 @@ func joinGang(pod *corev1.Pod, pc blueprint.PodContext) error {
 	return nil
 }
 
+// PodGroupKind is the Workload backend's resource table row of gangs.
+const PodGroupKind = "PodGroup"
+
 // ReplicaResources implements Backend: one PodGroup per gang of the replica.
 func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
 	return []blueprint.ReplicaResource{{
-		Kind:      "PodGroup",
+		Kind:      PodGroupKind,
 		NewObject: func() client.Object { return &schedulingv1beta1.PodGroup{} },
 		NewList:   func() client.ObjectList { return &schedulingv1beta1.PodGroupList{} },
 		Desired: func(in blueprint.ReplicaInputs) []client.Object {
 			var out []client.Object
-			for _, gang := range blueprint.ReplicaGangs(in.PodCliqueSet, in.Replica, in.GroupReplicas) {
+			for _, gang := range blueprint.ReplicaGangs(in.PodCliqueSet, in.Replica, in.GroupReplicas, in.Packing) {
 				out = append(out, podGroupFor(in.PodCliqueSet, gang, in.Attempt))
 			}
 			return out
@@ -75,28 +78,7 @@ func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
 
 // SyncPodCliqueSet implements Backend: the PodCliqueSet's Workload.
 func (w *Workload) SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) error {
-	desired := &schedulingv1beta1.Workload{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: pcs.Namespace,
-			Name:      pcs.Name,
-			Labels:    labels.Merge(labels.ForPodCliqueSet(pcs.Name), map[string]string{labels.ComponentKey: labels.ComponentWorkload}),
-		},
-		Spec: schedulingv1beta1.WorkloadSpec{
-			ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{
-				APIGroup: copsev1alpha1.GroupName, Kind: "PodCliqueSet", Name: pcs.Name,
-			},
-		},
-	}
-	for _, tmpl := range blueprint.TemplateMinCounts(gangs) {
-		desired.Spec.PodGroupTemplates = append(desired.Spec.PodGroupTemplates, schedulingv1beta1.PodGroupTemplate{
-			Name:             tmpl.Template,
-			SchedulingPolicy: policyOf(tmpl),
-		})
-	}
-	if len(desired.Spec.PodGroupTemplates) == 0 {
-		// A PodCliqueSet scaled to zero has no gangs; a Workload needs a template.
-		desired.Spec.PodGroupTemplates = []schedulingv1beta1.PodGroupTemplate{{Name: blueprint.BaseTemplate, SchedulingPolicy: gangPolicy(1)}}
-	}
+	desired := workloadFor(pcs, gangs)
 	if err := controllerutil.SetControllerReference(pcs, desired, w.Scheme); err != nil {
 		return fmt.Errorf("owner reference on Workload %s/%s: %w", pcs.Namespace, pcs.Name, err)
 	}
@@ -116,11 +98,42 @@ func (w *Workload) SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodC
 		return nil
 	}
 	// The Workload API keeps pod-group templates immutable; a change of
-	// gang shape (a new minAvailable) applies to PodGroups created from now
-	// on, which carry their own policy. Log it rather than fail every sync.
+	// gang shape (a new minAvailable) or of packing (a ClusterTopologyBinding
+	// created or changed later) applies to PodGroups created from now on,
+	// which carry their own policy and constraints. Log it rather than fail
+	// every sync.
 	log.FromContext(ctx).Info("Workload pod-group templates differ from the PodCliqueSet's gangs; existing PodGroups keep theirs",
 		"workload", client.ObjectKeyFromObject(existing))
 	return nil
+}
+
+// workloadFor is the PodCliqueSet's Workload: one pod-group template per
+// gang template, with its policy and topology constraint.
+func workloadFor(pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) *schedulingv1beta1.Workload {
+	desired := &schedulingv1beta1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pcs.Namespace,
+			Name:      pcs.Name,
+			Labels:    labels.Merge(labels.ForPodCliqueSet(pcs.Name), map[string]string{labels.ComponentKey: labels.ComponentWorkload}),
+		},
+		Spec: schedulingv1beta1.WorkloadSpec{
+			ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{
+				APIGroup: copsev1alpha1.GroupName, Kind: "PodCliqueSet", Name: pcs.Name,
+			},
+		},
+	}
+	for _, tmpl := range blueprint.TemplateMinCounts(gangs) {
+		desired.Spec.PodGroupTemplates = append(desired.Spec.PodGroupTemplates, schedulingv1beta1.PodGroupTemplate{
+			Name:                  tmpl.Template,
+			SchedulingPolicy:      policyOf(tmpl),
+			SchedulingConstraints: constraintsOf(tmpl),
+		})
+	}
+	if len(desired.Spec.PodGroupTemplates) == 0 {
+		// A PodCliqueSet scaled to zero has no gangs; a Workload needs a template.
+		desired.Spec.PodGroupTemplates = []schedulingv1beta1.PodGroupTemplate{{Name: blueprint.BaseTemplate, SchedulingPolicy: gangPolicy(1)}}
+	}
+	return desired
 }
 
 func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang blueprint.Gang, attempt int32) *schedulingv1beta1.PodGroup {
@@ -134,10 +147,22 @@ func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang blueprint.Gang, attempt i
 			}),
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
-			WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: pcs.Name, TemplateName: gang.Template},
-			SchedulingPolicy: policyOf(gang),
+			WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: pcs.Name, TemplateName: gang.Template},
+			SchedulingPolicy:      policyOf(gang),
+			SchedulingConstraints: constraintsOf(gang),
 		},
 	}
+}
+
+// constraintsOf is a gang's topology constraint: every pod of the PodGroup
+// in one domain of its TopologyKey (kube-scheduler's topology-aware
+// workload scheduling), none when the gang is not packed. The field is
+// immutable: a PodGroup keeps the packing it was created with.
+func constraintsOf(gang blueprint.Gang) *schedulingv1beta1.PodGroupSchedulingConstraints {
+	if gang.TopologyKey == "" {
+		return nil
+	}
+	return &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: gang.TopologyKey}}}
 }
 
 // policyOf is a gang's scheduling policy: all-or-nothing for minCount pods,

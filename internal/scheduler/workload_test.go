@@ -4,12 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func TestJoinGang(t *testing.T) {
@@ -82,5 +85,95 @@ func TestPodGroupsOutliveASuspension(t *testing.T) {
 		if got := rows[0].DeletedBy(reason); got != deleted {
 			t.Errorf("PodGroup deleted by %s: %v, want %v", reason, got, deleted)
 		}
+	}
+}
+
+// packedPCS has a standalone clique "router", a prelude clique "setup" that
+// "router" starts after (Training), and a scaling group "workers" of 2
+// replicas, minAvailable 1.
+func packedPCS() *copsev1alpha1.PodCliqueSet {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	pcs.Name, pcs.Namespace = "llm", "ml"
+	pcs.Spec.Replicas = 1
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{
+		{Name: "setup", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 1}},
+		{Name: "router", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 2}},
+		{Name: "worker", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 4}},
+	}
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{StartsAfterSucceeded: []copsev1alpha1.CliqueSuccessDependency{
+		{Clique: "router", Cliques: []string{"setup"}},
+	}}
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
+		{Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2), MinAvailable: ptr.To[int32](1)},
+	}
+	return pcs
+}
+
+func TestPodGroupTopologyConstraints(t *testing.T) {
+	const block, rack = "example.com/block", "example.com/rack"
+	topologyOf := func(key string) *schedulingv1beta1.PodGroupSchedulingConstraints {
+		if key == "" {
+			return nil
+		}
+		return &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: key}}}
+	}
+	cases := []struct {
+		name    string
+		packing topology.Resolved
+		want    map[string]string // PodGroup (and template) name -> key
+	}{
+		{
+			name: "no packing",
+			want: map[string]string{"llm-0": "", "llm-0-workers-1": "", "llm-0-prelude": ""},
+		},
+		{
+			name:    "the replica's key packs the base gang and, each in a domain of its own, the scaled gangs",
+			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: block}},
+			want:    map[string]string{"llm-0": block, "llm-0-workers-1": block, "llm-0-prelude": ""},
+		},
+		{
+			name: "a scaling group's key packs its scaled gangs",
+			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: block},
+				ScalingGroups: map[string]topology.Pack{"workers": {RequiredKey: rack}}},
+			want: map[string]string{"llm-0": block, "llm-0-workers-1": rack, "llm-0-prelude": ""},
+		},
+		{
+			name:    "preferred and clique keys are no PodGroup's",
+			packing: topology.Resolved{Replica: topology.Pack{PreferredKey: rack}, Cliques: map[string]topology.Pack{"router": {RequiredKey: rack}}},
+			want:    map[string]string{"llm-0": "", "llm-0-workers-1": "", "llm-0-prelude": ""},
+		},
+	}
+	templateOf := map[string]string{"llm-0": "base", "llm-0-workers-1": "scaled-workers", "llm-0-prelude": "prelude"}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pcs := packedPCS()
+			objs := (&Workload{}).ReplicaResources()[0].Desired(blueprint.ReplicaInputs{PodCliqueSet: pcs, Packing: tc.packing})
+			got := map[string]*schedulingv1beta1.PodGroupSchedulingConstraints{}
+			for _, obj := range objs {
+				pg := obj.(*schedulingv1beta1.PodGroup)
+				got[pg.Name] = pg.Spec.SchedulingConstraints
+			}
+			want := map[string]*schedulingv1beta1.PodGroupSchedulingConstraints{}
+			for name, key := range tc.want {
+				want[name] = topologyOf(key)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PodGroup constraints (-want +got):\n%s", diff)
+			}
+
+			workload := workloadFor(pcs, blueprint.DesiredGangs(pcs, nil, tc.packing))
+			gotTemplates := map[string]*schedulingv1beta1.PodGroupSchedulingConstraints{}
+			for _, tmpl := range workload.Spec.PodGroupTemplates {
+				gotTemplates[tmpl.Name] = tmpl.SchedulingConstraints
+			}
+			wantTemplates := map[string]*schedulingv1beta1.PodGroupSchedulingConstraints{}
+			for name, key := range tc.want {
+				wantTemplates[templateOf[name]] = topologyOf(key)
+			}
+			if diff := cmp.Diff(wantTemplates, gotTemplates); diff != "" {
+				t.Errorf("Workload template constraints (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

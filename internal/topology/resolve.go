@@ -1,8 +1,10 @@
 // Package topology turns a PodCliqueSet's topologyConstraints, which name
 // levels of a ClusterTopologyBinding by domain (rack, block, ...), into the
-// node label keys the kube-scheduler packs by. It is pure: the webhook uses it
-// to refuse bad constraints naming the field, the PodCliqueSet controller to
-// build PodGroups and pods and to report what it could not apply.
+// node label keys the kube-scheduler packs by. Resolve, Packing and Disabled
+// are pure: the webhook uses them to refuse bad constraints naming the field,
+// the controllers to build PodGroups and PodCliques and to report what they
+// could not apply. Lookup is the one function that reads the API (the
+// binding).
 package topology
 
 import (

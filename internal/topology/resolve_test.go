@@ -161,3 +161,54 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+func TestPacking(t *testing.T) {
+	constrained := pcs(func(p *copsev1alpha1.PodCliqueSet) {
+		p.Spec.Template.TopologyConstraint = pack("fleet", "block", "")
+		p.Spec.Template.Cliques[2].TopologyConstraint = pack("", "host", "")
+	})
+	cases := []struct {
+		name     string
+		pcs      *copsev1alpha1.PodCliqueSet
+		enabled  bool
+		want     Resolved
+		problems []string
+	}{
+		{
+			name:    "enabled: Resolve",
+			pcs:     constrained,
+			enabled: true,
+			want: Resolved{TopologyName: "fleet", Replica: Pack{RequiredKey: "example.com/block"},
+				ScalingGroups: map[string]Pack{"workers": {}}, Cliques: map[string]Pack{"router": {}, "leader": {}, "worker": {RequiredKey: "kubernetes.io/hostname"}}},
+		},
+		{
+			name: "disabled: nothing applied, every constrained scope named",
+			pcs:  constrained,
+			want: Resolved{},
+			problems: []string{
+				"TopologyAwareSchedulingDisabled: spec.template.topologyConstraint: Forbidden: " + DisabledMessage,
+				"TopologyAwareSchedulingDisabled: spec.template.cliques[2].topologyConstraint: Forbidden: " + DisabledMessage,
+			},
+		},
+		{
+			name: "disabled without constraints: no problem",
+			pcs:  pcs(func(*copsev1alpha1.PodCliqueSet) {}),
+			want: Resolved{},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, problems := Packing(tc.pcs, binding(), tc.enabled)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("resolved (-want +got):\n%s", diff)
+			}
+			var texts []string
+			for _, p := range problems {
+				texts = append(texts, p.Reason+": "+p.String())
+			}
+			if diff := cmp.Diff(tc.problems, texts); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/topology"
 	pcswebhook "github.com/copse-dev/copse/internal/webhook/podcliqueset"
 )
 
@@ -304,7 +305,7 @@ func TestPodCliqueSetNetworkIdentities(t *testing.T) {
 // builds, then the pod built from it.
 func copsePod(t *testing.T, pcs *copsev1alpha1.PodCliqueSet, clique string, index int) *corev1.Pod {
 	t.Helper()
-	pclq := blueprint.StandalonePodClique(pcs, 0, pcs.CliqueTemplate(clique), 0)
+	pclq := blueprint.StandalonePodClique(pcs, 0, pcs.CliqueTemplate(clique), 0, topology.Resolved{})
 	id, err := blueprint.IdentityOf(pclq)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/requeue"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -46,12 +47,17 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
+	// TopologyAwareScheduling: the grouped PodCliques carry the pod
+	// affinity of the PodCliqueSet's topologyConstraints, as the PodCliqueSet
+	// controller's PodCliques do (same switch, same topology.Lookup).
+	TopologyAwareScheduling bool
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile writes the group's status, recreates group replicas that stayed
@@ -186,6 +192,12 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
 	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
 	mayCreate := lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, replica, attempt)) == ""
+	// The PodCliqueSet reports the constraints left out; they are not
+	// repeated here.
+	packing, _, err := topology.Lookup(ctx, r.Client, pcs, r.TopologyAwareScheduling)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for j := range pcsg.Spec.Replicas {
 		if !mayCreate || skip[int(j)] {
@@ -197,7 +209,7 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 				errs = append(errs, fmt.Errorf("clique %q of scaling group %s is not in PodCliqueSet %s's template", cliqueName, pcsg.Name, pcs.Name))
 				continue
 			}
-			pclq := blueprint.GroupedPodClique(pcs, pcsg, j, template)
+			pclq := blueprint.GroupedPodClique(pcs, pcsg, j, template, packing)
 			if present[pclq.Name] {
 				continue
 			}

@@ -30,7 +30,8 @@ func (r *Reconciler) converge(ctx context.Context, pcs *copsev1alpha1.PodCliqueS
 			log.FromContext(ctx).V(1).Info("not converging replica", "replica", replica, "reason", why)
 			continue
 		}
-		in := blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: replica, Attempt: lifecycle.CurrentAttempt(pcs, replica), GroupReplicas: groupReplicas}
+		in := blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: replica, Attempt: lifecycle.CurrentAttempt(pcs, replica),
+			GroupReplicas: groupReplicas, Packing: obs.packing}
 		for _, row := range r.resources() {
 			if row.Desired == nil {
 				continue
@@ -97,5 +98,5 @@ func (r *Reconciler) deleteObject(ctx context.Context, kind string, obj client.O
 // desiredGangs are the gangs of every replica, for the backend's objects
 // that are not per replica.
 func desiredGangs(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []blueprint.Gang {
-	return blueprint.DesiredGangs(pcs, obs.groupReplicas())
+	return blueprint.DesiredGangs(pcs, obs.groupReplicas(), obs.packing)
 }

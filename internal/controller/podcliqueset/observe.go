@@ -15,6 +15,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 // observed is what exists for a PodCliqueSet, as the cache shows it.
@@ -28,14 +29,24 @@ type observed struct {
 	scalingGroups []*copsev1alpha1.PodCliqueScalingGroup
 	// pods are every pod labelled as part of the PodCliqueSet.
 	pods []podstate.Summary
+	// packing is the topology packing objects built this pass get
+	// (topology.Lookup); packingProblems are the constraints left out of it.
+	packing         topology.Resolved
+	packingProblems []topology.Problem
 }
 
-// observe lists every row of the resource table and the pods. Scaling groups
-// are listed first: grouped PodCliques are controlled by them.
+// observe lists every row of the resource table and the pods, and reads
+// the ClusterTopologyBinding the constraints name. Scaling groups are listed
+// first: grouped PodCliques are controlled by them.
 func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (*observed, error) {
 	selector := client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(pcs.Name)}
 	ns := client.InNamespace(pcs.Namespace)
 	out := &observed{byKind: map[string][]client.Object{}}
+	packing, problems, err := topology.Lookup(ctx, r.Client, pcs, r.TopologyAwareScheduling)
+	if err != nil {
+		return nil, err
+	}
+	out.packing, out.packingProblems = packing, problems
 	owners := map[types.UID]bool{pcs.UID: true}
 
 	for _, row := range r.resources() {

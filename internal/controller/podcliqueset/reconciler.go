@@ -39,6 +39,11 @@ type Reconciler struct {
 	// WriteBudget bounds the objects one pass creates and deletes; 0 means the
 	// configuration's default.
 	WriteBudget int
+	// TopologyAwareScheduling: topologyConstraints are applied (the
+	// operator configuration's topologyAwareScheduling.enabled, with the
+	// Workload scheduler backend); otherwise none is, and a PodCliqueSet
+	// with constraints says so in its TopologyLevelsUnavailable condition.
+	TopologyAwareScheduling bool
 
 	written expectations.WrittenVersions
 }
@@ -49,6 +54,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 
 // Reconcile runs one pass of the flow described in docs/architecture.md:
 //
@@ -103,6 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		decision:       d,
 		startTime:      startTime,
 		now:            now,
+		gangKind:       r.gangKind(),
 	})
 	previous := pcs.Status.DeepCopy()
 	written, err := r.writeStatus(ctx, pcs, status)
@@ -162,6 +169,15 @@ func requeueIfCut(budget *writeBudget) ctrl.Result {
 		return ctrl.Result{RequeueAfter: requeue.Soon}
 	}
 	return ctrl.Result{}
+}
+
+// gangKind is the resource table row whose objects are the scheduler's
+// gangs, "" when the backend has none.
+func (r *Reconciler) gangKind() string {
+	if r.Backend.Name() == scheduler.BackendWorkload {
+		return scheduler.PodGroupKind
+	}
+	return ""
 }
 
 func (r *Reconciler) writeBudget() int {

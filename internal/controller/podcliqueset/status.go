@@ -44,6 +44,9 @@ type statusInputs struct {
 	// startTime is status.startTime as this pass sets it (nil before).
 	startTime *time.Time
 	now       time.Time
+	// gangKind is the resource table's row of the backend's gangs
+	// (PodGroup), "" without gang scheduling: PodGangsScheduled is then absent.
+	gangKind string
 }
 
 // computeStatus derives the PodCliqueSet's whole status from one pass's
@@ -136,12 +139,35 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		status.StartTime = nil
 	}
 
+	setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
+		topologyCondition(pcs, in.observed.packingProblems, in.now))
+	var gangs *metav1.Condition
+	if in.gangKind != "" {
+		gangs = gangsScheduledCondition(pcs, in.observed.byKind[in.gangKind], in.now)
+		if gangs == nil {
+			// No current gang (none created yet, or scaled to zero): the
+			// last verdict stands.
+			gangs = meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled)
+		}
+	}
+	setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled, gangs)
+
 	withStatus := pcs.DeepCopy()
 	withStatus.Status = status
 	if cond := overdueCondition(pcs, overduePods(awaitedPods(withStatus, in.observed), in.now)); cond != nil {
 		meta.SetStatusCondition(&status.Conditions, *cond)
 	}
 	return status
+}
+
+// setOrRemoveCondition sets cond, or removes the condition of type t when
+// cond is nil.
+func setOrRemoveCondition(conditions *[]metav1.Condition, t string, cond *metav1.Condition) {
+	if cond == nil {
+		meta.RemoveStatusCondition(conditions, t)
+		return
+	}
+	meta.SetStatusCondition(conditions, *cond)
 }
 
 // successCriteriaMetCondition is SuccessCriteriaMet=True, naming the
