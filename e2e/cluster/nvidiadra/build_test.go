@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	// Registers Ginkgo's flags: `make test-e2e` runs every package under
+	// e2e/ with -ginkgo.label-filter, which a plain test binary would refuse.
+	_ "github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
