@@ -88,7 +88,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled); err != nil {
+		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled, cfg.MNNVL.Enabled); err != nil {
 			return err
 		}
 	}
