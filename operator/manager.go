@@ -64,7 +64,7 @@ func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfigur
 		Cache: cache.Options{ByObject: cachedByObject(cfg)},
 		// ComputeDomains (MNNVL) are the only unstructured kind copse
 		// reads; they are read from the cache like every other kind.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		HealthProbeBindAddress: cfg.Server.HealthProbes.BindAddress,
 		Metrics:                metricsserver.Options{BindAddress: cfg.Server.Metrics.BindAddress},
 	}
