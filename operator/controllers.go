@@ -125,6 +125,7 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 		// Without the Workload API, a runtime asking for Workload gangs
 		// fails its TrainJobs with a stated reason instead.
 		WorkloadAPI: err == nil,
+		MNNVL:       cfg.MNNVL.Enabled,
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)
