@@ -31,12 +31,17 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	if err != nil {
 		return err
 	}
+	mnnvlParts, err := newMNNVLParts(mgr.GetRESTMapper(), cfg.MNNVL)
+	if err != nil {
+		return err
+	}
 
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
 		Scheme:      mgr.GetScheme(),
 		Recorder:    recorders.For(podcliqueset.ControllerName),
 		Backend:     backend,
+		Resources:   mnnvlParts.resources,
 		Clock:       clock.RealClock{},
 		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
 	}
@@ -60,11 +65,11 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Recorder:     recorders.For(podclique.ControllerName),
 		Expectations: expectations.New(expectations.Options{Logger: mgr.GetLogger().WithName("expectations")}),
 		// Every pod copse creates is finished by these, in order.
-		Decorators: []blueprint.PodDecorator{
+		Decorators: append([]blueprint.PodDecorator{
 			backend.PodDecorator(),
 			lifecycle.OutcomeFinalizer(),
 			blueprint.StartupGate(cfg.StartupGate.Image),
-		},
+		}, mnnvlParts.decorators...),
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
 		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),
 		Clock:                   clock.RealClock{},
@@ -83,7 +88,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled); err != nil {
+		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled, cfg.MNNVL.Enabled); err != nil {
 			return err
 		}
 	}
@@ -120,6 +125,7 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 		// Without the Workload API, a runtime asking for Workload gangs
 		// fails its TrainJobs with a stated reason instead.
 		WorkloadAPI: err == nil,
+		MNNVL:       cfg.MNNVL.Enabled,
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)

@@ -1,8 +1,6 @@
 package trainjob
 
 import (
-	"maps"
-
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,7 +131,7 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 			Name:            p.TrainJob.Name,
 			Namespace:       p.TrainJob.Namespace,
 			Labels:          labels.Merge(p.Labels, ownedLabels(p.TrainJob)),
-			Annotations:     maps.Clone(p.Annotations),
+			Annotations:     withMNNVLGroup(p.Annotations, p.TrainJob),
 			OwnerReferences: []metav1.OwnerReference{ControllerReference(p.TrainJob)},
 		},
 		Spec: copsev1alpha1.PodCliqueSetSpec{

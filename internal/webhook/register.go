@@ -34,8 +34,10 @@ import (
 // forbidden change through (see training.OwningPodCliqueSet). The reads
 // happen only for the changes a Training rule concerns.
 //
-// trainJob serves the TrainJob front-end's webhooks too.
-func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, trainJob bool) error {
+// trainJob serves the TrainJob front-end's webhooks too. mnnvl is the
+// operator configuration's mnnvl.enabled: without it, a PodCliqueSet naming
+// an MNNVL group is refused.
+func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, trainJob, mnnvl bool) error {
 	if limits.MaxPodsPerReplica <= 0 || limits.MaxPodsPerPodCliqueSet <= 0 {
 		// Zero would refuse every workload: a configuration that skipped
 		// defaulting, not a choice.
@@ -56,7 +58,7 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 	}
 	handlers := map[string]*admission.Webhook{
 		MutatePodCliqueSetPath:   admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
-		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits}),
+		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits, MNNVLEnabled: mnnvl}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
 			podclique.Validator{Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,

@@ -42,6 +42,11 @@ type Reconciler struct {
 	// WorkloadAPI: the cluster serves scheduling.k8s.io/v1beta1 Workloads
 	// and PodGroups, which podGroupPolicy.workload needs.
 	WorkloadAPI bool
+	// MNNVL is the operator configuration's mnnvl.enabled: a TrainJob on
+	// the JobSet backend whose pods request GPUs gets a ComputeDomain
+	// (trainjob.AddJobSetMNNVL); on the PodCliqueSet backend the
+	// PodCliqueSet controller gives it one.
+	MNNVL bool
 }
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;delete
@@ -54,6 +59,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=resource.nvidia.com,resources=computedomains,verbs=get;list;watch;create
 
 // Reconcile runs one pass:
 //
@@ -174,7 +180,11 @@ func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtim
 		f.Unsupported = "podGroupPolicy.workload needs the scheduling.k8s.io/v1beta1 Workload API, which this cluster does not serve"
 		return builtObjects{}, nil
 	}
-	return builtObjects{jobSet: trainjob.JobSetObjectsOf(plan)}, nil
+	objects := trainjob.JobSetObjectsOf(plan)
+	if r.MNNVL {
+		trainjob.AddJobSetMNNVL(objects, tj)
+	}
+	return builtObjects{jobSet: objects}, nil
 }
 
 // observe reads the backend's object: the JobSet, or the PodCliqueSet and
