@@ -12,6 +12,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/controller/clustertopologybinding"
 	"github.com/copse-dev/copse/internal/controller/podclique"
 	"github.com/copse-dev/copse/internal/controller/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/controller/podcliqueset"
@@ -73,7 +74,16 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		return fmt.Errorf("setting up the %s controller: %w", podclique.ControllerName, err)
 	}
 
-	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName}
+	ctbReconciler := &clustertopologybinding.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorders.For(clustertopologybinding.ControllerName),
+	}
+	if err := ctbReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", clustertopologybinding.ControllerName, err)
+	}
+
+	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName,
+		clustertopologybinding.ControllerName}
 	trainJobEnabled := *cfg.Controllers.TrainJob.Enabled
 	if trainJobEnabled {
 		if err := registerTrainJobControllers(mgr, cfg, recorders); err != nil {
