@@ -13,6 +13,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/webhook/clustertopologybinding"
 	"github.com/copse-dev/copse/internal/webhook/podclique"
 	"github.com/copse-dev/copse/internal/webhook/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/webhook/podcliqueset"
@@ -65,6 +66,8 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
 			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits}),
+		ValidateClusterTopologyBindingPath: admission.WithValidator[*copsev1alpha1.ClusterTopologyBinding](scheme,
+			clustertopologybinding.Validator{}),
 		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),
 		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader}),
 		ValidateTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.TrainingRuntime](scheme, trainjob.RuntimeValidator{}),
