@@ -93,7 +93,10 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled); err != nil {
+		// Topology constraints become PodGroup constraints, which only the
+		// Workload API backend makes.
+		topologyAware := cfg.TopologyAwareScheduling.Enabled && schedulerBackend == configv1alpha1.SchedulerBackendWorkload
+		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled, topologyAware); err != nil {
 			return err
 		}
 	}

@@ -17,9 +17,10 @@ import (
 // The webhooks read owners with the API reader, not the cached client: an
 // admission decision must not rest on a cache that may lag (see
 // webhook.Register). They enforce limits, the configuration's limits on
-// pods. trainJob serves the TrainJob front-end's webhooks too.
-func registerWebhooks(mgr manager.Manager, limits configv1alpha1.LimitsConfiguration, trainJob bool) error {
-	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader(), limits, trainJob); err != nil {
+// pods. trainJob serves the TrainJob front-end's webhooks too; topologyAware
+// says whether topologyConstraints are applied (see webhook.Register).
+func registerWebhooks(mgr manager.Manager, limits configv1alpha1.LimitsConfiguration, trainJob, topologyAware bool) error {
+	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader(), limits, trainJob, topologyAware); err != nil {
 		return fmt.Errorf("registering admission webhooks: %w", err)
 	}
 	return nil

@@ -35,8 +35,12 @@ import (
 // forbidden change through (see training.OwningPodCliqueSet). The reads
 // happen only for the changes a Training rule concerns.
 //
-// trainJob serves the TrainJob front-end's webhooks too.
-func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, trainJob bool) error {
+// trainJob serves the TrainJob front-end's webhooks too. topologyAware says
+// whether the operator applies topologyConstraints (topologyAwareScheduling
+// enabled, with the Workload API scheduler backend); when it does not, a new
+// PodCliqueSet with one is refused. The PodCliqueSet webhook reads the
+// ClusterTopologyBinding a new PodCliqueSet's constraints name with reader.
+func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, trainJob, topologyAware bool) error {
 	if limits.MaxPodsPerReplica <= 0 || limits.MaxPodsPerPodCliqueSet <= 0 {
 		// Zero would refuse every workload: a configuration that skipped
 		// defaulting, not a choice.
@@ -57,7 +61,8 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 	}
 	handlers := map[string]*admission.Webhook{
 		MutatePodCliqueSetPath:   admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
-		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits}),
+		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
+			TopologyAwareScheduling: topologyAware, Reader: reader}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
 			podclique.Validator{Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,

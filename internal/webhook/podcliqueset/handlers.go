@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
@@ -31,13 +32,25 @@ type Validator struct {
 	// Limits are the operator's limits on pods (its configuration's limits
 	// section).
 	Limits configv1alpha1.LimitsConfiguration
+	// TopologyAwareScheduling says whether the operator applies
+	// topologyConstraints: topologyAwareScheduling.enabled in its
+	// configuration, with the Workload API scheduler backend.
+	TopologyAwareScheduling bool
+	// Reader reads the ClusterTopologyBinding a new PodCliqueSet's
+	// constraints name. The operator passes its manager's GetAPIReader().
+	Reader client.Reader
 }
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
 
 // ValidateCreate implements admission.Validator.
-func (v Validator) ValidateCreate(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	errs := append(ValidateCreate(pcs), ValidateSize(nil, pcs, v.Limits)...)
+	topologyErrs, err := v.validateTopology(ctx, pcs)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, topologyErrs...)
 	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 
