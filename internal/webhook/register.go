@@ -60,7 +60,7 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		return fmt.Errorf("registering %s types for admission decoding: %w", trainerv1alpha1.SchemeGroupVersion, err)
 	}
 	handlers := map[string]*admission.Webhook{
-		MutatePodCliqueSetPath:   admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
+		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
 		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
 			TopologyAwareScheduling: topologyAware, Reader: reader}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
