@@ -27,9 +27,8 @@ import (
 )
 
 const (
-	// trainJobNodes whole GPU nodes (4 GPUs each) fit in one rack of 4
-	// nodes; placed at random over 16 nodes in 4 racks they would share a
-	// rack about once in 70 runs.
+	// trainJobNodes whole GPU nodes (4 GPUs each) of a TrainJob; a rack
+	// has 4 nodes.
 	trainJobNodes = 3
 	// trainJobWait bounds a TrainJob's way to bound pods (runtime snapshot,
 	// backend object, gang placement).
@@ -89,9 +88,59 @@ func createTrainJob(ctx context.Context, tj *trainerv1alpha1.TrainJob) {
 	})
 }
 
+// leaveOneRack arranges the cluster so that only one rack can hold
+// trainJobNodes whole-GPU pods, and that rack is the one a scheduler blind
+// to racks likes least: in every other rack all but trainJobNodes-1 nodes
+// have their GPUs taken, and every node of the last rack has most of its
+// CPUs taken (the default scoring prefers the least allocated nodes). Pods
+// placed without the rack constraint then spread over racks; with it they
+// all land in the returned rack. The blocking pods are bound by nodeName,
+// in a namespace of their own, and deleted after the spec.
+func leaveOneRack(ctx context.Context) string {
+	GinkgoHelper()
+	ns, err := framework.CreateNamespace(ctx, env.Client, "tj-topology-blockers")
+	Expect(err).NotTo(HaveOccurred())
+	byRack := map[string][]string{}
+	var racks []string
+	for _, p := range env.Topology.Placements() {
+		if _, seen := byRack[p.RackName()]; !seen {
+			racks = append(racks, p.RackName())
+		}
+		byRack[p.RackName()] = append(byRack[p.RackName()], p.NodeName())
+	}
+	target := racks[len(racks)-1]
+	block := func(node string, gpus int64, cpu string) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "block-" + node}, Spec: framework.PodSpec(gpus)}
+		pod.Spec.NodeName = node
+		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	}
+	for _, rack := range racks {
+		nodes := byRack[rack]
+		for i, node := range nodes {
+			switch {
+			case rack == target:
+				block(node, 0, "100")
+			case i < len(nodes)-(trainJobNodes-1):
+				block(node, int64(env.Topology.Shape.GPUs), "1")
+			}
+		}
+	}
+	DeferCleanup(func(ctx context.Context) {
+		Expect(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}).WithTimeout(trainJobWait).Should(Succeed())
+	})
+	return target
+}
+
 // expectOneDomain waits until the namespace has want bound pods and checks,
-// from the labels of their nodes, that they share one value of key.
-func expectOneDomain(ctx context.Context, namespace string, want int, key string) {
+// from the labels of their nodes, that they share one value of key, and
+// returns it.
+func expectOneDomain(ctx context.Context, namespace string, want int, key string) string {
 	GinkgoHelper()
 	var nodeNames []string
 	Eventually(func(g Gomega) {
@@ -114,6 +163,10 @@ func expectOneDomain(ctx context.Context, namespace string, want int, key string
 		domains[value] = append(domains[value], name)
 	}
 	Expect(domains).To(HaveLen(1), "the trainer pods span %d domains of %s: %v", len(domains), key, domains)
+	for value := range domains {
+		return value
+	}
+	return ""
 }
 
 var _ = Describe("TrainJob topology level", Label("placement"), func() {
@@ -126,6 +179,7 @@ var _ = Describe("TrainJob topology level", Label("placement"), func() {
 	})
 
 	It("packs the trainer gang into one rack on the JobSet backend, through the PodGroup's topology key", func(ctx context.Context) {
+		rack := leaveOneRack(ctx)
 		Expect(env.Client.Create(ctx, packedRuntime(ns, trainerv1alpha1.RuntimeBackendJobSet, cluster.LabelRack))).To(Succeed())
 		tj := wholeNodeTrainJob(ns, "rack-jobset", trainJobNodes)
 		createTrainJob(ctx, tj)
@@ -141,12 +195,13 @@ var _ = Describe("TrainJob topology level", Label("placement"), func() {
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), workload)).To(Succeed())
 		Expect(workload.Spec.PodGroupTemplates).To(ConsistOf(HaveField("SchedulingConstraints", Equal(want))))
 
-		By("every trainer pod on a node of one rack")
-		expectOneDomain(ctx, ns, trainJobNodes, cluster.LabelRack)
+		By("every trainer pod on a node of the one rack that can hold them")
+		Expect(expectOneDomain(ctx, ns, trainJobNodes, cluster.LabelRack)).To(Equal(rack))
 	})
 
 	It("packs the trainer into one rack on the PodCliqueSet backend, through a ClusterTopologyBinding's level", func(ctx context.Context) {
 		createBinding(ctx, "tj-fleet", fleetLevels())
+		rack := leaveOneRack(ctx)
 		Expect(env.Client.Create(ctx, packedRuntime(ns, trainerv1alpha1.RuntimeBackendPodCliqueSet, cluster.LabelRack))).To(Succeed())
 		tj := wholeNodeTrainJob(ns, "rack-pcs", trainJobNodes)
 		createTrainJob(ctx, tj)
@@ -173,8 +228,8 @@ var _ = Describe("TrainJob topology level", Label("placement"), func() {
 			g.Expect(keys).To(ConsistOf(cluster.LabelRack), "topology keys of the gang PodGroups")
 		}).WithTimeout(trainJobWait).Should(Succeed())
 
-		By("every trainer pod on a node of one rack")
-		expectOneDomain(ctx, ns, trainJobNodes, cluster.LabelRack)
+		By("every trainer pod on a node of the one rack that can hold them")
+		Expect(expectOneDomain(ctx, ns, trainJobNodes, cluster.LabelRack)).To(Equal(rack))
 	})
 
 	It("waits on the PodCliqueSet backend for a ClusterTopologyBinding with the level, saying so", func(ctx context.Context) {
