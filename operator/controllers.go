@@ -12,6 +12,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/controller/clustertopologybinding"
 	"github.com/copse-dev/copse/internal/controller/podclique"
 	"github.com/copse-dev/copse/internal/controller/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/controller/podcliqueset"
@@ -19,6 +20,7 @@ import (
 	"github.com/copse-dev/copse/internal/controller/trainjob"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/webhook"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
 
@@ -78,7 +80,16 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		return fmt.Errorf("setting up the %s controller: %w", podclique.ControllerName, err)
 	}
 
-	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName}
+	ctbReconciler := &clustertopologybinding.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorders.For(clustertopologybinding.ControllerName),
+	}
+	if err := ctbReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", clustertopologybinding.ControllerName, err)
+	}
+
+	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName,
+		clustertopologybinding.ControllerName}
 	trainJobEnabled := *cfg.Controllers.TrainJob.Enabled
 	if trainJobEnabled {
 		if err := registerTrainJobControllers(mgr, cfg, recorders); err != nil {
@@ -88,7 +99,14 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled, cfg.MNNVL.Enabled); err != nil {
+		// Topology constraints become PodGroup constraints, which only the
+		// Workload API backend makes.
+		features := webhook.Features{
+			TrainJob:      trainJobEnabled,
+			TopologyAware: cfg.TopologyAwareScheduling.Enabled && schedulerBackend == configv1alpha1.SchedulerBackendWorkload,
+			MNNVL:         cfg.MNNVL.Enabled,
+		}
+		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
 			return err
 		}
 	}

@@ -135,7 +135,7 @@ func TestTrainJobSamples(t *testing.T) {
 // PodCliqueSet controller makes the gang).
 func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, exitCode string) {
 	t.Helper()
-	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime)
+	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch
+// +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads;podgroups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
@@ -102,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		f.TTL = runtime.Spec.TTLSecondsAfterFinished
 		backend = trainjob.BackendOf(&runtime.Spec)
-		if built, err = r.build(tj, runtime, backend, &f); err != nil {
+		if built, err = r.build(ctx, tj, runtime, backend, &f); err != nil {
 			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
 			return ctrl.Result{}, fmt.Errorf("build the %s of TrainJob %s: %w", backend, tj.Name, err)
 		}
@@ -155,18 +156,28 @@ type builtObjects struct {
 }
 
 // build runs the backend's pipeline. A runtime the backend cannot run is a
-// fact (Unsupported: the TrainJob fails), not an error.
-func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
+// fact (Unsupported: the TrainJob fails), not an error; so is a topology
+// level no ClusterTopologyBinding has (TopologyUnresolved: nothing is built
+// until one has it).
+func (r *Reconciler) build(ctx context.Context, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime,
+	backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
 	var plan *trainjob.Plan
 	var err error
 	if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
-		plan, err = trainjob.PlanPodCliqueSet(tj, runtime)
+		bindings := &copsev1alpha1.ClusterTopologyBindingList{}
+		if err := r.Client.List(ctx, bindings); err != nil {
+			return builtObjects{}, fmt.Errorf("list ClusterTopologyBindings: %w", err)
+		}
+		plan, err = trainjob.PlanPodCliqueSet(tj, runtime, bindings.Items)
 	} else {
 		plan, err = trainjob.PlanJobSet(tj, runtime)
 	}
 	switch {
 	case trainjob.IsUnsupported(err):
 		f.Unsupported = err.Error()
+		return builtObjects{}, nil
+	case trainjob.IsTopologyUnresolved(err):
+		f.TopologyUnresolved = err.Error()
 		return builtObjects{}, nil
 	case err != nil:
 		return builtObjects{}, err

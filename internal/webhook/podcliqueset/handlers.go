@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
@@ -34,14 +35,26 @@ type Validator struct {
 	// MNNVLEnabled is the operator configuration's mnnvl.enabled
 	// (ValidateMNNVL).
 	MNNVLEnabled bool
+	// TopologyAwareScheduling says whether the operator applies
+	// topologyConstraints: topologyAwareScheduling.enabled in its
+	// configuration, with the Workload API scheduler backend.
+	TopologyAwareScheduling bool
+	// Reader reads the ClusterTopologyBinding a new PodCliqueSet's
+	// constraints name. The operator passes its manager's GetAPIReader().
+	Reader client.Reader
 }
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
 
 // ValidateCreate implements admission.Validator.
-func (v Validator) ValidateCreate(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	errs := append(ValidateCreate(pcs), ValidateSize(nil, pcs, v.Limits)...)
 	errs = append(errs, ValidateMNNVL(nil, pcs, v.MNNVLEnabled)...)
+	topologyErrs, err := v.validateTopology(ctx, pcs)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, topologyErrs...)
 	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 
