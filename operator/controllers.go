@@ -20,8 +20,8 @@ import (
 	"github.com/copse-dev/copse/internal/controller/trainjob"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
-	"github.com/copse-dev/copse/internal/webhook"
 	"github.com/copse-dev/copse/internal/scheduler"
+	"github.com/copse-dev/copse/internal/webhook"
 )
 
 // registerControllers joins copse's controllers and admission webhooks to the
