@@ -12,6 +12,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/controller/clustertopologybinding"
 	"github.com/copse-dev/copse/internal/controller/podclique"
 	"github.com/copse-dev/copse/internal/controller/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/controller/podcliqueset"
@@ -20,6 +21,7 @@ import (
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/scheduler"
+	"github.com/copse-dev/copse/internal/webhook"
 )
 
 // registerControllers joins copse's controllers and admission webhooks to the
@@ -33,12 +35,17 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	if err != nil {
 		return err
 	}
+	mnnvlParts, err := newMNNVLParts(mgr.GetRESTMapper(), cfg.MNNVL)
+	if err != nil {
+		return err
+	}
 
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
 		Scheme:      mgr.GetScheme(),
 		Recorder:    recorders.For(podcliqueset.ControllerName),
 		Backend:     backend,
+		Resources:   mnnvlParts.resources,
 		Clock:       clock.RealClock{},
 		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
 
@@ -66,11 +73,11 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Recorder:     recorders.For(podclique.ControllerName),
 		Expectations: expectations.New(expectations.Options{Logger: mgr.GetLogger().WithName("expectations")}),
 		// Every pod copse creates is finished by these, in order.
-		Decorators: []blueprint.PodDecorator{
+		Decorators: append([]blueprint.PodDecorator{
 			backend.PodDecorator(),
 			lifecycle.OutcomeFinalizer(),
 			blueprint.StartupGate(cfg.StartupGate.Image),
-		},
+		}, mnnvlParts.decorators...),
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
 		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),
 		Clock:                   clock.RealClock{},
@@ -79,7 +86,16 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		return fmt.Errorf("setting up the %s controller: %w", podclique.ControllerName, err)
 	}
 
-	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName}
+	ctbReconciler := &clustertopologybinding.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorders.For(clustertopologybinding.ControllerName),
+	}
+	if err := ctbReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", clustertopologybinding.ControllerName, err)
+	}
+
+	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName,
+		clustertopologybinding.ControllerName}
 	trainJobEnabled := *cfg.Controllers.TrainJob.Enabled
 	if trainJobEnabled {
 		if err := registerTrainJobControllers(mgr, cfg, recorders); err != nil {
@@ -89,7 +105,14 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		if err := registerWebhooks(mgr, cfg.Limits, trainJobEnabled); err != nil {
+		// Topology constraints become PodGroup constraints, which only the
+		// Workload API backend makes.
+		features := webhook.Features{
+			TrainJob:      trainJobEnabled,
+			TopologyAware: cfg.TopologyAwareScheduling.Enabled && schedulerBackend == configv1alpha1.SchedulerBackendWorkload,
+			MNNVL:         cfg.MNNVL.Enabled,
+		}
+		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
 			return err
 		}
 	}
@@ -127,6 +150,7 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 		// Without the Workload API, a runtime asking for Workload gangs
 		// fails its TrainJobs with a stated reason instead.
 		WorkloadAPI: err == nil,
+		MNNVL:       cfg.MNNVL.Enabled,
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)

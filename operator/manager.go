@@ -5,6 +5,7 @@ import (
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copselabels "github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
 	corev1 "k8s.io/api/core/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,10 +61,10 @@ func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfigur
 		// Only copse's pods and ConfigMaps are cached: on a shared cluster the
 		// operator must not hold every inference and system pod, nor every
 		// ConfigMap, in memory. (It never reads Secrets.)
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Label: managedByCopse},
-			&corev1.ConfigMap{}: {Label: managedByCopse},
-		}},
+		Cache: cache.Options{ByObject: cachedByObject(cfg)},
+		// ComputeDomains (MNNVL) are the only unstructured kind copse
+		// reads; they are read from the cache like every other kind.
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		HealthProbeBindAddress: cfg.Server.HealthProbes.BindAddress,
 		Metrics:                metricsserver.Options{BindAddress: cfg.Server.Metrics.BindAddress},
 	}
@@ -75,6 +76,20 @@ func managerOptions(scheme *runtime.Scheme, cfg *configv1alpha1.OperatorConfigur
 		})
 	}
 	return opts
+}
+
+// cachedByObject narrows the cache to copse's own objects for the kinds a
+// shared cluster has many of.
+func cachedByObject(cfg *configv1alpha1.OperatorConfiguration) map[client.Object]cache.ByObject {
+	out := map[client.Object]cache.ByObject{
+		&corev1.Pod{}:       {Label: managedByCopse},
+		&corev1.ConfigMap{}: {Label: managedByCopse},
+	}
+	if cfg.MNNVL.Enabled {
+		// Only when enabled: the kind may not be served otherwise.
+		out[mnnvl.NewComputeDomain()] = cache.ByObject{Label: managedByCopse}
+	}
+	return out
 }
 
 // addProbes registers the liveness and readiness checks. Readiness also waits

@@ -17,9 +17,9 @@ import (
 // The webhooks read owners with the API reader, not the cached client: an
 // admission decision must not rest on a cache that may lag (see
 // webhook.Register). They enforce limits, the configuration's limits on
-// pods. trainJob serves the TrainJob front-end's webhooks too.
-func registerWebhooks(mgr manager.Manager, limits configv1alpha1.LimitsConfiguration, trainJob bool) error {
-	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader(), limits, trainJob); err != nil {
+// pods; features says which optional parts they serve (see webhook.Register).
+func registerWebhooks(mgr manager.Manager, limits configv1alpha1.LimitsConfiguration, features webhook.Features) error {
+	if err := webhook.Register(mgr.GetWebhookServer(), mgr.GetAPIReader(), limits, features); err != nil {
 		return fmt.Errorf("registering admission webhooks: %w", err)
 	}
 	return nil

@@ -399,12 +399,14 @@ func TestConfigMapIsAValidOperatorConfiguration(t *testing.T) {
 
 func TestConfigValuesReachTheConfigMap(t *testing.T) {
 	cfg := operatorConfig(t, template(t, map[string]any{"config": map[string]any{
-		"clientConnection": map[string]any{"qps": 12.5},
-		"logging":          map[string]any{"level": "debug", "format": "text"},
-		"controllers":      map[string]any{"podClique": map[string]any{"concurrentSyncs": 11}},
-		"scheduler":        map[string]any{"backend": "none"},
-		"leaderElection":   map[string]any{"enabled": false, "resourceName": "my-lease", "leaseDuration": "30s"},
-		"startupGate":      map[string]any{"image": "mirror.example.com/busybox:1.37.0"},
+		"clientConnection":        map[string]any{"qps": 12.5},
+		"logging":                 map[string]any{"level": "debug", "format": "text"},
+		"controllers":             map[string]any{"podClique": map[string]any{"concurrentSyncs": 11}},
+		"scheduler":               map[string]any{"backend": "none"},
+		"leaderElection":          map[string]any{"enabled": false, "resourceName": "my-lease", "leaseDuration": "30s"},
+		"startupGate":             map[string]any{"image": "mirror.example.com/busybox:1.37.0"},
+		"topologyAwareScheduling": map[string]any{"enabled": true},
+		"mnnvl":                   map[string]any{"enabled": true},
 	}}))
 	switch {
 	case cfg.ClientConnection.QPS != 12.5 || cfg.ClientConnection.Burst != configv1alpha1.DefaultBurst:
@@ -420,6 +422,18 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 		t.Errorf("leaderElection %+v", cfg.LeaderElection)
 	case cfg.StartupGate.Image != "mirror.example.com/busybox:1.37.0":
 		t.Errorf("startupGate %+v", cfg.StartupGate)
+	case !cfg.TopologyAwareScheduling.Enabled:
+		t.Errorf("topologyAwareScheduling %+v", cfg.TopologyAwareScheduling)
+	case !cfg.MNNVL.Enabled:
+		t.Errorf("mnnvl %+v", cfg.MNNVL)
+	}
+}
+
+// Placement features are off unless asked for, as in the operator.
+func TestPlacementFeaturesOffByDefault(t *testing.T) {
+	cfg := operatorConfig(t, template(t, nil))
+	if cfg.TopologyAwareScheduling.Enabled || cfg.MNNVL.Enabled {
+		t.Errorf("topologyAwareScheduling %+v, mnnvl %+v; want both off", cfg.TopologyAwareScheduling, cfg.MNNVL)
 	}
 }
 

@@ -34,6 +34,9 @@ type Binaries struct {
 	KubeScheduler         string `json:"kubeScheduler"`
 	Kubectl               string `json:"kubectl"`
 	Kwok                  string `json:"kwok"`
+	// NVIDIADRASim is the simulated NVIDIA DRA driver, built from copse's own
+	// source (EnsureNVIDIADRASimBinary) and only when a cluster runs it.
+	NVIDIADRASim string `json:"nvidiaDRASim,omitempty"`
 }
 
 // EnsureBinaries returns the control-plane binaries, building any that are

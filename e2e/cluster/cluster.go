@@ -49,6 +49,12 @@ type Options struct {
 	// ComponentTimeout bounds the wait for each component to become healthy,
 	// at start and after RestartAPIServer; zero means 2 minutes.
 	ComponentTimeout time.Duration
+	// NVIDIADRA runs the simulated NVIDIA DRA driver (package nvidiadra) as
+	// a component: the ComputeDomain CRD, the channel DeviceClass, a
+	// ResourceSlice of channels per GPU node (nodes added later included)
+	// and the ComputeDomain controller. Its binary is built from the working
+	// tree on first use unless Binaries names one.
+	NVIDIADRA bool
 }
 
 // Cluster is a running (or, after Load, previously started) local cluster.
@@ -108,6 +114,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	} else if bins, err = ensureBinaries(ctx, out); err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
+	if opts.NVIDIADRA && bins.NVIDIADRASim == "" {
+		if bins.NVIDIADRASim, err = EnsureNVIDIADRASimBinary(ctx, out); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
+	}
 
 	dir, err := prepareDir(opts.Dir)
 	if err != nil {
@@ -128,6 +139,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			StartedAt: time.Now().UTC(),
 			Binaries:  bins,
 			Topology:  topo,
+			NVIDIADRA: opts.NVIDIADRA,
 		},
 	}
 	defer func() {
@@ -155,6 +167,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	if err := c.createInitialNodes(ctx); err != nil {
+		return c, err
+	}
+	if err := c.waitChannelSlices(ctx, nodeNames(topo.Placements())); err != nil {
 		return c, err
 	}
 	if err := c.waitDefaultServiceAccount(ctx, timeout); err != nil {
@@ -229,7 +244,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins Binaries, ids map[
 		return err
 	}
 	c.state.Kubeconfig = l.adminKubeconfig()
-	for _, name := range []string{KubeControllerManager, KubeScheduler, Kwok} {
+	for _, name := range []string{KubeControllerManager, KubeScheduler, Kwok, NVIDIADRASim} {
 		if err := writeKubeconfig(l.kubeconfig(name), c.state.APIServerURL, caPEM, ids[name]); err != nil {
 			return err
 		}
@@ -243,9 +258,9 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins Binaries, ids map[
 	return nil
 }
 
-// startControllers starts the controller-manager, the scheduler and kwok.
-// They only need the apiserver, so they start together and are then waited
-// for in turn.
+// startControllers starts the controller-manager, the scheduler, kwok and,
+// if asked for, the simulated NVIDIA DRA driver. They only need the
+// apiserver, so they start together and are then waited for in turn.
 func (c *Cluster) startControllers(ctx context.Context, bins Binaries, kwokConfigs []string, timeout time.Duration) error {
 	l, ports := c.layout, c.state.Ports
 	components := []struct {
@@ -264,6 +279,15 @@ func (c *Cluster) startControllers(ctx context.Context, bins Binaries, kwokConfi
 			processSpec{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, kwokConfigs), env: kwokEnv(l)},
 			httpProbe(loopbackURL("http", ports.Kwok)+"/healthz", "", ""),
 		},
+	}
+	if c.state.NVIDIADRA {
+		components = append(components, struct {
+			spec  processSpec
+			check probe
+		}{
+			processSpec{name: NVIDIADRASim, binary: bins.NVIDIADRASim, args: nvidiaDRASimArgs(l, ports)},
+			httpProbe(loopbackURL("http", ports.NVIDIADRASim)+"/healthz", "", ""),
+		})
 	}
 	started := make([]*process, 0, len(components))
 	for _, comp := range components {
@@ -356,6 +380,14 @@ func (c *Cluster) wait(ctx context.Context, p *process, check probe, timeout tim
 	}
 	fmt.Fprintf(c.out, "%s healthy after %s\n", p.name, time.Since(began).Round(100*time.Millisecond))
 	return nil
+}
+
+func nodeNames(placements []Placement) []string {
+	names := make([]string, 0, len(placements))
+	for _, p := range placements {
+		names = append(names, p.NodeName())
+	}
+	return names
 }
 
 func (c *Cluster) createInitialNodes(ctx context.Context) error {

@@ -29,6 +29,10 @@ func newIdentities() (map[string]identity, error) {
 		"kube-controller-manager": {user: "system:kube-controller-manager"},
 		"kube-scheduler":          {user: "system:kube-scheduler"},
 		"kwok":                    {user: "copse-kwok", groups: []string{"system:masters"}},
+		// The simulated driver installs a CRD and a DeviceClass, and
+		// publishes ResourceSlices: cluster-admin work, as the real driver's
+		// Helm chart grants.
+		NVIDIADRASim: {user: "copse-nvidia-dra-sim", groups: []string{"system:masters"}},
 	}
 	for name, id := range ids {
 		token, err := randomToken()

@@ -77,7 +77,11 @@ func (c *Cluster) AddNodes(ctx context.Context, groups ...NodeGroup) ([]string, 
 			nodes = append(nodes, node)
 		}
 	}
-	return c.createNodes(ctx, nodes)
+	names, err := c.createNodes(ctx, nodes)
+	if err != nil {
+		return names, err
+	}
+	return names, c.waitChannelSlices(ctx, names)
 }
 
 // mergeShape overlays the non-zero fields of s on base.

@@ -13,6 +13,8 @@ type Ports struct {
 	ControllerManager int `json:"controllerManager"`
 	Scheduler         int `json:"scheduler"`
 	Kwok              int `json:"kwok"`
+	// NVIDIADRASim serves the simulated NVIDIA DRA driver's /healthz.
+	NVIDIADRASim int `json:"nvidiaDRASim,omitempty"`
 }
 
 // freePorts asks the kernel for unused ports. All listeners stay open until
@@ -20,13 +22,13 @@ type Ports struct {
 // may still grab one before the component binds it, which then shows up as
 // a start failure naming the port.
 func freePorts() (Ports, error) {
-	ports, err := FreePorts(6)
+	ports, err := FreePorts(7)
 	if err != nil {
 		return Ports{}, err
 	}
 	return Ports{
 		EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2],
-		ControllerManager: ports[3], Scheduler: ports[4], Kwok: ports[5],
+		ControllerManager: ports[3], Scheduler: ports[4], Kwok: ports[5], NVIDIADRASim: ports[6],
 	}, nil
 }
 

@@ -15,16 +15,18 @@ const stateVersion = 1
 // state is what a cluster directory records about its processes, so that a
 // later process (the CLI's status and down) can find and stop them.
 type state struct {
-	Version      int              `json:"version"`
-	Dir          string           `json:"dir"`
-	Detached     bool             `json:"detached"`
-	StartedAt    time.Time        `json:"startedAt"`
-	APIServerURL string           `json:"apiServerURL,omitempty"`
-	Kubeconfig   string           `json:"kubeconfig,omitempty"`
-	Ports        Ports            `json:"ports"`
-	Binaries     Binaries         `json:"binaries"`
-	Topology     Topology         `json:"topology"`
-	Components   []componentState `json:"components"`
+	Version      int       `json:"version"`
+	Dir          string    `json:"dir"`
+	Detached     bool      `json:"detached"`
+	StartedAt    time.Time `json:"startedAt"`
+	APIServerURL string    `json:"apiServerURL,omitempty"`
+	Kubeconfig   string    `json:"kubeconfig,omitempty"`
+	Ports        Ports     `json:"ports"`
+	Binaries     Binaries  `json:"binaries"`
+	Topology     Topology  `json:"topology"`
+	// NVIDIADRA says the simulated NVIDIA DRA driver runs (Options.NVIDIADRA).
+	NVIDIADRA  bool             `json:"nvidiaDRA,omitempty"`
+	Components []componentState `json:"components"`
 }
 
 type componentState struct {

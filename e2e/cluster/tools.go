@@ -334,52 +334,67 @@ func (t Tool) Ensure(ctx context.Context, progress io.Writer) (BuiltTool, error)
 	if err != nil {
 		return BuiltTool{}, err
 	}
-	binRoot := filepath.Join(cache, "bin")
-	built := BuiltTool{Tool: t, Version: p.version, Dir: filepath.Join(binRoot, p.key), SourceDir: p.srcDir}
-	if t.complete(built.Dir) {
-		return built, nil
-	}
-	if err := os.MkdirAll(binRoot, 0o755); err != nil {
-		return BuiltTool{}, fmt.Errorf("create binary cache: %w", err)
-	}
-	// Two test processes started together on a cold cache would otherwise
-	// both spend minutes building the same thing.
-	unlock, err := LockFile(ctx, filepath.Join(binRoot, p.key+".lock"))
+	built := BuiltTool{Tool: t, Version: p.version, Dir: filepath.Join(cache, "bin", p.key), SourceDir: p.srcDir}
+	names := slices.Sorted(maps.Keys(t.Binaries))
+	err = buildIntoCache(ctx, cache, p.key, t.complete, func(tmp string) error {
+		fmt.Fprintf(progress, "building %s %s (first run only, %s)...\n", strings.Join(names, ", "), p.version, t.ETA)
+		start := time.Now()
+		if err := t.build(ctx, p, tmp); err != nil {
+			return fmt.Errorf("build %s %s: %w", strings.Join(names, ", "), p.version, err)
+		}
+		fmt.Fprintf(progress, "built %s %s in %s\n", t.Name, p.version, time.Since(start).Round(time.Second))
+		return nil
+	})
 	if err != nil {
 		return BuiltTool{}, err
 	}
+	return built, nil
+}
+
+// buildIntoCache makes <cache>/bin/<key> a complete build, running build
+// into a temporary directory first if it is not. The build holds a lock per
+// key, so that two test processes started together on a cold cache do not
+// both spend minutes building the same thing, and the final rename is what
+// makes the entry visible, so an interrupted build never leaves a directory
+// that looks complete.
+func buildIntoCache(ctx context.Context, cache, key string, complete func(dir string) bool, build func(tmp string) error) error {
+	binRoot := filepath.Join(cache, "bin")
+	dir := filepath.Join(binRoot, key)
+	if complete(dir) {
+		return nil
+	}
+	if err := os.MkdirAll(binRoot, 0o755); err != nil {
+		return fmt.Errorf("create binary cache: %w", err)
+	}
+	unlock, err := LockFile(ctx, filepath.Join(binRoot, key+".lock"))
+	if err != nil {
+		return err
+	}
 	defer unlock()
-	if t.complete(built.Dir) {
-		return built, nil
+	if complete(dir) {
+		return nil
 	}
 	// Leftovers of builds that were killed outright; holding the lock means
 	// no one else is writing to them.
-	stale, _ := filepath.Glob(filepath.Join(binRoot, "."+p.key+".tmp-*"))
-	for _, dir := range stale {
-		_ = os.RemoveAll(dir)
+	stale, _ := filepath.Glob(filepath.Join(binRoot, "."+key+".tmp-*"))
+	for _, d := range stale {
+		_ = os.RemoveAll(d)
 	}
-
-	names := slices.Sorted(maps.Keys(t.Binaries))
-	fmt.Fprintf(progress, "building %s %s (first run only, %s)...\n", strings.Join(names, ", "), p.version, t.ETA)
-	start := time.Now()
-	tmp, err := os.MkdirTemp(binRoot, "."+p.key+".tmp-")
+	tmp, err := os.MkdirTemp(binRoot, "."+key+".tmp-")
 	if err != nil {
-		return BuiltTool{}, fmt.Errorf("create build dir: %w", err)
+		return fmt.Errorf("create build dir: %w", err)
 	}
 	defer os.RemoveAll(tmp) // no-op after the rename succeeded
-	if err := t.build(ctx, p, tmp); err != nil {
-		return BuiltTool{}, fmt.Errorf("build %s %s: %w", strings.Join(names, ", "), p.version, err)
+	if err := build(tmp); err != nil {
+		return err
 	}
-	if !t.complete(tmp) {
-		return BuiltTool{}, fmt.Errorf("build %s %s: go build succeeded but left no binaries in %s", t.Name, p.version, tmp)
+	if !complete(tmp) {
+		return fmt.Errorf("build %s: go build succeeded but left no binaries in %s", key, tmp)
 	}
-	// The rename is what makes a cache entry visible, so an interrupted build
-	// never leaves a directory that looks complete.
-	if err := os.Rename(tmp, built.Dir); err != nil {
-		return BuiltTool{}, fmt.Errorf("install %s binaries: %w", t.Name, err)
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("install %s binaries: %w", key, err)
 	}
-	fmt.Fprintf(progress, "built %s %s in %s\n", t.Name, p.version, time.Since(start).Round(time.Second))
-	return built, nil
+	return nil
 }
 
 func (t Tool) complete(dir string) bool {

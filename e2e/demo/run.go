@@ -33,8 +33,11 @@ type demoOptions struct {
 // run is the whole show; see the package comment.
 func run(ctx context.Context, opts demoOptions) error {
 	started := time.Now()
-	step("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok) with simulated GPU nodes")
-	c, err := cluster.Start(ctx, cluster.Options{Dir: opts.dir, Detach: true, Out: os.Stdout})
+	fleet := demoFleet()
+	step(fmt.Sprintf("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok, simulated NVIDIA DRA driver) "+
+		"with a GB200-like fleet: %d zone(s) x %d blocks x %d NVL72 racks x %d nodes x %d GPUs",
+		fleet.Zones, fleet.BlocksPerZone, fleet.RacksPerBlock, fleet.NodesPerRack, fleet.Shape.GPUs))
+	c, err := cluster.Start(ctx, cluster.Options{Dir: opts.dir, Detach: true, Out: os.Stdout, Topology: &fleet, NVIDIADRA: true})
 	if err != nil {
 		return err
 	}
@@ -165,7 +168,10 @@ func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
   kubectl get pcs -n %s                        # workloads: type, phase, restarts
   kubectl get pclq,pods -n %s -L copse.dev/attempt
   kubectl describe pcs -n %s finetune-flaky    # events: PodCliqueFailed, ReplicaRestarting, WorkloadSucceeded
-  kubectl get nodes -L nvidia.com/gpu.clique
+  kubectl get nodes -L topology.copse.dev/block,nvidia.com/gpu.clique
+  kubectl get clustertopologybindings            # the fleet's levels: zone, block, rack (NVLink clique), host
+  kubectl get computedomains -A                  # multi-node NVLink domains (simulated NVIDIA DRA driver)
+  kubectl get resourceslices                     # the driver's IMEX channels, one slice per GPU node
   kubectl get trainjobs -n %s                  # TrainJobs: state, runtime, nodes (deleted 10 minutes after they end)
   kubectl describe trainjob -n %s bert-crash   # status: Failed with the JobSet's reason, jobsStatus
   kubectl get jobsets,jobs -n %s               # the TrainJobs' JobSets, admitted by JobSet's own webhooks

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/internal/trainjob"
@@ -133,7 +135,7 @@ func TestTrainJobSamples(t *testing.T) {
 // PodCliqueSet controller makes the gang).
 func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, exitCode string) {
 	t.Helper()
-	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime)
+	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,5 +159,65 @@ func checkSimulatedNode(t *testing.T, pod corev1.PodTemplateSpec, exitCode strin
 	}
 	if gpus := pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; gpus.Value() != 2 {
 		t.Errorf("node container resources %+v: want 2 GPUs", pod.Spec.Containers[0].Resources)
+	}
+}
+
+// TestClusterTopologyBindingSample: the binding sample decodes as a
+// ClusterTopologyBinding, and on the demo's fleet every level's key is on
+// every node, each level splits the one above it (every domain lies inside
+// one domain of its parent, and there are more of them), and the rack level
+// is the NVLink clique.
+func TestClusterTopologyBindingSample(t *testing.T) {
+	objects, err := readObjects(filepath.Join(samplesDir, "clustertopologybinding.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objects) != 1 {
+		t.Fatalf("want one ClusterTopologyBinding, got %d objects", len(objects))
+	}
+	var binding copsev1alpha1.ClusterTopologyBinding
+	strictly(t, objects[0], &binding)
+	levels := binding.Spec.Levels
+	var domains []string
+	for _, l := range levels {
+		domains = append(domains, string(l.Domain))
+	}
+	if want := []string{"zone", "block", "rack", "host"}; !slices.Equal(domains, want) {
+		t.Fatalf("levels %v, want %v", domains, want)
+	}
+	if levels[2].Key != cluster.LabelGPUClique {
+		t.Errorf("rack level key %s, want the NVLink clique %s", levels[2].Key, cluster.LabelGPUClique)
+	}
+
+	fleet := demoFleet()
+	placements := fleet.Placements()
+	parentOf := make([]map[string]string, len(levels)) // per level: domain -> parent domain
+	for i := range levels {
+		parentOf[i] = map[string]string{}
+	}
+	for _, p := range placements {
+		nodeLabels := p.Labels(fleet.Shape)
+		for i, l := range levels {
+			value, ok := nodeLabels[l.Key]
+			if !ok {
+				t.Fatalf("node %s has no label %s (level %s)", p.NodeName(), l.Key, l.Domain)
+			}
+			parent := ""
+			if i > 0 {
+				parent = nodeLabels[levels[i-1].Key]
+			}
+			if seen, ok := parentOf[i][value]; ok && seen != parent {
+				t.Errorf("%s %s lies in %s %s and %s", l.Domain, value, levels[i-1].Domain, seen, parent)
+			}
+			parentOf[i][value] = parent
+		}
+	}
+	for i := 1; i < len(levels); i++ {
+		if len(parentOf[i]) <= len(parentOf[i-1]) && len(parentOf[i-1]) > 1 {
+			t.Errorf("%d %s domains do not split %d %s domains", len(parentOf[i]), levels[i].Domain, len(parentOf[i-1]), levels[i-1].Domain)
+		}
+	}
+	if racks, nodes := len(parentOf[2]), len(placements); racks != 4 || nodes != 72 || fleet.Shape.GPUs != 4 {
+		t.Errorf("fleet of %d nodes in %d NVLink racks with %d GPUs each; want 72 nodes, 4 racks of 18 x 4 GPUs", nodes, racks, fleet.Shape.GPUs)
 	}
 }

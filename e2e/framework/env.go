@@ -39,6 +39,10 @@ type Options struct {
 	// WithJobSet starts the JobSet controller with its webhooks registered
 	// (see StartJobSet) and sets Env.JobSet.
 	WithJobSet bool
+	// NVIDIADRA runs the simulated NVIDIA DRA driver in the cluster
+	// (cluster.Options.NVIDIADRA): ComputeDomains, their channel claim
+	// templates and channel devices on every GPU node.
+	NVIDIADRA bool
 }
 
 // Env is one suite's cluster with copse's CRDs installed.
@@ -66,9 +70,10 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 	}
 	fmt.Fprintf(ginkgo.GinkgoWriter, "starting local cluster for suite %q\n", opts.Name)
 	c, err := cluster.Start(ctx, cluster.Options{
-		Topology: &topology,
-		Out:      ginkgo.GinkgoWriter,
-		KeepDir:  os.Getenv(KeepEnvVar) != "",
+		Topology:  &topology,
+		Out:       ginkgo.GinkgoWriter,
+		KeepDir:   os.Getenv(KeepEnvVar) != "",
+		NVIDIADRA: opts.NVIDIADRA,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start local cluster for suite %s: %w", opts.Name, err)

@@ -26,9 +26,10 @@ func TestPlacement(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "placement", WithOperator: true, Operator: framework.OperatorOptions{
+	env, err = framework.Setup(ctx, framework.Options{Name: "placement", NVIDIADRA: true, WithJobSet: true, WithOperator: true, Operator: framework.OperatorOptions{
 		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
 			cfg.TopologyAwareScheduling.Enabled = true
+			cfg.MNNVL.Enabled = true
 		},
 	}})
 	Expect(err).NotTo(HaveOccurred())

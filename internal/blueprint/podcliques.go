@@ -10,6 +10,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/topology"
 )
@@ -103,10 +104,22 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 			Namespace:   pcs.Namespace,
 			Name:        name,
 			Labels:      objLabels,
-			Annotations: copyMap(clique.Annotations),
+			Annotations: podCliqueAnnotations(pcs, clique),
 		},
 		Spec: spec,
 	}
+}
+
+// podCliqueAnnotations are the clique template's annotations, plus the
+// clique's MNNVL group when it inherits one from its scaling group or the
+// PodCliqueSet, so that the PodClique, its pods and the MNNVL pod decorator
+// see the group without looking up the template's parents.
+func podCliqueAnnotations(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec) map[string]string {
+	out := copyMap(clique.Annotations)
+	if group := mnnvl.CliqueGroup(pcs, clique.Name); group != mnnvl.DefaultGroup {
+		out = labels.Merge(out, map[string]string{mnnvl.GroupAnnotation: group})
+	}
+	return out
 }
 
 // attemptLabel marks which run of its replica an object belongs to: 0 for

@@ -3,6 +3,7 @@ package trainjob
 import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -21,6 +22,10 @@ type JobSetObjects struct {
 	// NeedsMPISSHSecret: the TrainJob's pods mount an SSH Secret that
 	// BuildMPISSHSecret makes once.
 	NeedsMPISSHSecret bool
+	// ComputeDomain is the TrainJob's NVIDIA ComputeDomain, set by
+	// AddJobSetMNNVL when MNNVL is on and the pods request GPUs; it is
+	// created before the JobSet whose pods claim its channel.
+	ComputeDomain *unstructured.Unstructured
 }
 
 // PlanJobSet runs every step of the pipeline for the JobSet backend, up to

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
@@ -48,6 +49,10 @@ type Plan struct {
 	// Backend is what the plan is built into (BackendOf the runtime); the
 	// ML policies ask it for the pods' network identities.
 	Backend trainerv1alpha1.RuntimeBackend
+	// TopologyConstraint is the PodCliqueSet backend's packing of the
+	// replica, resolved from the runtime's topology level
+	// (PlanPodCliqueSet); nil for none.
+	TopologyConstraint *grovecorev1alpha1.TopologyConstraint
 
 	// runtimeJobs are the runtime's replicated jobs before any runtime
 	// patch: a patch may change only jobs and containers the runtime has,

@@ -1,8 +1,6 @@
 package trainjob
 
 import (
-	"maps"
-
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,15 +30,22 @@ type PodCliqueSetObjects struct {
 // backend, up to the emission. A template that asks for what a PodCliqueSet
 // cannot do is refused with an UnsupportedError naming the fields (the
 // TrainJob fails with TrainingRuntimeNotSupported). The pod group policy step
-// is skipped: podGroupPolicy.workload only says "gang", and a PodCliqueSet
-// always gangs its pods itself.
-func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*Plan, error) {
+// is skipped: podGroupPolicy.workload says "gang", and a PodCliqueSet always
+// gangs its pods itself; its topologyConstraint.level is resolved against
+// bindings (ResolveTopologyLevel), and a level no binding has is a
+// TopologyUnresolvedError.
+func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, bindings []copsev1alpha1.ClusterTopologyBinding) (*Plan, error) {
 	plan, err := NewPlan(trainJob, runtime)
 	if err != nil {
 		return nil, err
 	}
 	if errs := podCliqueSetRefusals(&plan.Spec, plan.PodGroupPolicy); len(errs) > 0 {
 		return nil, &UnsupportedError{Reason: errs.ToAggregate().Error()}
+	}
+	if level := topologyLevel(plan.PodGroupPolicy); level != "" {
+		if plan.TopologyConstraint, err = ResolveTopologyLevel(level, bindings, runtime); err != nil {
+			return nil, err
+		}
 	}
 	if err := ApplyMLPolicy(plan); err != nil {
 		return nil, err
@@ -50,9 +55,9 @@ func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*Pla
 }
 
 // BuildPodCliqueSetObjects builds the PodCliqueSet backend's objects for a
-// TrainJob.
-func BuildPodCliqueSetObjects(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*PodCliqueSetObjects, error) {
-	plan, err := PlanPodCliqueSet(trainJob, runtime)
+// TrainJob; bindings are the cluster's ClusterTopologyBindings.
+func BuildPodCliqueSetObjects(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, bindings []copsev1alpha1.ClusterTopologyBinding) (*PodCliqueSetObjects, error) {
+	plan, err := PlanPodCliqueSet(trainJob, runtime, bindings)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +88,10 @@ func PodCliqueSetObjectsOf(plan *Plan) *PodCliqueSetObjects {
 // with the replicated jobs as target cliques; startupPolicy InOrder is
 // cliqueStartupType InOrder; dependsOn Ready is cliqueStartupType Explicit
 // with startsAfter, and dependsOn Complete is trainingSpec.startsAfterSucceeded;
-// network.publishNotReadyAddresses is the headless Service's. What has no
-// equivalent is refused before (podCliqueSetRefusals).
+// network.publishNotReadyAddresses is the headless Service's; the resolved
+// topology level packs the replica (spec.template.topologyConstraint), whose
+// base gang holds the trainer. What has no equivalent is refused before
+// (podCliqueSetRefusals).
 func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 	jobSet := BuildJobSet(p)
 	training := &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
@@ -123,6 +130,9 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 	case p.Spec.StartupPolicy != nil && p.Spec.StartupPolicy.StartupPolicyOrder == jobsetv1alpha2.InOrder:
 		template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeInOrder)
 	}
+	if p.TopologyConstraint != nil {
+		template.TopologyConstraint = p.TopologyConstraint.DeepCopy()
+	}
 	if network := p.Spec.Network; network != nil && network.PublishNotReadyAddresses != nil {
 		template.HeadlessServiceConfig = &grovecorev1alpha1.HeadlessServiceConfig{PublishNotReadyAddresses: *network.PublishNotReadyAddresses}
 	}
@@ -133,7 +143,7 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 			Name:            p.TrainJob.Name,
 			Namespace:       p.TrainJob.Namespace,
 			Labels:          labels.Merge(p.Labels, ownedLabels(p.TrainJob)),
-			Annotations:     maps.Clone(p.Annotations),
+			Annotations:     withMNNVLGroup(p.Annotations, p.TrainJob),
 			OwnerReferences: []metav1.OwnerReference{ControllerReference(p.TrainJob)},
 		},
 		Spec: copsev1alpha1.PodCliqueSetSpec{

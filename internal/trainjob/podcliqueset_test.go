@@ -89,7 +89,7 @@ func TestBuildPodCliqueSetShape(t *testing.T) {
 	tj := pcsTrainJob(3)
 	tj.Spec.Initializer = &trainerv1alpha1.Initializer{Dataset: &trainerv1alpha1.DatasetInitializer{StorageUri: ptr.To("hf://org/data")}}
 
-	objects, err := BuildPodCliqueSetObjects(tj, rt)
+	objects, err := BuildPodCliqueSetObjects(tj, rt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestBuildPodCliqueSetPolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(2), tc.runtime)
+			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(2), tc.runtime, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestBuildPodCliqueSetPolicies(t *testing.T) {
 func TestBuildPodCliqueSetSuspended(t *testing.T) {
 	tj := pcsTrainJob(1)
 	tj.Spec.Suspend = ptr.To(true)
-	objects, err := BuildPodCliqueSetObjects(tj, onPodCliqueSet(runtimeWith(torchPolicy(), replicatedJob("node", AncestorTrainer, NodeName))))
+	objects, err := BuildPodCliqueSetObjects(tj, onPodCliqueSet(runtimeWith(torchPolicy(), replicatedJob("node", AncestorTrainer, NodeName))), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestPodCliqueSetNetworkIdentities(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(3), onPodCliqueSet(runtimeWith(tc.policy, replicatedJob("node", AncestorTrainer, NodeName))))
+			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(3), onPodCliqueSet(runtimeWith(tc.policy, replicatedJob("node", AncestorTrainer, NodeName))), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestPodCliqueSetMPI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := onPodCliqueSet(runtimeWith(mpiPolicy(tc.launcherTrains),
 				replicatedJob("launcher", AncestorTrainer, NodeName), replicatedJob("node", "", NodeName)))
-			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(3), rt)
+			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(3), rt, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -448,7 +448,7 @@ func TestPodCliqueSetRefusals(t *testing.T) {
 			}
 			rt = onPodCliqueSet(rt)
 			errs := ValidateRuntime(&rt.Spec)
-			_, buildErr := BuildPodCliqueSetObjects(pcsTrainJob(1), rt)
+			_, buildErr := BuildPodCliqueSetObjects(pcsTrainJob(1), rt, nil)
 			if tc.field == "" {
 				if len(errs) != 0 || buildErr != nil {
 					t.Errorf("refused: %v / %v", errs, buildErr)
@@ -527,7 +527,7 @@ func TestBuiltPodCliqueSetsAreAdmitted(t *testing.T) {
 		"in order, restarts":              inOrder,
 	} {
 		t.Run(name, func(t *testing.T) {
-			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(2), onPodCliqueSet(rt))
+			objects, err := BuildPodCliqueSetObjects(pcsTrainJob(2), onPodCliqueSet(rt), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

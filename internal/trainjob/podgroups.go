@@ -25,11 +25,13 @@ const (
 )
 
 // PodGroupPlan is one pod group of a TrainJob: its template name in the
-// Workload, its PodGroup's name, and its gang size (0 for a basic group).
+// Workload, its PodGroup's name, its gang size (0 for a basic group), and the
+// node label key all its pods must share a value of ("" for none).
 type PodGroupPlan struct {
-	Template string
-	Name     string
-	MinCount int32
+	Template    string
+	Name        string
+	MinCount    int32
+	TopologyKey string
 }
 
 // ApplyPodGroupPolicy puts every pod template of the plan into its pod group
@@ -56,7 +58,14 @@ func ApplyPodGroupPolicy(p *Plan) {
 		p.PodGroups = append(p.PodGroups, PodGroupPlan{Template: InitializerGroup, Name: PodGroupName(p.TrainJob, InitializerGroup)})
 	}
 	if trainerPods > 0 {
-		p.PodGroups = append(p.PodGroups, PodGroupPlan{Template: TrainerGroup, Name: PodGroupName(p.TrainJob, TrainerGroup), MinCount: trainerPods})
+		// The topology constraint packs the gang that trains; the
+		// initializers run before it and are placed where they fit.
+		var key string
+		if c := p.PodGroupPolicy.Workload.TopologyConstraint; c != nil {
+			key = c.Level
+		}
+		p.PodGroups = append(p.PodGroups, PodGroupPlan{Template: TrainerGroup, Name: PodGroupName(p.TrainJob, TrainerGroup),
+			MinCount: trainerPods, TopologyKey: key})
 	}
 }
 
@@ -97,7 +106,7 @@ func BuildWorkload(p *Plan) *schedulingv1beta1.Workload {
 	}
 	for _, group := range p.PodGroups {
 		workload.Spec.PodGroupTemplates = append(workload.Spec.PodGroupTemplates, schedulingv1beta1.PodGroupTemplate{
-			Name: group.Template, SchedulingPolicy: schedulingPolicy(group),
+			Name: group.Template, SchedulingPolicy: schedulingPolicy(group), SchedulingConstraints: schedulingConstraints(group),
 		})
 	}
 	return workload
@@ -121,8 +130,9 @@ func BuildPodGroups(p *Plan, workloadUID string) []*schedulingv1beta1.PodGroup {
 				},
 			},
 			Spec: schedulingv1beta1.PodGroupSpec{
-				WorkloadRef:      &schedulingv1beta1.WorkloadReference{WorkloadName: p.TrainJob.Name, TemplateName: group.Template},
-				SchedulingPolicy: schedulingPolicy(group),
+				WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: p.TrainJob.Name, TemplateName: group.Template},
+				SchedulingPolicy:      schedulingPolicy(group),
+				SchedulingConstraints: schedulingConstraints(group),
 			},
 		})
 	}
@@ -134,4 +144,14 @@ func schedulingPolicy(group PodGroupPlan) schedulingv1beta1.PodGroupSchedulingPo
 		return schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
 	}
 	return schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: group.MinCount}}
+}
+
+// schedulingConstraints is the group's required topology: the kube-scheduler
+// (TopologyAwareWorkloadScheduling) places all its pods in one domain of the
+// key, or none of them.
+func schedulingConstraints(group PodGroupPlan) *schedulingv1beta1.PodGroupSchedulingConstraints {
+	if group.TopologyKey == "" {
+		return nil
+	}
+	return &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: group.TopologyKey}}}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -104,5 +105,41 @@ func TestNoPodGroupsWithoutTheWorkloadPolicy(t *testing.T) {
 	}
 	if len(plan.PodGroups) != 0 || BuildWorkload(plan) != nil || plan.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulingGroup != nil {
 		t.Errorf("a runtime without podGroupPolicy.workload got pod groups %v", plan.PodGroups)
+	}
+}
+
+// TestTrainerGangTopology: the runtime's
+// podGroupPolicy.workload.topologyConstraint.level becomes the trainer gang's
+// required topology key, on its PodGroup and its Workload template alike;
+// the initializers' basic group gets none.
+func TestTrainerGangTopology(t *testing.T) {
+	const rack = "topology.copse.dev/rack"
+	rt := runtimeWith(&trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1), Torch: &trainerv1alpha1.TorchMLPolicySource{}},
+		replicatedJob("dataset-initializer", AncestorDatasetInitializer, DatasetInitializerName),
+		replicatedJob("node", AncestorTrainer, NodeName))
+	rt.Spec.PodGroupPolicy.Workload.TopologyConstraint = &trainerv1alpha1.WorkloadTopologyConstraint{Level: rack}
+	tj := &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "ns"},
+		Spec: trainerv1alpha1.TrainJobSpec{Trainer: &trainerv1alpha1.Trainer{NumNodes: ptr.To[int32](3)}}}
+	plan, err := PlanJobSet(tj, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*schedulingv1beta1.PodGroupSchedulingConstraints{
+		TrainerGroup:     {Topology: []schedulingv1beta1.TopologyConstraint{{Key: rack}}},
+		InitializerGroup: nil,
+	}
+	pgs := BuildPodGroups(plan, "workload-uid")
+	if len(pgs) != len(want) {
+		t.Fatalf("%d PodGroups, want %d", len(pgs), len(want))
+	}
+	for _, pg := range pgs {
+		if diff := cmp.Diff(want[pg.Spec.WorkloadRef.TemplateName], pg.Spec.SchedulingConstraints); diff != "" {
+			t.Errorf("PodGroup %s constraints (-want +got):\n%s", pg.Name, diff)
+		}
+	}
+	for _, tmpl := range BuildWorkload(plan).Spec.PodGroupTemplates {
+		if diff := cmp.Diff(want[tmpl.Name], tmpl.SchedulingConstraints); diff != "" {
+			t.Errorf("Workload template %s constraints (-want +got):\n%s", tmpl.Name, diff)
+		}
 	}
 }

@@ -17,6 +17,7 @@ const (
 	// autoscaler reach these, not the kinds' own webhooks.
 	ValidatePodCliqueScalePath             = "/validate-grove-io-v1alpha1-podclique-scale"
 	ValidatePodCliqueScalingGroupScalePath = "/validate-grove-io-v1alpha1-podcliquescalinggroup-scale"
+	ValidateClusterTopologyBindingPath     = "/validate-grove-io-v1alpha1-clustertopologybinding"
 
 	// The TrainJob front-end's, served when it is enabled.
 	MutateTrainJobPath                 = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
@@ -40,7 +41,7 @@ type Endpoint struct {
 	// ("podcliques/scale"), as a webhook rule does.
 	Group, Version, Resource string
 	// Scope is the rule's scope: Namespaced, or Cluster for cluster-scoped
-	// kinds (ClusterTrainingRuntime).
+	// kinds (ClusterTrainingRuntime, ClusterTopologyBinding).
 	Scope string
 	// TrainJob marks the TrainJob front-end's webhooks, registered only
 	// when controllers.trainJob is enabled.
@@ -72,7 +73,8 @@ func groveEndpoints() []Endpoint {
 	for i := range endpoints {
 		endpoints[i].Scope = "Namespaced"
 	}
-	return endpoints
+	return append(endpoints, Endpoint{Name: "validate.clustertopologybindings.grove.io", Path: ValidateClusterTopologyBindingPath,
+		Group: group, Version: version, Resource: "clustertopologybindings", Scope: "Cluster"})
 }
 
 func trainJobEndpoints() []Endpoint {

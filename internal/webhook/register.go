@@ -13,6 +13,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/webhook/clustertopologybinding"
 	"github.com/copse-dev/copse/internal/webhook/podclique"
 	"github.com/copse-dev/copse/internal/webhook/podcliquescalinggroup"
 	"github.com/copse-dev/copse/internal/webhook/podcliqueset"
@@ -34,8 +35,8 @@ import (
 // forbidden change through (see training.OwningPodCliqueSet). The reads
 // happen only for the changes a Training rule concerns.
 //
-// trainJob serves the TrainJob front-end's webhooks too.
-func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, trainJob bool) error {
+// features says which optional parts the webhooks serve and admit.
+func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1alpha1.LimitsConfiguration, features Features) error {
 	if limits.MaxPodsPerReplica <= 0 || limits.MaxPodsPerPodCliqueSet <= 0 {
 		// Zero would refuse every workload: a configuration that skipped
 		// defaulting, not a choice.
@@ -55,8 +56,9 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		return fmt.Errorf("registering %s types for admission decoding: %w", trainerv1alpha1.SchemeGroupVersion, err)
 	}
 	handlers := map[string]*admission.Webhook{
-		MutatePodCliqueSetPath:   admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
-		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits}),
+		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
+		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
+			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
 			podclique.Validator{Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,
@@ -65,6 +67,8 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
 			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits}),
+		ValidateClusterTopologyBindingPath: admission.WithValidator[*copsev1alpha1.ClusterTopologyBinding](scheme,
+			clustertopologybinding.Validator{}),
 		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),
 		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader}),
 		ValidateTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.TrainingRuntime](scheme, trainjob.RuntimeValidator{}),
@@ -72,7 +76,7 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 			trainjob.ClusterRuntimeValidator{}),
 	}
 	for _, endpoint := range Endpoints() {
-		if endpoint.TrainJob && !trainJob {
+		if endpoint.TrainJob && !features.TrainJob {
 			continue
 		}
 		handler, found := handlers[endpoint.Path]
@@ -82,4 +86,19 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		server.Register(endpoint.Path, handler)
 	}
 	return nil
+}
+
+// Features are the optional parts of copse the webhooks serve or admit, from
+// the operator configuration.
+type Features struct {
+	// TrainJob serves the TrainJob front-end's webhooks too.
+	TrainJob bool
+	// TopologyAware: topologyConstraints are applied
+	// (topologyAwareScheduling.enabled, with the Workload API scheduler
+	// backend). When false a new PodCliqueSet with one is refused; when true
+	// the PodCliqueSet webhook reads the ClusterTopologyBinding it names.
+	TopologyAware bool
+	// MNNVL is mnnvl.enabled: without it, a PodCliqueSet naming an MNNVL
+	// group is refused.
+	MNNVL bool
 }

@@ -22,7 +22,7 @@ func TestRegisterRefusesLimitsThatWereNotDefaulted(t *testing.T) {
 		{MaxPodsPerReplica: 10},
 		{MaxPodsPerReplica: -1, MaxPodsPerPodCliqueSet: 10},
 	} {
-		err := Register(ctrlwebhook.NewServer(ctrlwebhook.Options{}), nil, limits, true)
+		err := Register(ctrlwebhook.NewServer(ctrlwebhook.Options{}), nil, limits, Features{TrainJob: true})
 		if err == nil || !strings.Contains(err.Error(), "pod limits must be positive") {
 			t.Errorf("Register with %+v: err = %v, want a refusal", limits, err)
 		}

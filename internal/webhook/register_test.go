@@ -32,7 +32,7 @@ func newMux(t *testing.T, objs ...client.Object) http.Handler {
 func newMuxWithLimits(t *testing.T, limits configv1alpha1.LimitsConfiguration, objs ...client.Object) http.Handler {
 	t.Helper()
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{})
-	if err := Register(server, webhooktest.Reader(t, objs...), limits, true); err != nil {
+	if err := Register(server, webhooktest.Reader(t, objs...), limits, Features{TrainJob: true, TopologyAware: true}); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	return server.WebhookMux()

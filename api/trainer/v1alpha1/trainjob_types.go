@@ -22,6 +22,19 @@ const (
 	TrainJobDeadlineExceededReason    = "DeadlineExceeded"
 )
 
+// TrainJobTopologyLevelsUnavailable is copse's condition on a TrainJob on the
+// PodCliqueSet backend whose runtime's
+// podGroupPolicy.workload.topologyConstraint.level is the key of no
+// ClusterTopologyBinding level: True (reason
+// TrainJobTopologyLevelUnresolvedReason) while its PodCliqueSet cannot be
+// created for that reason, False (TrainJobTopologyLevelResolvedReason) once
+// a binding has the key. Not terminal: copse retries.
+const (
+	TrainJobTopologyLevelsUnavailable     = "TopologyLevelsUnavailable"
+	TrainJobTopologyLevelUnresolvedReason = "TopologyLevelUnresolved"
+	TrainJobTopologyLevelResolvedReason   = "TopologyLevelResolved"
+)
+
 // The values spec.managedBy accepts. A TrainJob managed by MultiKueue runs on
 // a worker cluster; the copse of the management cluster leaves it alone.
 const (

@@ -127,6 +127,13 @@ against that function. Rendered as YAML; read with fromYamlArray. */}}
   resource: podcliquescalinggroups/scale
   scope: Namespaced
   trainJob: false
+- name: validate.clustertopologybindings.grove.io
+  path: /validate-grove-io-v1alpha1-clustertopologybinding
+  mutating: false
+  group: grove.io
+  resource: clustertopologybindings
+  scope: Cluster
+  trainJob: false
 - name: default.trainjobs.trainer.kubeflow.org
   path: /mutate-trainer-kubeflow-org-v1alpha1-trainjob
   mutating: true

@@ -88,10 +88,13 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 	return out, nil
 }
 
-// resources is the resource table: copse's rows and the scheduler
-// backend's. The order matters for observe: scaling groups before PodCliques.
+// resources is the resource table: the optional features' rows, copse's
+// rows and the scheduler backend's. The order matters for observe: scaling
+// groups before PodCliques.
 func (r *Reconciler) resources() []blueprint.ReplicaResource {
-	return append(blueprint.ReplicaResources(), r.Backend.ReplicaResources()...)
+	rows := append([]blueprint.ReplicaResource(nil), r.Resources...)
+	rows = append(rows, blueprint.ReplicaResources()...)
+	return append(rows, r.Backend.ReplicaResources()...)
 }
 
 // ofReplica returns the objects of one replica in row kind.

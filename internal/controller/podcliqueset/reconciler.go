@@ -22,6 +22,7 @@ import (
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/requeue"
@@ -34,6 +35,11 @@ type Reconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
 	Backend  scheduler.Backend
+	// Resources are the resource table's rows beyond copse's own and the
+	// backend's: optional features' per-replica kinds, such as MNNVL's
+	// ComputeDomains (blueprint.ComputeDomains). They come first, so that a
+	// replica's run gets them before its PodCliques make pods.
+	Resources []blueprint.ReplicaResource
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
 	// WriteBudget bounds the objects one pass creates and deletes; 0 means the

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -18,6 +19,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -27,8 +29,8 @@ import (
 const buildHashAnnotation = "copse.dev/trainjob-build-hash"
 
 // apply makes the JobSet backend's objects exist: the MPI Secret (once) and
-// hostfile and the Workload and PodGroups before the JobSet whose pods use
-// them, then the JobSet. An existing JobSet is rebuilt only while it or the
+// hostfile, the Workload and PodGroups and the ComputeDomain before the
+// JobSet whose pods use them, then the JobSet. An existing JobSet is rebuilt only while it or the
 // TrainJob is suspended: a running JobSet is never changed under its pods
 // (as Kubeflow Trainer).
 func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.JobSetObjects, existing *jobsetv1alpha2.JobSet) error {
@@ -38,6 +40,11 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 	}
 	if objects.Workload != nil {
 		if err := r.ensurePodGroups(ctx, objects); err != nil {
+			return err
+		}
+	}
+	if objects.ComputeDomain != nil {
+		if err := r.ensureComputeDomain(ctx, tj, objects.ComputeDomain); err != nil {
 			return err
 		}
 	}
@@ -54,6 +61,21 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 		}
 	}
 	return r.ensureBackendObject(ctx, tj, run)
+}
+
+// ensureComputeDomain creates the TrainJob's ComputeDomain (MNNVL) if it
+// does not exist; its spec is immutable, so one that exists is left as it
+// is, unless the TrainJob does not control it: then copse leaves it alone
+// and says so, as the JobSet's pods would join someone else's domain.
+func (r *Reconciler) ensureComputeDomain(ctx context.Context, tj *trainerv1alpha1.TrainJob, desired *unstructured.Unstructured) error {
+	existing := mnnvl.NewComputeDomain()
+	if found, err := r.getControlled(ctx, tj, "ComputeDomain", existing); found || err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ComputeDomain %s: %w", desired.GetName(), err)
+	}
+	return nil
 }
 
 // applyPodCliqueSet makes the PodCliqueSet backend's objects exist: the MPI

@@ -19,6 +19,11 @@ const (
 	deadlineExceededMessage = "TrainJob exceeded its active deadline"
 )
 
+// topologyRetry is how long a TrainJob whose topology level no
+// ClusterTopologyBinding has waits before it looks again; a binding's
+// creation or change wakes it sooner (SetupWithManager).
+const topologyRetry = 30 * time.Second
+
 // minRequeue is the shortest wait for a deadline or TTL that is due now or
 // in the past: the clocks of operator and API server may differ a little.
 const minRequeue = time.Second
@@ -41,7 +46,11 @@ type facts struct {
 	TTL *int32
 	// Unsupported is why the runtime cannot run, "" when it can.
 	Unsupported string
-	Now         time.Time
+	// TopologyUnresolved is why the PodCliqueSet backend cannot name the
+	// runtime's topology level (no ClusterTopologyBinding has its key), ""
+	// when it can or the TrainJob sets none.
+	TopologyUnresolved string
+	Now                time.Time
 }
 
 // decision is what one pass does: the status to write and what to do after.
@@ -99,6 +108,13 @@ func decide(f facts) decision {
 		}
 	}
 
+	if !finished(status) && f.Unsupported == "" {
+		setTopologyUnavailable(&status, f.TopologyUnresolved, f.Now)
+		if f.TopologyUnresolved != "" && (d.RequeueAfter == 0 || d.RequeueAfter > topologyRetry) {
+			d.RequeueAfter = topologyRetry
+		}
+	}
+
 	switch {
 	case !finished(status):
 		d.Run = true
@@ -127,6 +143,21 @@ func setSuspended(status *trainerv1alpha1.TrainJobStatus, suspended bool, now ti
 		c := metav1.Condition{Type: trainerv1alpha1.TrainJobSuspended, Status: metav1.ConditionFalse,
 			Reason: trainerv1alpha1.TrainJobResumedReason, Message: resumedMessage, LastTransitionTime: metav1.NewTime(now)}
 		meta.SetStatusCondition(&status.Conditions, c)
+	}
+}
+
+// setTopologyUnavailable reports a topology level the PodCliqueSet backend
+// cannot resolve (unresolved is why), and its resolution once it was
+// reported; a TrainJob that never had the problem gets no condition.
+func setTopologyUnavailable(status *trainerv1alpha1.TrainJobStatus, unresolved string, now time.Time) {
+	if unresolved != "" {
+		setCondition(status, trainerv1alpha1.TrainJobTopologyLevelsUnavailable, trainerv1alpha1.TrainJobTopologyLevelUnresolvedReason, unresolved, now)
+		return
+	}
+	if meta.IsStatusConditionTrue(status.Conditions, trainerv1alpha1.TrainJobTopologyLevelsUnavailable) {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: trainerv1alpha1.TrainJobTopologyLevelsUnavailable,
+			Status: metav1.ConditionFalse, Reason: trainerv1alpha1.TrainJobTopologyLevelResolvedReason,
+			Message: "spec.podGroupPolicy.workload.topologyConstraint.level is a level of a ClusterTopologyBinding", LastTransitionTime: metav1.NewTime(now)})
 	}
 }
 

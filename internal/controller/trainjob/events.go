@@ -26,7 +26,7 @@ func (r *Reconciler) recordTransitions(tj *trainerv1alpha1.TrainJob, before, aft
 			continue
 		}
 		eventType := corev1.EventTypeNormal
-		if c.Type == trainerv1alpha1.TrainJobFailed {
+		if c.Type == trainerv1alpha1.TrainJobFailed || c.Type == trainerv1alpha1.TrainJobTopologyLevelsUnavailable {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(tj, nil, eventType, c.Reason, c.Type, "%s", c.Message)

@@ -42,6 +42,11 @@ type Reconciler struct {
 	// WorkloadAPI: the cluster serves scheduling.k8s.io/v1beta1 Workloads
 	// and PodGroups, which podGroupPolicy.workload needs.
 	WorkloadAPI bool
+	// MNNVL is the operator configuration's mnnvl.enabled: a TrainJob on
+	// the JobSet backend whose pods request GPUs gets a ComputeDomain
+	// (trainjob.AddJobSetMNNVL); on the PodCliqueSet backend the
+	// PodCliqueSet controller gives it one.
+	MNNVL bool
 }
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;delete
@@ -50,10 +55,12 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch
+// +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads;podgroups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=resource.nvidia.com,resources=computedomains,verbs=get;list;watch;create
 
 // Reconcile runs one pass:
 //
@@ -96,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		f.TTL = runtime.Spec.TTLSecondsAfterFinished
 		backend = trainjob.BackendOf(&runtime.Spec)
-		if built, err = r.build(tj, runtime, backend, &f); err != nil {
+		if built, err = r.build(ctx, tj, runtime, backend, &f); err != nil {
 			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
 			return ctrl.Result{}, fmt.Errorf("build the %s of TrainJob %s: %w", backend, tj.Name, err)
 		}
@@ -149,18 +156,28 @@ type builtObjects struct {
 }
 
 // build runs the backend's pipeline. A runtime the backend cannot run is a
-// fact (Unsupported: the TrainJob fails), not an error.
-func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
+// fact (Unsupported: the TrainJob fails), not an error; so is a topology
+// level no ClusterTopologyBinding has (TopologyUnresolved: nothing is built
+// until one has it).
+func (r *Reconciler) build(ctx context.Context, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime,
+	backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
 	var plan *trainjob.Plan
 	var err error
 	if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
-		plan, err = trainjob.PlanPodCliqueSet(tj, runtime)
+		bindings := &copsev1alpha1.ClusterTopologyBindingList{}
+		if err := r.Client.List(ctx, bindings); err != nil {
+			return builtObjects{}, fmt.Errorf("list ClusterTopologyBindings: %w", err)
+		}
+		plan, err = trainjob.PlanPodCliqueSet(tj, runtime, bindings.Items)
 	} else {
 		plan, err = trainjob.PlanJobSet(tj, runtime)
 	}
 	switch {
 	case trainjob.IsUnsupported(err):
 		f.Unsupported = err.Error()
+		return builtObjects{}, nil
+	case trainjob.IsTopologyUnresolved(err):
+		f.TopologyUnresolved = err.Error()
 		return builtObjects{}, nil
 	case err != nil:
 		return builtObjects{}, err
@@ -174,7 +191,11 @@ func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtim
 		f.Unsupported = "podGroupPolicy.workload needs the scheduling.k8s.io/v1beta1 Workload API, which this cluster does not serve"
 		return builtObjects{}, nil
 	}
-	return builtObjects{jobSet: trainjob.JobSetObjectsOf(plan)}, nil
+	objects := trainjob.JobSetObjectsOf(plan)
+	if r.MNNVL {
+		trainjob.AddJobSetMNNVL(objects, tj)
+	}
+	return builtObjects{jobSet: objects}, nil
 }
 
 // observe reads the backend's object: the JobSet, or the PodCliqueSet and

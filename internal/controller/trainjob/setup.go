@@ -5,12 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -27,7 +29,9 @@ import (
 // PodCliqueSet are watched too (their counts are the TrainJob's jobsStatus);
 // one maps to the TrainJob its PodCliqueSet is named after, which the
 // reconciler then checks controls it. PodGroups are watched only where the
-// cluster serves them. Secrets are not watched: copse only ever creates them.
+// cluster serves them. A ClusterTopologyBinding's creation or change wakes
+// the TrainJobs waiting for a binding with their topology level. Secrets are
+// not watched: copse only ever creates them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -39,6 +43,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Owns(&copsev1alpha1.PodCliqueSet{}).
 		Watches(&copsev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(podCliqueToTrainJob)).
 		Owns(&corev1.ConfigMap{}).
+		Watches(&copsev1alpha1.ClusterTopologyBinding{}, handler.EnqueueRequestsFromMapFunc(r.waitingForTopology)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
 	if r.WorkloadAPI {
 		b = b.Owns(&schedulingv1beta1.PodGroup{})
@@ -54,4 +59,21 @@ func podCliqueToTrainJob(_ context.Context, obj client.Object) []reconcile.Reque
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: pcs}}}
+}
+
+// waitingForTopology maps a ClusterTopologyBinding event to the TrainJobs
+// whose PodCliqueSet waits for a binding with their topology level.
+func (r *Reconciler) waitingForTopology(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &trainerv1alpha1.TrainJobList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "list TrainJobs for a ClusterTopologyBinding change")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, tj := range list.Items {
+		if meta.IsStatusConditionTrue(tj.Status.Conditions, trainerv1alpha1.TrainJobTopologyLevelsUnavailable) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tj)})
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
@@ -31,23 +32,42 @@ type Validator struct {
 	// Limits are the operator's limits on pods (its configuration's limits
 	// section).
 	Limits configv1alpha1.LimitsConfiguration
+	// MNNVLEnabled is the operator configuration's mnnvl.enabled
+	// (ValidateMNNVL).
+	MNNVLEnabled bool
+	// TopologyAwareScheduling says whether the operator applies
+	// topologyConstraints: topologyAwareScheduling.enabled in its
+	// configuration, with the Workload API scheduler backend.
+	TopologyAwareScheduling bool
+	// Reader reads the ClusterTopologyBinding a new PodCliqueSet's
+	// constraints name. The operator passes its manager's GetAPIReader().
+	Reader client.Reader
 }
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
 
 // ValidateCreate implements admission.Validator.
-func (v Validator) ValidateCreate(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	errs := append(ValidateCreate(pcs), ValidateSize(nil, pcs, v.Limits)...)
+	errs = append(errs, ValidateMNNVL(nil, pcs, v.MNNVLEnabled)...)
+	topologyErrs, err := v.validateTopology(ctx, pcs)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, topologyErrs...)
 	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator. Warnings are given only
 // when the spec changes, so that metadata updates by controllers stay quiet.
+// The MNNVL group annotation is immutable even where the spec is not changed.
 func (v Validator) ValidateUpdate(_ context.Context, old, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+	mnnvlErrs := ValidateMNNVL(old, pcs, v.MNNVLEnabled)
 	if equality.Semantic.DeepEqual(old.Spec, pcs.Spec) {
-		return nil, nil
+		return nil, rules.ToAdmissionError(kind, pcs.Name, mnnvlErrs)
 	}
 	errs := append(ValidateUpdate(old, pcs), ValidateSize(old, pcs, v.Limits)...)
+	errs = append(errs, mnnvlErrs...)
 	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 

@@ -2,7 +2,7 @@
 // docs/local-cluster.md) in the background, for manual work against the same
 // control plane the e2e suites use.
 //
-//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N]
+//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N] [--nvidia-dra]
 //	copse-cluster status [--dir D]
 //	copse-cluster down [--dir D]
 //	copse-cluster build
@@ -96,6 +96,7 @@ func up(ctx context.Context, args []string) error {
 	nodes := fs.Int("nodes-per-rack", def.NodesPerRack, "nodes per rack")
 	gpus := fs.Int("gpus-per-node", def.Shape.GPUs, "nvidia.com/gpu per node")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long each component may take to become healthy")
+	nvidiaDRA := fs.Bool("nvidia-dra", false, "run the simulated NVIDIA DRA driver: ComputeDomain CRD, channel DeviceClass, channel ResourceSlices per GPU node, ComputeDomain controller")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		return errors.New("no --dir given and no user cache directory to default to")
@@ -110,6 +111,7 @@ func up(ctx context.Context, args []string) error {
 		Topology:         &topo,
 		Detach:           true,
 		ComponentTimeout: *timeout,
+		NVIDIADRA:        *nvidiaDRA,
 	})
 	if errors.Is(err, cluster.ErrAlreadyRunning) {
 		return fmt.Errorf("%w\nit stays usable (KUBECONFIG=%s); to replace it run: copse-cluster down --dir %s",

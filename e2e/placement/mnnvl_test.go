@@ -1,0 +1,257 @@
+package placement_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster/nvidiadra"
+	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/trainjob"
+)
+
+// mnnvlWait bounds the waits of the MNNVL specs: the operator, the
+// simulated driver, the claim controller and the scheduler each react
+// within seconds; a restart adds the old pods' grace period.
+const mnnvlWait = 2 * time.Minute
+
+// computeDomains are the ComputeDomains of a namespace by name.
+func computeDomains(ctx context.Context, g Gomega, namespace string) map[string]*unstructured.Unstructured {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(nvidiadra.GroupVersionKind.GroupVersion().WithKind("ComputeDomainList"))
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+	out := map[string]*unstructured.Unstructured{}
+	for i := range list.Items {
+		out[list.Items[i].GetName()] = &list.Items[i]
+	}
+	return out
+}
+
+// waitComputeDomains waits until the namespace's ComputeDomains are exactly
+// those named, and returns them by name.
+func waitComputeDomains(ctx context.Context, namespace string, names ...string) map[string]*unstructured.Unstructured {
+	GinkgoHelper()
+	var domains map[string]*unstructured.Unstructured
+	Eventually(func(g Gomega) {
+		domains = computeDomains(ctx, g, namespace)
+		g.Expect(domains).To(HaveLen(len(names)))
+		for _, name := range names {
+			g.Expect(domains).To(HaveKey(name))
+		}
+	}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+	return domains
+}
+
+// gpuClique is a clique of pods that each take a whole simulated node's GPUs.
+func gpuClique(name string, pods int32) *grovecorev1alpha1.PodCliqueTemplateSpec {
+	return framework.CliqueTemplate(name, pods, framework.PodSpec(int64(env.Topology.Shape.GPUs)))
+}
+
+// expectChannelOf waits until each pod's channel claim is allocated on its
+// node and checks that it was made from domain's template: the pod names
+// the template, and the claim carries the domain's UID (as the driver's
+// template config does).
+func expectChannelOf(ctx context.Context, pods []corev1.Pod, domain *unstructured.Unstructured) {
+	GinkgoHelper()
+	for _, p := range pods {
+		Expect(p.Spec.ResourceClaims).To(ConsistOf(corev1.PodResourceClaim{Name: "mnnvl-claim", ResourceClaimTemplateName: ptr.To(domain.GetName())}),
+			"pod %s", p.Name)
+		Expect(p.Spec.Containers[0].Resources.Claims).To(ConsistOf(corev1.ResourceClaim{Name: "mnnvl-claim"}), "GPU container of pod %s", p.Name)
+		pod, claim := allocatedChannel(ctx, p.Namespace, p.Name)
+		Expect(claim.Status.Allocation.Devices.Results).To(ConsistOf(HaveField("Pool", pod.Spec.NodeName)),
+			"the channel of pod %s is on its node", p.Name)
+		Expect(nvidiadra.DomainOfClaim(claim)).To(Equal(string(domain.GetUID())), "claim %s of pod %s", claim.Name, p.Name)
+	}
+}
+
+// expectNoChannel checks that pods carry no claim at all.
+func expectNoChannel(pods []corev1.Pod) {
+	GinkgoHelper()
+	for _, p := range pods {
+		Expect(p.Spec.ResourceClaims).To(BeEmpty(), "pod %s", p.Name)
+		for _, c := range p.Spec.Containers {
+			Expect(c.Resources.Claims).To(BeEmpty(), "container %s of pod %s", c.Name, p.Name)
+		}
+	}
+}
+
+// livePodsOf waits until n live pods match the labels and returns them.
+func livePodsOf(ctx context.Context, namespace string, n int, match client.MatchingLabels) []corev1.Pod {
+	GinkgoHelper()
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		list := &corev1.PodList{}
+		g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace), match)).To(Succeed())
+		pods = pods[:0]
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil && !framework.IsTerminal(&p) {
+				pods = append(pods, p)
+			}
+		}
+		g.Expect(pods).To(HaveLen(n))
+	}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+	return pods
+}
+
+// expectNothingLeft waits until the namespace holds no ComputeDomain,
+// channel template or claim.
+func expectNothingLeft(ctx context.Context, namespace string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(computeDomains(ctx, g, namespace)).To(BeEmpty())
+		templates := &resourcev1.ResourceClaimTemplateList{}
+		g.Expect(env.Client.List(ctx, templates, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(templates.Items).To(BeEmpty())
+		claims := &resourcev1.ResourceClaimList{}
+		g.Expect(env.Client.List(ctx, claims, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(claims.Items).To(BeEmpty())
+	}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+}
+
+func replicaPods(replica int, clique string, attempt int) client.MatchingLabels {
+	return client.MatchingLabels{labels.ReplicaKey: fmt.Sprint(replica), labels.CliqueTemplateKey: clique, labels.AttemptKey: fmt.Sprint(attempt)}
+}
+
+var _ = Describe("MNNVL", Label("placement"), func() {
+	It("gives each replica's GPU pods a ComputeDomain, replaces it on a Training restart and leaves nothing after deletion", func(ctx context.Context) {
+		namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl")
+		Expect(err).NotTo(HaveOccurred())
+		pcs := framework.NewPodCliqueSet(namespace, "nvl", 2, gpuClique("gpu", 2), framework.CliqueTemplate("cpu", 1, framework.PodSpec(0)))
+		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		By("one ComputeDomain per replica, controlled by the PodCliqueSet, its channel template made by the driver")
+		domains := waitComputeDomains(ctx, namespace, "nvl-0", "nvl-1")
+		Eventually(func(g Gomega) {
+			for name, cd := range domains {
+				g.Expect(metav1.IsControlledBy(cd, pcs)).To(BeTrue(), "%s is controlled by the PodCliqueSet", name)
+				g.Expect(cd.GetLabels()).To(HaveKeyWithValue(labels.AttemptKey, "0"))
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &resourcev1.ResourceClaimTemplate{})).To(Succeed())
+			}
+		}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+
+		By("every GPU pod's claim is allocated by the scheduler on its node, from its replica's domain; CPU pods have none")
+		for replica := range 2 {
+			expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, replicaPods(replica, "gpu", 0)), domains[fmt.Sprintf("nvl-%d", replica)])
+			expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(replica, "cpu", 0)))
+		}
+
+		By("a failed GPU pod restarts replica 0: its ComputeDomain is replaced by a new one, replica 1's is kept")
+		victim := livePodsOf(ctx, namespace, 2, replicaPods(0, "gpu", 0))[0]
+		env.MakePodExit(ctx, &victim, "1")
+		var renewed *unstructured.Unstructured
+		Eventually(func(g Gomega) {
+			now := computeDomains(ctx, g, namespace)
+			g.Expect(now).To(HaveKey("nvl-0"))
+			renewed = now["nvl-0"]
+			g.Expect(renewed.GetUID()).NotTo(Equal(domains["nvl-0"].GetUID()), "replica 0's ComputeDomain is a new object")
+			g.Expect(renewed.GetLabels()).To(HaveKeyWithValue(labels.AttemptKey, "1"))
+			g.Expect(now["nvl-1"].GetUID()).To(Equal(domains["nvl-1"].GetUID()), "replica 1's ComputeDomain is untouched")
+		}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+		expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, replicaPods(0, "gpu", 1)), renewed)
+		expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(0, "cpu", 1)))
+
+		By("deleting the PodCliqueSet leaves no ComputeDomain, template or claim")
+		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
+		expectNothingLeft(ctx, namespace)
+	})
+
+	It("makes one ComputeDomain per MNNVL group and honours the opt-out", func(ctx context.Context) {
+		namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-groups")
+		Expect(err).NotTo(HaveOccurred())
+		grouped, optedOut := gpuClique("grouped", 1), gpuClique("opted-out", 1)
+		grouped.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric-b"}
+		optedOut.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: copsev1alpha1.MNNVLGroupNone}
+		pcs := framework.NewPodCliqueSet(namespace, "grp", 1, gpuClique("default", 1), grouped, optedOut)
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		domains := waitComputeDomains(ctx, namespace, "grp-0", "grp-0-fabric-b")
+		Expect(domains["grp-0-fabric-b"].GetLabels()).To(HaveKeyWithValue(copsev1alpha1.AnnotationMNNVLGroup, "fabric-b"))
+		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, replicaPods(0, "default", 0)), domains["grp-0"])
+		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, replicaPods(0, "grouped", 0)), domains["grp-0-fabric-b"])
+		expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(0, "opted-out", 0)))
+
+		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
+		expectNothingLeft(ctx, namespace)
+	})
+
+	DescribeTable("gives a TrainJob's GPU pods a ComputeDomain",
+		func(ctx context.Context, backend trainerv1alpha1.RuntimeBackend) {
+			namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-tj")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(env.Client.Create(ctx, gpuRuntime(namespace, backend))).To(Succeed())
+			tj := &trainerv1alpha1.TrainJob{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "llm"},
+				Spec: trainerv1alpha1.TrainJobSpec{
+					RuntimeRef: trainerv1alpha1.RuntimeRef{Name: "gpu", Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind)},
+					Trainer: &trainerv1alpha1.Trainer{NumNodes: ptr.To[int32](2), ResourcesPerNode: &corev1.ResourceRequirements{
+						Limits: corev1.ResourceList{nvidiadra.ResourceGPU: *resource.NewQuantity(int64(env.Topology.Shape.GPUs), resource.DecimalSI)},
+					}},
+				},
+			}
+			// On the PodCliqueSet backend the TrainJob's group reaches the
+			// PodCliqueSet; on the JobSet backend there is one domain anyway.
+			tj.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"}
+			Expect(env.Client.Create(ctx, tj)).To(Succeed())
+
+			domainName, owner := "llm", client.Object(tj)
+			match := client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "llm"}
+			if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+				owner = &copsev1alpha1.PodCliqueSet{}
+				Eventually(func(g Gomega) {
+					g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "llm"}, owner)).To(Succeed())
+				}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+				domainName, match = "llm-0-fabric", client.MatchingLabels{labels.PartOfKey: "llm"}
+			}
+			domain := waitComputeDomains(ctx, namespace, domainName)[domainName]
+			Expect(metav1.IsControlledBy(domain, owner)).To(BeTrue(), "ComputeDomain %s is controlled by %s %s", domainName,
+				owner.GetObjectKind().GroupVersionKind().Kind, owner.GetName())
+			expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, match), domain)
+
+			Expect(env.Client.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+			expectNothingLeft(ctx, namespace)
+		},
+		Entry("on the JobSet backend", trainerv1alpha1.RuntimeBackendJobSet),
+		Entry("on the PodCliqueSet backend", trainerv1alpha1.RuntimeBackendPodCliqueSet),
+	)
+})
+
+// gpuRuntime is a TrainingRuntime "gpu" of one trainer job "node" on the
+// given backend, whose pods run until deleted.
+func gpuRuntime(namespace string, backend trainerv1alpha1.RuntimeBackend) *trainerv1alpha1.TrainingRuntime {
+	job := batchv1.JobTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{trainjob.AncestorLabel: trainjob.AncestorTrainer}},
+		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers:                    []corev1.Container{{Name: trainjob.NodeName, Image: "registry.example/trainer:v1"}},
+		}}},
+	}
+	return &trainerv1alpha1.TrainingRuntime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gpu"},
+		Spec: trainerv1alpha1.TrainingRuntimeSpec{
+			Backend:  backend,
+			MLPolicy: &trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1)},
+			Template: trainerv1alpha1.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
+				ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: trainjob.NodeName, Template: job}},
+			}},
+		},
+	}
+}

@@ -1,0 +1,189 @@
+// Package mnnvl holds copse's multi-node NVLink rules (Grove's GREP-417
+// contract, the grove.io/mnnvl-group form): which MNNVL group a clique's
+// pods belong to, which pods take part (those requesting GPUs), the NVIDIA
+// ComputeDomain of a group and the channel claim its pods carry. Everything
+// here is a pure function of plain values; the PodCliqueSet and TrainJob
+// controllers and a pod decorator apply it.
+package mnnvl
+
+import (
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+)
+
+// GPUResource is the extended resource whose request makes a container take
+// part in MNNVL.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// ClaimName is the pod's resourceClaims entry (and each GPU container's
+// resources.claims entry) for the ComputeDomain's channel, as in Grove.
+const ClaimName = "mnnvl-claim"
+
+// DefaultGroup is the group of pods with no grove.io/mnnvl-group annotation
+// anywhere above them; its ComputeDomain is named after the replica alone.
+const DefaultGroup = ""
+
+// ComputeDomain API, served by NVIDIA's DRA driver
+// (resource.nvidia.com/v1beta1). copse builds it unstructured, so that it
+// does not depend on the driver's Go module.
+const (
+	ComputeDomainCRD = "computedomains.resource.nvidia.com"
+	// ComponentComputeDomain is the component label value of the
+	// ComputeDomains copse creates.
+	ComponentComputeDomain = "computedomain"
+	// allocationModeSingle: one IMEX channel per pod, the driver's default.
+	allocationModeSingle = "Single"
+)
+
+// ComputeDomainGVK is the ComputeDomain kind.
+var ComputeDomainGVK = schema.GroupVersionKind{Group: "resource.nvidia.com", Version: "v1beta1", Kind: "ComputeDomain"}
+
+// GroupAnnotation is the annotation naming a group; a value of
+// copsev1alpha1.MNNVLGroupNone opts out.
+const GroupAnnotation = copsev1alpha1.AnnotationMNNVLGroup
+
+// NewComputeDomain returns an empty ComputeDomain, for reads and watches.
+func NewComputeDomain() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ComputeDomainGVK)
+	return u
+}
+
+// NewComputeDomainList returns an empty ComputeDomain list, for listing.
+func NewComputeDomainList() *unstructured.UnstructuredList {
+	u := &unstructured.UnstructuredList{}
+	u.SetGroupVersionKind(ComputeDomainGVK.GroupVersion().WithKind(ComputeDomainGVK.Kind + "List"))
+	return u
+}
+
+// CliqueGroup is the MNNVL group of a clique of pcs: the nearest
+// grove.io/mnnvl-group annotation, looking at the clique's template, then
+// its scaling group's config, then the PodCliqueSet's metadata. It returns
+// DefaultGroup when none of them has one, and copsev1alpha1.MNNVLGroupNone
+// when the nearest opts out. A clique the template does not have gets the
+// PodCliqueSet's group.
+func CliqueGroup(pcs *copsev1alpha1.PodCliqueSet, clique string) string {
+	if tmpl := pcs.CliqueTemplate(clique); tmpl != nil {
+		if g, ok := tmpl.Annotations[GroupAnnotation]; ok {
+			return g
+		}
+	}
+	for _, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		if slices.Contains(group.CliqueNames, clique) {
+			if g, ok := group.Annotations[GroupAnnotation]; ok {
+				return g
+			}
+			break
+		}
+	}
+	if g, ok := pcs.Annotations[GroupAnnotation]; ok {
+		return g
+	}
+	return DefaultGroup
+}
+
+// TakesPart reports whether a group makes its GPU pods share a
+// ComputeDomain: every group but the opt-out does.
+func TakesPart(group string) bool {
+	return group != copsev1alpha1.MNNVLGroupNone
+}
+
+// ReplicaGroups are the groups that have a ComputeDomain in every replica of
+// pcs: those of its cliques whose pods request GPUs, sorted, without
+// duplicates. A clique without GPUs that inherits a group is left out.
+func ReplicaGroups(pcs *copsev1alpha1.PodCliqueSet) []string {
+	var out []string
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil || !RequestsGPUs(&clique.Spec.PodSpec) {
+			continue
+		}
+		if g := CliqueGroup(pcs, clique.Name); TakesPart(g) && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RequestsGPUs reports whether a container or an init container of spec
+// requests nvidia.com/gpu (in limits or requests).
+func RequestsGPUs(spec *corev1.PodSpec) bool {
+	return slices.ContainsFunc(spec.Containers, containerRequestsGPUs) ||
+		slices.ContainsFunc(spec.InitContainers, containerRequestsGPUs)
+}
+
+func containerRequestsGPUs(c corev1.Container) bool {
+	for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+		if q, ok := list[GPUResource]; ok && q.Sign() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ComputeDomainName is the ComputeDomain of one group in one PodCliqueSet
+// replica, as Grove names it: <pcs>-<replica> for the default group,
+// <pcs>-<replica>-<group> otherwise. Its channel's ResourceClaimTemplate has
+// the same name.
+func ComputeDomainName(pcs string, replica int, group string) string {
+	name := pcs + "-" + strconv.Itoa(replica)
+	if group != DefaultGroup {
+		name += "-" + group
+	}
+	return name
+}
+
+// ComputeDomain builds a ComputeDomain whose channel ResourceClaimTemplate
+// has the ComputeDomain's own name. numNodes is 0, as NVIDIA recommends with
+// IMEX daemons found by DNS name, so the domain grows and shrinks with its
+// pods; the spec is immutable, so it is never updated.
+func ComputeDomain(namespace, name string, objLabels map[string]string) *unstructured.Unstructured {
+	cd := NewComputeDomain()
+	cd.SetNamespace(namespace)
+	cd.SetName(name)
+	cd.SetLabels(objLabels)
+	cd.Object["spec"] = map[string]any{
+		"numNodes": int64(0),
+		"channel": map[string]any{
+			"resourceClaimTemplate": map[string]any{"name": name},
+			"allocationMode":        allocationModeSingle,
+		},
+	}
+	return cd
+}
+
+// AddClaim gives a pod the channel claim of a ComputeDomain: a
+// resourceClaims entry ClaimName from the template templateName, and that
+// claim on every container and init container that requests GPUs.
+// Containers without GPUs are left alone, and a pod without GPU containers
+// is not changed at all. Applying it twice changes nothing more. It reports
+// whether the pod takes part.
+func AddClaim(spec *corev1.PodSpec, templateName string) bool {
+	if !RequestsGPUs(spec) {
+		return false
+	}
+	entry := corev1.PodResourceClaim{Name: ClaimName, ResourceClaimTemplateName: &templateName}
+	if i := slices.IndexFunc(spec.ResourceClaims, func(c corev1.PodResourceClaim) bool { return c.Name == ClaimName }); i >= 0 {
+		spec.ResourceClaims[i] = entry
+	} else {
+		spec.ResourceClaims = append(spec.ResourceClaims, entry)
+	}
+	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range containers {
+			c := &containers[i]
+			if !containerRequestsGPUs(*c) {
+				continue
+			}
+			if !slices.ContainsFunc(c.Resources.Claims, func(rc corev1.ResourceClaim) bool { return rc.Name == ClaimName }) {
+				c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: ClaimName})
+			}
+		}
+	}
+	return true
+}

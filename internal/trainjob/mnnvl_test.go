@@ -1,0 +1,120 @@
+package trainjob
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
+)
+
+// gpuTrainJob is pcsTrainJob whose trainer nodes request 4 GPUs each, with
+// annotations.
+func gpuTrainJob(gpus bool, annotations map[string]string) *trainerv1alpha1.TrainJob {
+	tj := pcsTrainJob(2)
+	tj.Annotations = annotations
+	if gpus {
+		tj.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{Limits: corev1.ResourceList{mnnvl.GPUResource: resource.MustParse("4")}}
+	}
+	return tj
+}
+
+// mnnvlRuntime has a CPU dataset initializer and the trainer "node".
+func mnnvlRuntime() Runtime {
+	return runtimeWith(torchPolicy(),
+		replicatedJob("dataset-initializer", AncestorDatasetInitializer, DatasetInitializerName),
+		replicatedJob("node", AncestorTrainer, NodeName))
+}
+
+func TestPodCliqueSetBackendCarriesTheMNNVLGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        map[string]string
+	}{
+		{name: "no annotation", want: nil},
+		{name: "a group", annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a", "other": "x"}, want: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}},
+		{name: "opted out", annotations: map[string]string{mnnvl.GroupAnnotation: "none"}, want: map[string]string{mnnvl.GroupAnnotation: "none"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tj := gpuTrainJob(true, tc.annotations)
+			tj.Spec.Initializer = &trainerv1alpha1.Initializer{Dataset: &trainerv1alpha1.DatasetInitializer{StorageUri: ptr.To("hf://org/data")}}
+			objects, err := BuildPodCliqueSetObjects(tj, onPodCliqueSet(mnnvlRuntime()), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, objects.PodCliqueSet.Annotations); diff != "" {
+				t.Errorf("PodCliqueSet annotations (-want +got):\n%s", diff)
+			}
+			if len(objects.PodCliqueSet.CliqueTemplate(NodeName).Spec.PodSpec.ResourceClaims) > 0 {
+				t.Error("the build gave the pods a claim: on this backend the PodCliqueSet's pod decorator does")
+			}
+		})
+	}
+}
+
+func TestAddJobSetMNNVL(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		gpus        bool
+		annotations map[string]string
+		want        bool
+	}{
+		{name: "GPU trainer", gpus: true, want: true},
+		{name: "GPU trainer with a group: still one domain per TrainJob", gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}, want: true},
+		{name: "GPU trainer opted out", gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "none"}},
+		{name: "no GPUs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tj := gpuTrainJob(tc.gpus, tc.annotations)
+			tj.Spec.Initializer = &trainerv1alpha1.Initializer{Dataset: &trainerv1alpha1.DatasetInitializer{StorageUri: ptr.To("hf://org/data")}}
+			objects, err := BuildJobSetObjects(tj, mnnvlRuntime())
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := objects.JobSet.DeepCopy()
+			AddJobSetMNNVL(objects, tj)
+			if !tc.want {
+				if objects.ComputeDomain != nil {
+					t.Errorf("ComputeDomain %v, want none", objects.ComputeDomain.Object)
+				}
+				if diff := cmp.Diff(before, objects.JobSet); diff != "" {
+					t.Errorf("the JobSet changed (-before +after):\n%s", diff)
+				}
+				return
+			}
+			cd := objects.ComputeDomain
+			if cd == nil {
+				t.Fatal("no ComputeDomain")
+			}
+			template, _, _ := unstructured.NestedString(cd.Object, "spec", "channel", "resourceClaimTemplate", "name")
+			if cd.GetName() != "tj" || cd.GetNamespace() != "ns" || template != "tj" || !metav1.IsControlledBy(cd, tj) ||
+				cd.GetLabels()[labels.ManagedByKey] != labels.ManagedByValue || cd.GetLabels()[TrainJobNameLabel] != "tj" {
+				t.Errorf("ComputeDomain %v", cd.Object)
+			}
+			for _, rjob := range objects.JobSet.Spec.ReplicatedJobs {
+				spec := rjob.Template.Spec.Template.Spec
+				gpu := rjob.Name == "node"
+				wantEntries := 0
+				if gpu {
+					wantEntries = 1
+				}
+				if len(spec.ResourceClaims) != wantEntries {
+					t.Errorf("%s: resourceClaims %v, want %d entries", rjob.Name, spec.ResourceClaims, wantEntries)
+				}
+				for _, c := range spec.Containers {
+					if got := len(c.Resources.Claims) == 1 && c.Resources.Claims[0].Name == mnnvl.ClaimName; got != (gpu && mnnvl.RequestsGPUs(&corev1.PodSpec{Containers: []corev1.Container{c}})) {
+						t.Errorf("%s container %s: claims %v", rjob.Name, c.Name, c.Resources.Claims)
+					}
+				}
+			}
+		})
+	}
+}

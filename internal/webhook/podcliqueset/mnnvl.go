@@ -1,0 +1,175 @@
+package podcliqueset
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/mnnvl"
+	"github.com/copse-dev/copse/internal/naming"
+)
+
+// groupAnnotation is one place a grove.io/mnnvl-group annotation may be
+// set: the PodCliqueSet's metadata, a clique template or a scaling group
+// config.
+type groupAnnotation struct {
+	path *field.Path
+	// key matches the same place in another version of the object: the
+	// clique's or scaling group's name ("" for the metadata).
+	key         string
+	annotations map[string]string
+	// clique is the clique template's name, "" for other places.
+	clique string
+}
+
+func (a groupAnnotation) value() (string, bool) {
+	v, ok := a.annotations[mnnvl.GroupAnnotation]
+	return v, ok
+}
+
+// groupAnnotations are the places of pcs that may carry a group.
+func groupAnnotations(pcs *copsev1alpha1.PodCliqueSet) []groupAnnotation {
+	out := []groupAnnotation{{
+		path:        field.NewPath("metadata", "annotations").Key(mnnvl.GroupAnnotation),
+		annotations: pcs.Annotations,
+	}}
+	for i, clique := range pcs.Spec.Template.Cliques {
+		if clique != nil {
+			out = append(out, groupAnnotation{
+				path: cliquesPath.Index(i).Child("annotations").Key(mnnvl.GroupAnnotation),
+				key:  "clique/" + clique.Name, annotations: clique.Annotations, clique: clique.Name,
+			})
+		}
+	}
+	for g, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		out = append(out, groupAnnotation{
+			path: groupsPath.Index(g).Child("annotations").Key(mnnvl.GroupAnnotation),
+			key:  "group/" + group.Name, annotations: group.Annotations,
+		})
+	}
+	return out
+}
+
+// ValidateMNNVL applies the MNNVL rules (Grove's GREP-417) to a new
+// PodCliqueSet, or to an update from old (nil on create). enabled is the
+// operator configuration's mnnvl.enabled.
+//
+// On create, each grove.io/mnnvl-group annotation must be "none" or a
+// DNS-1123 label; a group other than "none" needs MNNVL enabled; a clique
+// template may name a group of its own only if its pods request
+// nvidia.com/gpu (one that inherits a group without GPUs is left out); and
+// the ComputeDomain names must fit a DNS label like every name copse
+// generates. On update the annotations are immutable, whatever else
+// changes; a changed spec is held to the GPU and name rules again, while
+// the values, already admitted, are not (so that turning MNNVL off never
+// blocks updates of existing objects).
+func ValidateMNNVL(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool) field.ErrorList {
+	var errs field.ErrorList
+	if old != nil {
+		errs = append(errs, validateGroupsUnchanged(old, pcs)...)
+		if equality.Semantic.DeepEqual(old.Spec, pcs.Spec) {
+			return errs
+		}
+	}
+	for _, a := range groupAnnotations(pcs) {
+		value, ok := a.value()
+		if !ok {
+			continue
+		}
+		if old == nil {
+			if msgs := validation.IsDNS1123Label(value); value != copsev1alpha1.MNNVLGroupNone && len(msgs) > 0 {
+				errs = append(errs, field.Invalid(a.path, value, fmt.Sprintf("must be %q or a DNS-1123 label: %s",
+					copsev1alpha1.MNNVLGroupNone, strings.Join(msgs, "; "))))
+				continue
+			}
+			if mnnvl.TakesPart(value) && !enabled {
+				errs = append(errs, field.Forbidden(a.path, fmt.Sprintf(
+					"MNNVL is not enabled in the operator configuration (mnnvl.enabled); only %q is allowed", copsev1alpha1.MNNVLGroupNone)))
+				continue
+			}
+		}
+		if a.clique != "" && mnnvl.TakesPart(value) && !mnnvl.RequestsGPUs(&pcs.CliqueTemplate(a.clique).Spec.PodSpec) {
+			errs = append(errs, field.Invalid(a.path, value, fmt.Sprintf(
+				"clique %q requests no %s: only GPU pods join an MNNVL group (set %q, or remove the annotation)",
+				a.clique, mnnvl.GPUResource, copsev1alpha1.MNNVLGroupNone)))
+		}
+	}
+	return append(errs, validateComputeDomainNames(pcs)...)
+}
+
+// validateGroupsUnchanged keeps every group annotation as it was created:
+// set, unset and value alike. Cliques and scaling groups are matched by
+// name; added or removed ones are refused by the other update rules.
+func validateGroupsUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	before := map[string]groupAnnotation{}
+	for _, a := range groupAnnotations(old) {
+		before[a.key] = a
+	}
+	var errs field.ErrorList
+	for _, a := range groupAnnotations(pcs) {
+		was, existed := before[a.key]
+		if !existed {
+			continue
+		}
+		oldValue, oldSet := was.value()
+		value, set := a.value()
+		if oldValue == value && oldSet == set {
+			continue
+		}
+		wasText := "was not set"
+		if oldSet {
+			wasText = fmt.Sprintf("was %q", oldValue)
+		}
+		if !set {
+			errs = append(errs, field.Forbidden(a.path, "field is immutable: cannot be removed ("+wasText+")"))
+			continue
+		}
+		errs = append(errs, field.Invalid(a.path, value, "field is immutable ("+wasText+")"))
+	}
+	return errs
+}
+
+// validateComputeDomainNames refuses a group whose ComputeDomain name in
+// the last replica would exceed a DNS label, at the annotation the group
+// comes from (the nearest one of its first GPU clique).
+func validateComputeDomainNames(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	lastReplica := max(int(pcs.Spec.Replicas), 1) - 1
+	reported := map[string]bool{}
+	var errs field.ErrorList
+	for _, group := range mnnvl.ReplicaGroups(pcs) {
+		name := mnnvl.ComputeDomainName(pcs.Name, lastReplica, group)
+		if len(name) <= naming.MaxLabelLength || reported[group] {
+			continue
+		}
+		reported[group] = true
+		errs = append(errs, field.Invalid(groupSourcePath(pcs, group), group, fmt.Sprintf(
+			"the ComputeDomain name %q would be %d characters, over the limit of %d: shorten the group or the PodCliqueSet name by %d character(s)",
+			name, len(name), naming.MaxLabelLength, len(name)-naming.MaxLabelLength)))
+	}
+	return errs
+}
+
+// groupSourcePath is the annotation that gives group to the first GPU
+// clique in it.
+func groupSourcePath(pcs *copsev1alpha1.PodCliqueSet, group string) *field.Path {
+	places := groupAnnotations(pcs)
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil || !mnnvl.RequestsGPUs(&clique.Spec.PodSpec) || mnnvl.CliqueGroup(pcs, clique.Name) != group {
+			continue
+		}
+		// The nearest place: the clique, its scaling group, the metadata.
+		for _, key := range []string{"clique/" + clique.Name, "group/" + scalingGroupOfClique(pcs)[clique.Name]} {
+			for _, a := range places {
+				if _, set := a.value(); set && a.key == key {
+					return a.path
+				}
+			}
+		}
+		break
+	}
+	return places[0].path
+}
