@@ -24,12 +24,14 @@ import (
 
 const packingWait = 2 * time.Minute
 
-// levelKeys are the node label keys of the simulated fleet's levels.
-var levelKeys = map[grovecorev1alpha1.TopologyDomain]string{
-	grovecorev1alpha1.TopologyDomainZone:  cluster.LabelZone,
-	grovecorev1alpha1.TopologyDomainBlock: cluster.LabelBlock,
-	grovecorev1alpha1.TopologyDomainRack:  cluster.LabelRack,
-	grovecorev1alpha1.TopologyDomainHost:  cluster.LabelHostname,
+// levelKey is the node label key of one of the simulated fleet's levels.
+func levelKey(domain grovecorev1alpha1.TopologyDomain) string {
+	for _, l := range fleetLevels() {
+		if l.Domain == domain {
+			return l.Key
+		}
+	}
+	return ""
 }
 
 // Placement is asserted from the nodes the scheduler bound the pods to and
@@ -47,7 +49,8 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 		var err error
 		namespace, err = framework.CreateNamespace(ctx, env.Client, "packing")
 		Expect(err).NotTo(HaveOccurred())
-		binding = createBinding(ctx, namespace)
+		// Cluster-scoped: named after the spec's namespace, deleted after it.
+		binding = createBinding(ctx, namespace, fleetLevels()).Name
 	})
 
 	DescribeTable("required packing puts every pod of the replica's gang in one domain",
@@ -57,7 +60,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 			createPCS(ctx, pcs)
 
 			bound := boundPods(ctx, namespace, pcs.Name, int(pods))
-			Expect(domainsOf(ctx, bound, levelKeys[domain])).To(HaveLen(1), "pods in more than one %s", domain)
+			Expect(domainsOf(ctx, bound, levelKey(domain))).To(HaveLen(1), "pods in more than one %s", domain)
 			if wantWider != "" {
 				// The packing is not trivially met by smaller pods: the gang
 				// needs more than one domain of the level below.
@@ -67,7 +70,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 			Expect(env.Client.List(ctx, &groups, client.InNamespace(namespace))).To(Succeed())
 			Expect(groups.Items).To(HaveLen(1))
 			Expect(groups.Items[0].Spec.SchedulingConstraints).To(Equal(&schedulingv1beta1.PodGroupSchedulingConstraints{
-				Topology: []schedulingv1beta1.TopologyConstraint{{Key: levelKeys[domain]}}}))
+				Topology: []schedulingv1beta1.TopologyConstraint{{Key: levelKey(domain)}}}))
 			expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
 				metav1.ConditionFalse, copsev1alpha1.ReasonAllClusterTopologyLevelsAvailable)
 			expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled,
@@ -257,22 +260,6 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 func packAt(binding string, required, preferred grovecorev1alpha1.TopologyDomain) *grovecorev1alpha1.TopologyConstraint {
 	return &grovecorev1alpha1.TopologyConstraint{TopologyName: binding,
 		Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: required, PreferredDomain: preferred}}
-}
-
-// createBinding creates a ClusterTopologyBinding of the simulated fleet's
-// levels, named after the spec's namespace, deleted after the spec.
-func createBinding(ctx context.Context, name string) string {
-	GinkgoHelper()
-	b := &copsev1alpha1.ClusterTopologyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, d := range []grovecorev1alpha1.TopologyDomain{grovecorev1alpha1.TopologyDomainZone, grovecorev1alpha1.TopologyDomainBlock,
-		grovecorev1alpha1.TopologyDomainRack, grovecorev1alpha1.TopologyDomainHost} {
-		b.Spec.Levels = append(b.Spec.Levels, grovecorev1alpha1.TopologyLevel{Domain: d, Key: levelKeys[d]})
-	}
-	Expect(env.Client.Create(ctx, b)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, b))).To(Succeed())
-	})
-	return name
 }
 
 // createPCS creates pcs; after the spec it is deleted and its pods are

@@ -13,6 +13,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/testfixtures"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func gpuContainer(name string) corev1.Container {
@@ -96,13 +97,13 @@ func TestPodCliqueCarriesItsMNNVLGroup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			leader := StandalonePodClique(tc.pcs, 0, tc.pcs.CliqueTemplate("leader"), 0)
+			leader := StandalonePodClique(tc.pcs, 0, tc.pcs.CliqueTemplate("leader"), 0, topology.Resolved{})
 			got, ok := leader.Annotations[mnnvl.GroupAnnotation]
 			if ok != tc.leaderAnnotation || got != tc.leader {
 				t.Errorf("leader's group annotation %q (present %v), want %q (present %v)", got, ok, tc.leader, tc.leaderAnnotation)
 			}
 			pcsg := ScalingGroup(tc.pcs, 0, tc.pcs.Spec.Template.PodCliqueScalingGroupConfigs[0], 0)
-			decode := GroupedPodClique(tc.pcs, pcsg, 0, tc.pcs.CliqueTemplate("decode"))
+			decode := GroupedPodClique(tc.pcs, pcsg, 0, tc.pcs.CliqueTemplate("decode"), topology.Resolved{})
 			if got := decode.Annotations[mnnvl.GroupAnnotation]; got != tc.decode {
 				t.Errorf("decode's group annotation %q, want %q", got, tc.decode)
 			}

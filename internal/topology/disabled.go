@@ -16,11 +16,9 @@ const DisabledMessage = "topology-aware scheduling is off: the operator configur
 // topology-aware scheduling is off. Nil when it sets none.
 func Disabled(pcs *copsev1alpha1.PodCliqueSet) []Problem {
 	var out []Problem
-	for _, s := range scopes(pcs) {
-		if s.constraint != nil {
-			out = append(out, Problem{Reason: copsev1alpha1.ReasonTopologyAwareSchedulingDisabled,
-				Err: field.Forbidden(s.path, DisabledMessage)})
-		}
+	for _, path := range ConstraintPaths(pcs) {
+		out = append(out, Problem{Reason: copsev1alpha1.ReasonTopologyAwareSchedulingDisabled,
+			Err: field.Forbidden(path, DisabledMessage)})
 	}
 	return out
 }
