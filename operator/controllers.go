@@ -29,7 +29,8 @@ import (
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
 	schedulerBackend configv1alpha1.SchedulerBackend) error {
 	backend := newSchedulerBackend(mgr, schedulerBackend)
-	// Packing is PodGroup topology constraints: the Workload backend's.
+	// Topology constraints become PodGroup constraints, which only the
+	// Workload API backend makes.
 	topologyAwareScheduling := cfg.TopologyAwareScheduling.Enabled && backend.Name() == scheduler.BackendWorkload
 	recorders, err := newEventRecorders(mgr)
 	if err != nil {
@@ -105,11 +106,9 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	if *cfg.WebhookServer.Enabled {
-		// Topology constraints become PodGroup constraints, which only the
-		// Workload API backend makes.
 		features := webhook.Features{
 			TrainJob:      trainJobEnabled,
-			TopologyAware: cfg.TopologyAwareScheduling.Enabled && schedulerBackend == configv1alpha1.SchedulerBackendWorkload,
+			TopologyAware: topologyAwareScheduling,
 			MNNVL:         cfg.MNNVL.Enabled,
 		}
 		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
