@@ -46,7 +46,7 @@ func TestPodCliqueSetBackendCarriesTheMNNVLGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tj := gpuTrainJob(true, tc.annotations)
 			tj.Spec.Initializer = &trainerv1alpha1.Initializer{Dataset: &trainerv1alpha1.DatasetInitializer{StorageUri: ptr.To("hf://org/data")}}
-			objects, err := BuildPodCliqueSetObjects(tj, onPodCliqueSet(mnnvlRuntime()))
+			objects, err := BuildPodCliqueSetObjects(tj, onPodCliqueSet(mnnvlRuntime()), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
