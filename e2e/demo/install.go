@@ -34,6 +34,10 @@ func installChart(ctx context.Context, env *framework.Env, ports framework.Local
 		"--namespace", releaseNamespace, "--create-namespace",
 		"--set", "localMode.enabled=true",
 		"--set", "localMode.webhookURL="+ports.WebhookURL(),
+		// The fleet has a ClusterTopologyBinding and the simulated NVIDIA DRA
+		// driver: packing and MNNVL are on.
+		"--set", "config.topologyAwareScheduling.enabled=true",
+		"--set", "config.mnnvl.enabled=true",
 		"--wait", "--timeout", "2m")
 	if err != nil {
 		return fmt.Errorf("helm install: %w\n%s", err, out)

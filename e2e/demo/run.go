@@ -79,10 +79,11 @@ func run(ctx context.Context, opts demoOptions) error {
 	}
 
 	step("watching the workloads and TrainJobs until every Training and TrainJob sample has ended")
-	final, err := watch(ctx, kube, applied, opts.timeout)
+	final, landed, err := watch(ctx, kube, applied, opts.timeout)
 	fmt.Println()
 	fmt.Println(final.render(time.Now()))
 	fmt.Println(summary(applied, final))
+	fmt.Println(landed.render())
 	fmt.Printf("demo took %s\n\n", time.Since(started).Round(time.Second))
 	printUsage(c, opts.dir, jobset)
 	return err
@@ -99,27 +100,38 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 }
 
 // watch redraws the tables until every applied Training workload and
-// TrainJob has ended, and returns the last view. On a terminal it redraws in
-// place every second, so the ages move; otherwise it prints the tables each
-// time something other than an age changed.
-func watch(ctx context.Context, c client.Client, applied []appliedObject, timeout time.Duration) (view, error) {
+// TrainJob has ended, and returns the last view and where the GPU pods
+// landed. On a terminal it redraws in place every second, so the ages move;
+// otherwise it prints the tables each time something other than an age
+// changed.
+func watch(ctx context.Context, c client.Client, applied []appliedObject, timeout time.Duration) (view, placements, error) {
 	deadline := time.Now().Add(timeout)
 	interactive := isTerminal(os.Stdout)
 	var last view
+	landed := placements{}
+	var nodeList corev1.NodeList
+	if err := c.List(ctx, &nodeList); err != nil {
+		return last, landed, fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make(map[string]corev1.Node, len(nodeList.Items))
+	for _, n := range nodeList.Items {
+		nodes[n.Name] = n
+	}
 	lastTable := ""
 	for {
 		var sets copsev1alpha1.PodCliqueSetList
 		var pods corev1.PodList
 		var trainJobs trainerv1alpha1.TrainJobList
 		if err := c.List(ctx, &sets, client.InNamespace(demoNamespace)); err != nil {
-			return last, fmt.Errorf("list PodCliqueSets: %w", err)
+			return last, landed, fmt.Errorf("list PodCliqueSets: %w", err)
 		}
 		if err := c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
-			return last, fmt.Errorf("list pods: %w", err)
+			return last, landed, fmt.Errorf("list pods: %w", err)
 		}
 		if err := c.List(ctx, &trainJobs, client.InNamespace(demoNamespace)); err != nil {
-			return last, fmt.Errorf("list TrainJobs: %w", err)
+			return last, landed, fmt.Errorf("list TrainJobs: %w", err)
 		}
+		landed.record(pods.Items, nodes)
 		v := newView(sets.Items, pods.Items, trainJobs.Items)
 		if lastTable == "" || interactive || !reflect.DeepEqual(v, last) {
 			if interactive && lastTable != "" {
@@ -132,14 +144,14 @@ func watch(ctx context.Context, c client.Client, applied []appliedObject, timeou
 		}
 		last = v
 		if samplesEnded(applied, sets.Items, trainJobs.Items) {
-			return last, nil
+			return last, landed, nil
 		}
 		if time.Now().After(deadline) {
-			return last, errSamplesNotDone
+			return last, landed, errSamplesNotDone
 		}
 		select {
 		case <-ctx.Done():
-			return last, ctx.Err()
+			return last, landed, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
@@ -177,11 +189,12 @@ func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
   kubectl get jobsets,jobs -n %s               # the TrainJobs' JobSets, admitted by JobSet's own webhooks
   kubectl get pcs -n %s llama-sft              # a TrainJob on the PodCliqueSet backend: one Training PodCliqueSet
   kubectl get workloads,podgroups -n %s        # gangs (Workload API): one Workload per PodCliqueSet and TrainJob
+  kubectl get podgroup -n %s gpt-pretrain-0 -o jsonpath='{.spec.schedulingConstraints}'   # packed at the NVLink clique
 
 Operator log: %s
 JobSet controller log: %s
 Tear it all down with: make demo-down
 `, jobset.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
-		demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace,
+		demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace,
 		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath)
 }

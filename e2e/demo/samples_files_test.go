@@ -74,7 +74,7 @@ func TestTrainJobSamples(t *testing.T) {
 		}
 	}
 
-	for _, name := range []string{"copse-torch", "copse-torch-podcliqueset"} {
+	for _, name := range []string{"copse-torch", "copse-torch-podcliqueset", "copse-torch-nvlink"} {
 		rt, ok := runtimes[name]
 		if !ok {
 			t.Fatalf("no ClusterTrainingRuntime %s among %v", name, files)
@@ -88,10 +88,16 @@ func TestTrainJobSamples(t *testing.T) {
 		}
 	}
 
-	wantExit := map[string]string{"trainjob-succeeds.yaml": "0", "trainjob-fails.yaml": "1", "trainjob-podcliqueset-succeeds.yaml": "0"}
-	if len(trainJobs) != len(wantExit) {
-		t.Errorf("TrainJob samples %v, want one per file of %v", trainJobs, wantExit)
+	samples := map[string]sampleWant{
+		"trainjob-succeeds.yaml":              {exitCode: "0", nodes: 2, gpus: 2},
+		"trainjob-fails.yaml":                 {exitCode: "1", nodes: 2, gpus: 2},
+		"trainjob-podcliqueset-succeeds.yaml": {exitCode: "0", nodes: 2, gpus: 2},
+		"trainjob-nvlink-pretrain.yaml":       {exitCode: "0", nodes: 12, gpus: 4, packedAt: "rack"},
 	}
+	if len(trainJobs) != len(samples) {
+		t.Errorf("TrainJob samples %v, want one per file of %v", trainJobs, samples)
+	}
+	bindings := []copsev1alpha1.ClusterTopologyBinding{bindingSample(t)}
 	for file, tj := range trainJobs {
 		t.Run(file, func(t *testing.T) {
 			rt, ok := runtimes[tj.Spec.RuntimeRef.Name]
@@ -106,8 +112,9 @@ func TestTrainJobSamples(t *testing.T) {
 			if errs := trainjob.Validate(plan); len(errs) > 0 {
 				t.Fatalf("admission: %v", errs.ToAggregate())
 			}
+			want := samples[file]
 			if trainjob.BackendOf(&rt.Spec) == trainerv1alpha1.RuntimeBackendPodCliqueSet {
-				checkPodCliqueSetSample(t, tj, runtime, wantExit[file])
+				checkPodCliqueSetSample(t, tj, runtime, bindings, want)
 				return
 			}
 			objects, err := trainjob.BuildJobSetObjects(tj, runtime)
@@ -115,13 +122,13 @@ func TestTrainJobSamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			jobs := objects.JobSet.Spec.ReplicatedJobs
-			if len(jobs) != 1 || jobs[0].Name != trainjob.NodeName || *jobs[0].Template.Spec.Parallelism != 2 {
-				t.Fatalf("want one replicated job node of 2 pods, got %+v", jobs)
+			if len(jobs) != 1 || jobs[0].Name != trainjob.NodeName || *jobs[0].Template.Spec.Parallelism != want.nodes {
+				t.Fatalf("want one replicated job node of %d pods, got %+v", want.nodes, jobs)
 			}
 			pod := jobs[0].Template.Spec.Template
-			checkSimulatedNode(t, pod, wantExit[file])
+			checkSimulatedNode(t, pod, want)
 			groups := objects.Plan.PodGroups
-			if objects.Workload == nil || len(groups) != 1 || groups[0].MinCount != 2 ||
+			if objects.Workload == nil || len(groups) != 1 || groups[0].MinCount != want.nodes ||
 				pod.Spec.SchedulingGroup == nil || *pod.Spec.SchedulingGroup.PodGroupName != tj.Name+"-trainer" {
 				t.Errorf("want a gang of 2 in PodGroup %s-trainer: groups %+v, pod group %+v", tj.Name, groups, pod.Spec.SchedulingGroup)
 			}
@@ -129,13 +136,24 @@ func TestTrainJobSamples(t *testing.T) {
 	}
 }
 
+// sampleWant is what a TrainJob sample promises: the simulated exit code,
+// its nodes and GPUs per node, and the binding level it is packed at ("" for
+// none).
+type sampleWant struct {
+	exitCode string
+	nodes    int32
+	gpus     int64
+	packedAt string
+}
+
 // checkPodCliqueSetSample: a TrainJob on the PodCliqueSet backend becomes
-// one Training PodCliqueSet with a clique node of two simulated GPU pods,
-// the runtime's restart budget, and no Workload of the TrainJob's own (the
-// PodCliqueSet controller makes the gang).
-func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, exitCode string) {
+// one Training PodCliqueSet with a clique node of the sample's simulated GPU
+// pods, the runtime's restart budget, the packing its runtime asks for
+// (resolved against the binding sample), and no Workload of the TrainJob's
+// own (the PodCliqueSet controller makes the gang).
+func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, bindings []copsev1alpha1.ClusterTopologyBinding, want sampleWant) {
 	t.Helper()
-	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime, nil)
+	objects, err := trainjob.BuildPodCliqueSetObjects(tj, runtime, bindings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,30 +162,34 @@ func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime
 		t.Fatalf("want a Training PodCliqueSet with maxRestarts 1 and one clique, got %+v", pcs.Spec)
 	}
 	clique := pcs.Spec.Template.Cliques[0]
-	if clique.Name != trainjob.NodeName || clique.Spec.Replicas != 2 {
-		t.Fatalf("want clique node of 2 pods, got %s of %d", clique.Name, clique.Spec.Replicas)
+	if clique.Name != trainjob.NodeName || clique.Spec.Replicas != want.nodes {
+		t.Fatalf("want clique node of %d pods, got %s of %d", want.nodes, clique.Name, clique.Spec.Replicas)
 	}
-	checkSimulatedNode(t, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: clique.Annotations}, Spec: clique.Spec.PodSpec}, exitCode)
+	checkSimulatedNode(t, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: clique.Annotations}, Spec: clique.Spec.PodSpec}, want)
+	var packedAt string
+	if c := pcs.Spec.Template.TopologyConstraint; c != nil && c.Pack != nil && c.TopologyName == bindings[0].Name {
+		packedAt = string(c.Pack.RequiredDomain)
+	}
+	if packedAt != want.packedAt {
+		t.Errorf("topologyConstraint %+v: want packing at %q of binding %s", pcs.Spec.Template.TopologyConstraint, want.packedAt, bindings[0].Name)
+	}
 }
 
 // checkSimulatedNode: the node pods carry the simulated outcome the sample's
-// file name promises and ask for two GPUs.
-func checkSimulatedNode(t *testing.T, pod corev1.PodTemplateSpec, exitCode string) {
+// file name promises and ask for the sample's GPUs.
+func checkSimulatedNode(t *testing.T, pod corev1.PodTemplateSpec, want sampleWant) {
 	t.Helper()
-	if pod.Annotations[cluster.AnnotationRunDuration] == "" || pod.Annotations[cluster.AnnotationExitCode] != exitCode {
-		t.Errorf("pod annotations %v: want a run duration and exit code %q", pod.Annotations, exitCode)
+	if pod.Annotations[cluster.AnnotationRunDuration] == "" || pod.Annotations[cluster.AnnotationExitCode] != want.exitCode {
+		t.Errorf("pod annotations %v: want a run duration and exit code %q", pod.Annotations, want.exitCode)
 	}
-	if gpus := pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; gpus.Value() != 2 {
-		t.Errorf("node container resources %+v: want 2 GPUs", pod.Spec.Containers[0].Resources)
+	if gpus := pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; gpus.Value() != want.gpus {
+		t.Errorf("node container resources %+v: want %d GPUs", pod.Spec.Containers[0].Resources, want.gpus)
 	}
 }
 
-// TestClusterTopologyBindingSample: the binding sample decodes as a
-// ClusterTopologyBinding, and on the demo's fleet every level's key is on
-// every node, each level splits the one above it (every domain lies inside
-// one domain of its parent, and there are more of them), and the rack level
-// is the NVLink clique.
-func TestClusterTopologyBindingSample(t *testing.T) {
+// bindingSample is samples/clustertopologybinding.yaml.
+func bindingSample(t *testing.T) copsev1alpha1.ClusterTopologyBinding {
+	t.Helper()
 	objects, err := readObjects(filepath.Join(samplesDir, "clustertopologybinding.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +199,16 @@ func TestClusterTopologyBindingSample(t *testing.T) {
 	}
 	var binding copsev1alpha1.ClusterTopologyBinding
 	strictly(t, objects[0], &binding)
-	levels := binding.Spec.Levels
+	return binding
+}
+
+// TestClusterTopologyBindingSample: the binding sample decodes as a
+// ClusterTopologyBinding, and on the demo's fleet every level's key is on
+// every node, each level splits the one above it (every domain lies inside
+// one domain of its parent, and there are more of them), and the rack level
+// is the NVLink clique.
+func TestClusterTopologyBindingSample(t *testing.T) {
+	levels := bindingSample(t).Spec.Levels
 	var domains []string
 	for _, l := range levels {
 		domains = append(domains, string(l.Domain))
