@@ -204,10 +204,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 	})
 
 	It("keeps the packing for a Training replica's new attempt after a restart", func(ctx context.Context) {
-		pcs := framework.NewPodCliqueSet(namespace, "train", 1, framework.CliqueTemplate("worker", 4, framework.PodSpec(4)))
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
-		pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainRack, "")
+		pcs := rackPackedTraining(namespace, "train", binding, 4)
 		createPCS(ctx, pcs)
 
 		first := boundPods(ctx, namespace, pcs.Name, 4, client.MatchingLabels{labels.AttemptKey: "0"})
@@ -221,10 +218,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 	})
 
 	It("reports a binding deleted under a PodCliqueSet and leaves its level off the next attempt's gang", func(ctx context.Context) {
-		pcs := framework.NewPodCliqueSet(namespace, "orphaned", 1, framework.CliqueTemplate("worker", 2, framework.PodSpec(4)))
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
-		pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainRack, "")
+		pcs := rackPackedTraining(namespace, "orphaned", binding, 2)
 		createPCS(ctx, pcs)
 		first := boundPods(ctx, namespace, pcs.Name, 2, client.MatchingLabels{labels.AttemptKey: "0"})
 		expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
@@ -260,6 +254,16 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 func packAt(binding string, required, preferred grovecorev1alpha1.TopologyDomain) *grovecorev1alpha1.TopologyConstraint {
 	return &grovecorev1alpha1.TopologyConstraint{TopologyName: binding,
 		Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: required, PreferredDomain: preferred}}
+}
+
+// rackPackedTraining is a Training PodCliqueSet of workers whole-node GPU
+// pods packed at rack, with one restart allowed.
+func rackPackedTraining(namespace, name, binding string, workers int32) *copsev1alpha1.PodCliqueSet {
+	pcs := framework.NewPodCliqueSet(namespace, name, 1, framework.CliqueTemplate("worker", workers, framework.PodSpec(4)))
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
+	pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainRack, "")
+	return pcs
 }
 
 // createPCS creates pcs; after the spec it is deleted and its pods are

@@ -148,16 +148,7 @@ func TestResolve(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, problems := Resolve(tc.pcs, tc.binding)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("resolved (-want +got):\n%s", diff)
-			}
-			var texts []string
-			for _, p := range problems {
-				texts = append(texts, p.Reason+": "+p.String())
-			}
-			if diff := cmp.Diff(tc.problems, texts); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
+			expectResolved(t, tc.want, got, tc.problems, problems)
 		})
 	}
 }
@@ -199,16 +190,23 @@ func TestPacking(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, problems := Packing(tc.pcs, binding(), tc.enabled)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("resolved (-want +got):\n%s", diff)
-			}
-			var texts []string
-			for _, p := range problems {
-				texts = append(texts, p.Reason+": "+p.String())
-			}
-			if diff := cmp.Diff(tc.problems, texts); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
+			expectResolved(t, tc.want, got, tc.problems, problems)
 		})
+	}
+}
+
+// expectResolved compares a resolution and its problems, each problem as
+// "<reason>: <field error>".
+func expectResolved(t *testing.T, want, got Resolved, wantProblems []string, problems []Problem) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resolved (-want +got):\n%s", diff)
+	}
+	var texts []string
+	for _, p := range problems {
+		texts = append(texts, p.Reason+": "+p.String())
+	}
+	if diff := cmp.Diff(wantProblems, texts); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
