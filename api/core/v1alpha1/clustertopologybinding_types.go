@@ -80,11 +80,15 @@ const (
 	// scheduling: False (reason Unschedulable) while the kube-scheduler
 	// reports a gang it cannot place (its PodGroup's
 	// PodGroupInitiallyScheduled condition), the message quoting the
-	// scheduler for each such gang; True (reason AllGangsScheduled) once
-	// every gang of the current runs was placed.
+	// scheduler for each such gang; Unknown (reason GangsPending) while some
+	// gang has no verdict yet; True (reason AllGangsScheduled) once every
+	// gang of the current runs was placed.
 	ConditionTypePodGangsScheduled = "PodGangsScheduled"
 	// ReasonGangUnschedulable: the scheduler cannot place at least one gang.
 	ReasonGangUnschedulable = "Unschedulable"
+	// ReasonGangsPending: no gang was found unplaceable, but some have no
+	// verdict from the scheduler yet.
+	ReasonGangsPending = "GangsPending"
 	// ReasonAllGangsScheduled: every gang was placed.
 	ReasonAllGangsScheduled = "AllGangsScheduled"
 )

@@ -16,10 +16,6 @@ import (
 	"github.com/copse-dev/copse/internal/topology"
 )
 
-// reasonGangsPending: PodGangsScheduled is Unknown while some gang has no
-// verdict from the scheduler yet and none was found unplaceable.
-const reasonGangsPending = "GangsPending"
-
 // maxSchedulerMessage bounds how much of the scheduler's message about one
 // gang the condition quotes.
 const maxSchedulerMessage = 300
@@ -85,7 +81,7 @@ func gangsScheduledCondition(pcs *copsev1alpha1.PodCliqueSet, podGroups []client
 		cond.Status, cond.Reason = metav1.ConditionFalse, copsev1alpha1.ReasonGangUnschedulable
 		cond.Message = fmt.Sprintf("the scheduler cannot place %d of %d gangs: %s", len(unplaced), current, nameSome(unplaced, "; "))
 	case len(pending) > 0:
-		cond.Status, cond.Reason = metav1.ConditionUnknown, reasonGangsPending
+		cond.Status, cond.Reason = metav1.ConditionUnknown, copsev1alpha1.ReasonGangsPending
 		cond.Message = fmt.Sprintf("%d of %d gangs placed; waiting for the scheduler to place %s", placed, current, nameSome(pending, ", "))
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled
