@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -43,11 +44,7 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 	)
 
 	BeforeEach(func(ctx context.Context) {
-		expectFleetIdle(ctx)
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "shapes")
-		Expect(err).NotTo(HaveOccurred())
-		binding = createBinding(ctx, namespace, fleetLevels()).Name
+		namespace, binding = onIdleFleet(ctx, "shapes")
 	})
 
 	// A spec that failed with the operator down must not leave the next one
@@ -212,10 +209,11 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 	})
 
 	It("leaves one new ComputeDomain and completes when the operator is killed in the middle of a packed MNNVL Training restart", func(ctx context.Context) {
-		// Attempt 0's workers exit 1 after 3s, attempt 1's exit 0.
+		// Attempt 0's workers exit 1 after 8s, attempt 1's exit 0: long
+		// enough to read attempt 1's placement and claims while they run.
 		pcs := rackPackedTraining(namespace, "crash", binding, 3)
 		pcs.Spec.Template.Cliques[0].Annotations = map[string]string{
-			cluster.AnnotationRunDuration: "3s", cluster.AnnotationExitCodesByAttempt: "1,0",
+			cluster.AnnotationRunDuration: "8s", cluster.AnnotationExitCodesByAttempt: "1,0",
 		}
 		createPCS(ctx, pcs)
 		old := waitComputeDomains(ctx, namespace, "crash-0")["crash-0"]
@@ -297,11 +295,12 @@ func setHold(ctx context.Context, cd *unstructured.Unstructured, hold bool) {
 		now := &unstructured.Unstructured{}
 		now.SetGroupVersionKind(cd.GroupVersionKind())
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(cd), now)
-		if !hold && (client.IgnoreNotFound(err) == nil && (err != nil || now.GetUID() != cd.GetUID())) {
-			return // gone: nothing to release
+		gone := apierrors.IsNotFound(err) || (err == nil && now.GetUID() != cd.GetUID())
+		if !hold && gone {
+			return // nothing left to release
 		}
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(now.GetUID()).To(Equal(cd.GetUID()))
+		g.Expect(gone).To(BeFalse(), "ComputeDomain %s was replaced", cd.GetName())
 		patch := client.MergeFromWithOptions(now.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		if hold {
 			controllerutil.AddFinalizer(now, holdFinalizer)
@@ -311,4 +310,3 @@ func setHold(ctx context.Context, cd *unstructured.Unstructured, hold bool) {
 		g.Expect(env.Client.Patch(ctx, now, patch)).To(Succeed())
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 }
-
