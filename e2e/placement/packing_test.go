@@ -45,12 +45,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 	)
 
 	BeforeEach(func(ctx context.Context) {
-		expectFleetIdle(ctx)
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "packing")
-		Expect(err).NotTo(HaveOccurred())
-		// Cluster-scoped: named after the spec's namespace, deleted after it.
-		binding = createBinding(ctx, namespace, fleetLevels()).Name
+		namespace, binding = onIdleFleet(ctx, "packing")
 	})
 
 	DescribeTable("required packing puts every pod of the replica's gang in one domain",
@@ -277,6 +272,18 @@ func createPCS(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) {
 			g.Expect(env.Pods(ctx, g, pcs.Namespace, pcs.Name)).To(BeEmpty())
 		}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
 	})
+}
+
+// onIdleFleet starts a spec that counts on every GPU of the fleet: it waits
+// until the fleet is idle and makes the spec's namespace and a
+// ClusterTopologyBinding of the fleet's levels, which is cluster-scoped,
+// named after the namespace and deleted after the spec.
+func onIdleFleet(ctx context.Context, prefix string) (namespace, binding string) {
+	GinkgoHelper()
+	expectFleetIdle(ctx)
+	namespace, err := framework.CreateNamespace(ctx, env.Client, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	return namespace, createBinding(ctx, namespace, fleetLevels()).Name
 }
 
 // expectFleetIdle waits until no pod holds a GPU of the fleet: the specs'
