@@ -201,12 +201,36 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 			g.Expect(now.Spec.SchedulingConstraints).To(Equal(&schedulingv1beta1.PodGroupSchedulingConstraints{
 				Topology: []schedulingv1beta1.TopologyConstraint{{Key: cluster.LabelRack}}}))
 		}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
-		// The new pods are not checked for packing: the PodClique controller
-		// recreates them at once, while the old PodGroup is still going, and
-		// one run of this spec saw them bound over two racks (a known gap,
-		// docs/placement.md).
-		for _, p := range boundPods(ctx, namespace, pcs.Name, 3) {
+		// The clique was available once, so its new pods are placed one by
+		// one rather than as a gang; their pod affinity to the gang keeps them
+		// in one rack all the same.
+		renewed := boundPods(ctx, namespace, pcs.Name, 3)
+		for _, p := range renewed {
 			Expect(p.UID).NotTo(BeElementOf(pods[0].UID, pods[1].UID, pods[2].UID), "pod %s is an old one", p.Name)
+		}
+		Expect(domainsOf(ctx, renewed, cluster.LabelRack)).To(HaveLen(1), "the new pods are spread over racks")
+	})
+
+	It("keeps a replacement pod of a running packed gang in the gang's domain", func(ctx context.Context) {
+		// An Inference gang of 3 whole nodes in a rack of 4; the other racks
+		// are empty, so a replacement placed by resources alone would most
+		// likely land in another rack.
+		pcs := framework.NewPodCliqueSet(namespace, "replaced", 1, framework.CliqueTemplate("worker", 3, framework.PodSpec(4)))
+		pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainRack, "")
+		createPCS(ctx, pcs)
+		pods := boundPods(ctx, namespace, pcs.Name, 3)
+		rack := domainsOf(ctx, pods, cluster.LabelRack)
+		Expect(rack).To(HaveLen(1))
+
+		for i := range 2 {
+			By(fmt.Sprintf("deleting pod %s: its replacement joins the gang's rack (%d)", pods[i].Name, i+1))
+			Expect(env.Client.Delete(ctx, &pods[i])).To(Succeed())
+			var now []corev1.Pod
+			Eventually(func(g Gomega) {
+				now = boundPods(ctx, namespace, pcs.Name, 3)
+				g.Expect(now).NotTo(ContainElement(HaveField("UID", pods[i].UID)))
+			}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
+			Expect(domainsOf(ctx, now, cluster.LabelRack)).To(Equal(rack), "a replacement left the gang's rack")
 		}
 	})
 

@@ -22,6 +22,8 @@ const PreferredPackingWeight = 100
 // kube-scheduler packs a whole gang through its PodGroup's topology key
 // (GangTopologyKey) but knows nothing narrower, so:
 //
+//   - the gang's key is also a required term over the pods of the gang, for
+//     the pods placed after the gang (replacements), which join no PodGroup;
 //   - a scaling group's required key, for a group replica inside the base
 //     gang, is a required term over the pods of that group replica (a group
 //     replica with a gang of its own is packed by its PodGroup);
@@ -32,7 +34,7 @@ const PreferredPackingWeight = 100
 //     PreferredPackingWeight over the same pods.
 //
 // A term whose key a broader required packing of the same pods already
-// guarantees (the gang's key, or a broader scope's term) is left out. The
+// guarantees (the gang's term, or a broader scope's) is left out. The
 // replica's scope does not reach the prelude, which is outside every gang
 // and packed only by its own clique's constraint. Selectors include the run
 // (attempt), so an earlier run's pods never attract a new one.
@@ -58,7 +60,15 @@ func TopologyAffinity(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodCl
 
 	// covered holds the keys a broader required packing of these pods
 	// already guarantees.
-	covered := map[string]bool{"": true, GangTopologyKey(packing, gangTemplate, group): true}
+	covered := map[string]bool{"": true}
+	if gangKey := GangTopologyKey(packing, gangTemplate, group); gangKey != "" {
+		// The PodGroup packs the pods the scheduler places as a gang. A pod
+		// created once the gang has been placed (a replacement, a late pod:
+		// PodContext.GangPlaced) joins no PodGroup and is placed on its own;
+		// this term keeps it in the domain of its gang's other pods.
+		required = append(required, affinityTerm(gangKey, map[string]string{labels.PodGangKey: l[labels.PodGangKey], labels.AttemptKey: attempt}))
+		covered[gangKey] = true
+	}
 	scope := func(p topology.Pack, selector map[string]string, requiredTerm bool) {
 		if requiredTerm && !covered[p.RequiredKey] {
 			required = append(required, affinityTerm(p.RequiredKey, selector))

@@ -87,6 +87,7 @@ func TestTopologyAffinity(t *testing.T) {
 	groupReplica0Pods := map[string]string{"grove.io/podcliquescalinggroup": "llm-0-serve", "grove.io/podcliquescalinggroup-replica-index": "0", "copse.dev/attempt": "1"}
 	decode0Pods := map[string]string{"grove.io/podclique": "llm-0-serve-0-decode", "copse.dev/attempt": "1"}
 	decode2Pods := map[string]string{"grove.io/podclique": "llm-0-serve-2-decode", "copse.dev/attempt": "1"}
+	scaledGangPods := map[string]string{"grove.io/podgang": "llm-0-serve-2", "copse.dev/attempt": "1"}
 
 	cases := []struct {
 		name      string
@@ -97,27 +98,30 @@ func TestTopologyAffinity(t *testing.T) {
 	}{
 		{name: "no packing, no affinity", build: leader},
 		{
-			name:    "a replica's required key is its PodGroup's: no term",
-			build:   leader,
-			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey}},
+			name:     "a replica's required key is its PodGroup's, and a term over the gang's pods for pods placed after the gang",
+			build:    leader,
+			packing:  topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey}},
+			required: []corev1.PodAffinityTerm{term(blockKey, baseGangPods)},
 		},
 		{
 			name:  "a clique narrower than its gang: a required term over its PodClique's pods",
 			build: leader,
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey},
 				Cliques: map[string]topology.Pack{"leader": {RequiredKey: hostKey}}},
-			required: []corev1.PodAffinityTerm{term(hostKey, leaderPods)},
+			required: []corev1.PodAffinityTerm{term(blockKey, baseGangPods), term(hostKey, leaderPods)},
 		},
 		{
-			name:  "a clique at its gang's key: redundant, no term",
+			name:  "a clique at its gang's key: redundant, the gang's term only",
 			build: leader,
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: rackKey},
 				Cliques: map[string]topology.Pack{"leader": {RequiredKey: rackKey}}},
+			required: []corev1.PodAffinityTerm{term(rackKey, baseGangPods)},
 		},
 		{
 			name:      "a replica's preferred key: a preferred term over the base gang's pods",
 			build:     leader,
 			packing:   topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey, PreferredKey: rackKey}},
+			required:  []corev1.PodAffinityTerm{term(blockKey, baseGangPods)},
 			preferred: []corev1.WeightedPodAffinityTerm{weighted(rackKey, baseGangPods)},
 		},
 		{
@@ -132,7 +136,7 @@ func TestTopologyAffinity(t *testing.T) {
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey},
 				ScalingGroups: map[string]topology.Pack{"serve": {RequiredKey: rackKey}},
 				Cliques:       map[string]topology.Pack{"decode": {RequiredKey: hostKey}}},
-			required: []corev1.PodAffinityTerm{term(rackKey, groupReplica0Pods), term(hostKey, decode0Pods)},
+			required: []corev1.PodAffinityTerm{term(blockKey, baseGangPods), term(rackKey, groupReplica0Pods), term(hostKey, decode0Pods)},
 		},
 		{
 			name:  "a group replica with a gang of its own: the group's key is its PodGroup's; the clique's is a term",
@@ -140,13 +144,14 @@ func TestTopologyAffinity(t *testing.T) {
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey},
 				ScalingGroups: map[string]topology.Pack{"serve": {RequiredKey: rackKey}},
 				Cliques:       map[string]topology.Pack{"decode": {RequiredKey: hostKey}}},
-			required: []corev1.PodAffinityTerm{term(hostKey, decode2Pods)},
+			required: []corev1.PodAffinityTerm{term(rackKey, scaledGangPods), term(hostKey, decode2Pods)},
 		},
 		{
 			name:  "a scaled gang prefers its replica's preferred domain, as the base gang's pods",
 			build: decode(2),
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey, PreferredKey: rackKey},
 				ScalingGroups: map[string]topology.Pack{"serve": {PreferredKey: hostKey}}},
+			required: []corev1.PodAffinityTerm{term(blockKey, scaledGangPods)},
 			preferred: []corev1.WeightedPodAffinityTerm{weighted(rackKey, baseGangPods),
 				weighted(hostKey, map[string]string{"grove.io/podcliquescalinggroup": "llm-0-serve", "grove.io/podcliquescalinggroup-replica-index": "2", "copse.dev/attempt": "1"})},
 		},
