@@ -188,6 +188,12 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, replicaPods(0, "grouped", 0)), domains["grp-0-fabric-b"])
 		expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(0, "opted-out", 0)))
 
+		By("the PodCliqueSet's group is fixed at creation, also by an update of its metadata alone")
+		changed := pcs.DeepCopy()
+		changed.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "late"}
+		Expect(env.Client.Patch(ctx, changed, client.MergeFrom(pcs))).To(MatchError(ContainSubstring(
+			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "late": field is immutable (was not set)`)))
+
 		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
 		expectNothingLeft(ctx, namespace)
 	})
@@ -209,7 +215,16 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 			// On the PodCliqueSet backend the TrainJob's group reaches the
 			// PodCliqueSet; on the JobSet backend there is one domain anyway.
 			tj.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"}
+			bad := tj.DeepCopy()
+			bad.Name, bad.Annotations = "bad", map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "Fabric_1"}
+			Expect(env.Client.Create(ctx, bad)).To(MatchError(ContainSubstring(
+				`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "Fabric_1": must be "none" or a DNS-1123 label`)))
 			Expect(env.Client.Create(ctx, tj)).To(Succeed())
+			By("the TrainJob's group is fixed at creation")
+			changed := tj.DeepCopy()
+			changed.Annotations[copsev1alpha1.AnnotationMNNVLGroup] = "other"
+			Expect(env.Client.Patch(ctx, changed, client.MergeFrom(tj))).To(MatchError(ContainSubstring(
+				`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "other": field is immutable (was "fabric")`)))
 
 			domainName, owner := "llm", client.Object(tj)
 			match := client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "llm"}

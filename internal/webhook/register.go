@@ -70,7 +70,7 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		ValidateClusterTopologyBindingPath: admission.WithValidator[*copsev1alpha1.ClusterTopologyBinding](scheme,
 			clustertopologybinding.Validator{}),
 		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),
-		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader}),
+		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader, MNNVLEnabled: features.MNNVL}),
 		ValidateTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.TrainingRuntime](scheme, trainjob.RuntimeValidator{}),
 		ValidateClusterTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.ClusterTrainingRuntime](scheme,
 			trainjob.ClusterRuntimeValidator{}),

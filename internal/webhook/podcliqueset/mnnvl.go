@@ -2,10 +2,8 @@ package podcliqueset
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -81,14 +79,8 @@ func ValidateMNNVL(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool) field.Err
 			continue
 		}
 		if old == nil {
-			if msgs := validation.IsDNS1123Label(value); value != copsev1alpha1.MNNVLGroupNone && len(msgs) > 0 {
-				errs = append(errs, field.Invalid(a.path, value, fmt.Sprintf("must be %q or a DNS-1123 label: %s",
-					copsev1alpha1.MNNVLGroupNone, strings.Join(msgs, "; "))))
-				continue
-			}
-			if mnnvl.TakesPart(value) && !enabled {
-				errs = append(errs, field.Forbidden(a.path, fmt.Sprintf(
-					"MNNVL is not enabled in the operator configuration (mnnvl.enabled); only %q is allowed", copsev1alpha1.MNNVLGroupNone)))
+			if err := mnnvl.ValidateGroup(a.path, value, enabled); err != nil {
+				errs = append(errs, err)
 				continue
 			}
 		}
@@ -115,20 +107,9 @@ func validateGroupsUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorLi
 		if !existed {
 			continue
 		}
-		oldValue, oldSet := was.value()
-		value, set := a.value()
-		if oldValue == value && oldSet == set {
-			continue
+		if err := mnnvl.ValidateGroupUnchanged(a.path, was.annotations, a.annotations); err != nil {
+			errs = append(errs, err)
 		}
-		wasText := "was not set"
-		if oldSet {
-			wasText = fmt.Sprintf("was %q", oldValue)
-		}
-		if !set {
-			errs = append(errs, field.Forbidden(a.path, "field is immutable: cannot be removed ("+wasText+")"))
-			continue
-		}
-		errs = append(errs, field.Invalid(a.path, value, "field is immutable ("+wasText+")"))
 	}
 	return errs
 }

@@ -23,6 +23,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/trainjob"
 	"github.com/copse-dev/copse/internal/webhook/rules"
 )
@@ -85,24 +86,42 @@ func samePatch(a, b trainerv1alpha1.RuntimePatch) bool {
 // JobSets from the API server (not a cache that may lag).
 type Validator struct {
 	Reader client.Reader
+	// MNNVLEnabled is the operator configuration's mnnvl.enabled: without
+	// it, a TrainJob naming an MNNVL group other than "none" is refused.
+	MNNVLEnabled bool
 }
+
+// mnnvlGroupPath is the TrainJob's MNNVL group annotation.
+var mnnvlGroupPath = field.NewPath("metadata", "annotations").Key(mnnvl.GroupAnnotation)
 
 var _ admission.Validator[*trainerv1alpha1.TrainJob] = Validator{}
 
 // ValidateCreate implements admission.Validator: the runtime must exist and
 // the TrainJob must fit it.
 func (v Validator) ValidateCreate(ctx context.Context, tj *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
-	return nil, rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, "TrainJob", tj.Name, v.validate(ctx, nil, tj))
+	var errs field.ErrorList
+	if group, ok := tj.Annotations[mnnvl.GroupAnnotation]; ok {
+		if err := mnnvl.ValidateGroup(mnnvlGroupPath, group, v.MNNVLEnabled); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, v.validate(ctx, nil, tj)...)
+	return nil, rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, "TrainJob", tj.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator: as on create, and runtime
 // patches change only while the TrainJob is suspended (before or after the
 // change) and its JobSet has no active Job.
 func (v Validator) ValidateUpdate(ctx context.Context, old, tj *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
-	if equality.Semantic.DeepEqual(old.Spec, tj.Spec) {
-		return nil, nil
+	// The MNNVL group is fixed at creation: its ComputeDomain is made for it.
+	var errs field.ErrorList
+	if err := mnnvl.ValidateGroupUnchanged(mnnvlGroupPath, old.Annotations, tj.Annotations); err != nil {
+		errs = append(errs, err)
 	}
-	return nil, rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, "TrainJob", tj.Name, v.validate(ctx, old, tj))
+	if !equality.Semantic.DeepEqual(old.Spec, tj.Spec) {
+		errs = append(errs, v.validate(ctx, old, tj)...)
+	}
+	return nil, rules.ToGroupAdmissionError(trainerv1alpha1.GroupName, "TrainJob", tj.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator; deleting is always allowed.
