@@ -8,11 +8,9 @@ package placement_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 
@@ -34,9 +32,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 			cfg.MNNVL.Enabled = true
 			// The crash spec kills the operator; a short lease lets its
 			// successor take over in seconds rather than Kubernetes' default 15.
-			cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
-			cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 3 * time.Second}
-			cfg.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
+			framework.ShortLeases(cfg)
 		},
 	}})
 	Expect(err).NotTo(HaveOccurred())

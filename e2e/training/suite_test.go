@@ -7,13 +7,9 @@ package training_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 
 	"github.com/copse-dev/copse/e2e/framework"
 )
@@ -30,11 +26,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	env, err = framework.Setup(ctx, framework.Options{Name: "training", WithOperator: true, Operator: framework.OperatorOptions{
 		// Crash specs kill the operator; a short lease lets its successor
 		// take over in seconds rather than Kubernetes' default 15.
-		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
-			cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
-			cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 3 * time.Second}
-			cfg.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
-		},
+		Configure: framework.ShortLeases,
 	}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Teardown)

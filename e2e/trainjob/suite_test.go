@@ -13,13 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -42,11 +39,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Operator: framework.OperatorOptions{
 			// Crash specs kill the operator; a short lease lets its successor
 			// take over in seconds.
-			Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
-				cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 4 * time.Second}
-				cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 3 * time.Second}
-				cfg.LeaderElection.RetryPeriod = metav1.Duration{Duration: 500 * time.Millisecond}
-			},
+			Configure: framework.ShortLeases,
 		}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Teardown)

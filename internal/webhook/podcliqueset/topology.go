@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/topology"
@@ -35,33 +34,35 @@ func ValidateTopology(pcs *copsev1alpha1.PodCliqueSet, binding *copsev1alpha1.Cl
 		return errs
 	}
 	_, problems := topology.Resolve(pcs, binding)
-	for _, p := range problems {
-		errs = append(errs, p.Err)
-	}
-	return errs
+	return problemErrors(problems)
 }
 
-// validateTopology reads the binding the PodCliqueSet names and applies
-// ValidateTopology. A PodCliqueSet without constraints costs no read. The
-// binding is read from the API server (Reader), so that one created a moment
-// ago is found; a failed read is an internal error, never an admission.
+// validateTopology reads the binding the PodCliqueSet names, as the
+// controllers do (topology.Lookup), and turns every problem into a field
+// error. A PodCliqueSet without constraints costs no read. The binding is
+// read from the API server (Reader), so that one created a moment ago is
+// found; a failed read is an internal error, never an admission.
 func (v Validator) validateTopology(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (field.ErrorList, error) {
 	if !topology.Constrained(pcs) {
 		return nil, nil
 	}
-	name := topology.TopologyName(pcs)
-	if !v.TopologyAwareScheduling || name == "" {
-		return ValidateTopology(pcs, nil, v.TopologyAwareScheduling), nil
+	if !v.TopologyAwareScheduling {
+		return ValidateTopology(pcs, nil, false), nil
 	}
 	if v.Reader == nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("no API reader to read ClusterTopologyBinding %s", name))
+		return nil, apierrors.NewInternalError(fmt.Errorf("no API reader to read the ClusterTopologyBinding of PodCliqueSet %s/%s", pcs.Namespace, pcs.Name))
 	}
-	binding := &copsev1alpha1.ClusterTopologyBinding{}
-	if err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, apierrors.NewInternalError(fmt.Errorf("reading ClusterTopologyBinding %s: %w", name, err))
-		}
-		binding = nil
+	_, problems, err := topology.Lookup(ctx, v.Reader, pcs, true)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
-	return ValidateTopology(pcs, binding, true), nil
+	return problemErrors(problems), nil
+}
+
+func problemErrors(problems []topology.Problem) field.ErrorList {
+	var errs field.ErrorList
+	for _, p := range problems {
+		errs = append(errs, p.Err)
+	}
+	return errs
 }
