@@ -34,9 +34,7 @@ const PassTime = time.Second
 // It returns when every started call has returned: how many succeeded, and
 // the failures joined.
 func InSlowStart(ctx context.Context, n, start, limit int, stopBy time.Time, fn func(ctx context.Context, item int) error) (succeeded int, err error) {
-	limit = max(limit, 1)
-	s := slowStart{window: min(max(start, 1), limit), limit: limit}
-	s.returned = sync.NewCond(&s.mu)
+	s := newSlowStart(start, limit)
 	var calls sync.WaitGroup
 	for item := range n {
 		if !s.admit(stopBy) || ctx.Err() != nil {
@@ -59,6 +57,13 @@ type slowStart struct {
 	grownAt       int // succeeded when the window last grew
 	succeeded     int
 	failures      []error
+}
+
+func newSlowStart(start, limit int) *slowStart {
+	limit = max(limit, 1)
+	s := &slowStart{window: min(max(start, 1), limit), limit: limit}
+	s.returned = sync.NewCond(&s.mu)
+	return s
 }
 
 // admit waits for room in the window and takes it; false means no more

@@ -18,6 +18,26 @@ type recorder struct {
 	inFlight, maxInFlight int
 	failing               map[int]bool
 	delay                 time.Duration
+	// failed is closed when the first failing item's call returns; calls
+	// of later items wait for it, so how many start before the failure is
+	// seen depends on the window and not on how the goroutines are
+	// scheduled.
+	failed     chan struct{}
+	failedOnce sync.Once
+}
+
+func newRecorder(failing map[int]bool, delay time.Duration) *recorder {
+	return &recorder{failing: failing, delay: delay, failed: make(chan struct{})}
+}
+
+// afterAFailure says whether item comes after a failing item.
+func (r *recorder) afterAFailure(item int) bool {
+	for failing := range r.failing {
+		if failing < item {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *recorder) call(_ context.Context, item int) error {
@@ -30,10 +50,14 @@ func (r *recorder) call(_ context.Context, item int) error {
 	r.maxInFlight = max(r.maxInFlight, r.inFlight)
 	r.mu.Unlock()
 	time.Sleep(r.delay)
+	if !r.failing[item] && r.afterAFailure(item) {
+		<-r.failed
+	}
 	r.mu.Lock()
 	r.inFlight--
 	r.mu.Unlock()
 	if r.failing[item] {
+		r.failedOnce.Do(func() { close(r.failed) })
 		return errors.New("boom")
 	}
 	return nil
@@ -53,15 +77,18 @@ func TestInSlowStart(t *testing.T) {
 		{name: "every item once", n: 100, start: 1, wantCalledMin: 100, wantCalledMax: 100, wantSucceeded: 100},
 		{name: "the first call fails: nothing more is tried", n: 100, start: 1, failing: map[int]bool{0: true},
 			wantCalledMin: 1, wantCalledMax: 1, wantErr: true},
-		// At most a window (8) of calls past the failing one are started.
-		{name: "a failure stops the run within a window", n: 100, start: 1, failing: map[int]bool{20: true},
-			wantCalledMin: 21, wantCalledMax: 21 + 8, wantSucceeded: -1, wantErr: true},
+		// Calls after the failing one hold their window slot until it
+		// returns, so at most the rest of its window (7) starts before it
+		// and the run stops well before n. The exact rule (no call starts
+		// once a failure is recorded) is TestSlowStartAdmitsNothingAfterAFailure.
+		{name: "a failure stops the run", n: 100, start: 1, failing: map[int]bool{20: true},
+			wantCalledMin: 21, wantCalledMax: 99, wantSucceeded: -1, wantErr: true},
 		{name: "a failing first window reports each failure", n: 100, start: 8, failing: map[int]bool{1: true, 2: true},
-			wantCalledMin: 3, wantCalledMax: 3 + 8, wantSucceeded: -1, wantErr: true},
+			wantCalledMin: 8, wantCalledMax: 99, wantSucceeded: -1, wantErr: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := &recorder{failing: c.failing, delay: time.Millisecond}
+			r := newRecorder(c.failing, time.Millisecond)
 			succeeded, err := InSlowStart(context.Background(), c.n, c.start, 8, time.Time{}, r.call)
 			called := len(r.called)
 			if called < c.wantCalledMin || called > c.wantCalledMax {
@@ -110,7 +137,7 @@ func TestInSlowStartGrowsItsWindowLikeBatches(t *testing.T) {
 		{n: 200, start: 4, limit: 4, wantMaxInFlight: 4},
 	}
 	for _, c := range cases {
-		r := &recorder{delay: 5 * time.Millisecond}
+		r := newRecorder(nil, 5*time.Millisecond)
 		if _, err := InSlowStart(context.Background(), c.n, c.start, c.limit, time.Time{}, r.call); err != nil {
 			t.Fatal(err)
 		}
@@ -171,5 +198,38 @@ func TestInSlowStartStopsWhenTheContextEnds(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[int]int{0: 1, 1: 1, 2: 1}, r.called); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestSlowStartAdmitsNothingAfterAFailure drives the window by hand: it
+// grows 1, 2, 4, 8 with successes, and once a failure is recorded no call is
+// admitted although the window has room.
+func TestSlowStartAdmitsNothingAfterAFailure(t *testing.T) {
+	s := newSlowStart(1, 8)
+	var windows []int
+	for range 7 {
+		if !s.admit(time.Time{}) {
+			t.Fatal("admit refused a call before any failure")
+		}
+		s.done(nil)
+		windows = append(windows, s.window)
+	}
+	if diff := cmp.Diff([]int{2, 2, 4, 4, 4, 4, 8}, windows); diff != "" {
+		t.Errorf("window after each success (-want +got):\n%s", diff)
+	}
+	if s.admit(time.Now().Add(-time.Second)) {
+		t.Error("admit let a call start past stopBy")
+	}
+	for range 3 {
+		if !s.admit(time.Time{}) {
+			t.Fatal("admit refused a call with room in the window")
+		}
+	}
+	s.done(errors.New("boom"))
+	if s.admit(time.Time{}) {
+		t.Error("admit let a call start after a failure")
+	}
+	if s.inFlight != 2 {
+		t.Errorf("%d calls in flight, want the 2 admitted before the failure", s.inFlight)
 	}
 }
