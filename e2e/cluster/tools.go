@@ -29,6 +29,7 @@ const (
 	ToolJobSet        = "jobset"
 	ToolControllerGen = "controller-gen"
 	ToolTrainerOracle = "trainer-oracle"
+	ToolKueue         = "kueue"
 )
 
 // Tool is one pinned tool: a tools module under hack/tools, built as a unit
@@ -117,6 +118,14 @@ var Tools = []Tool{
 		Module:   "github.com/kubeflow/trainer/v2",
 		Binaries: map[string]string{"trainer-oracle": "./cmd/trainer-oracle"},
 		ETA:      "~2 min",
+	},
+	{
+		// Kueue's controller manager (e2e/framework/kueue.go), run by the
+		// kueue suite, `make demo` and the benchmark.
+		Name:     ToolKueue,
+		Module:   "sigs.k8s.io/kueue",
+		Binaries: map[string]string{"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
+		ETA:      "~4 min",
 	},
 }
 

@@ -64,6 +64,14 @@ type OperatorConfiguration struct {
 	// NVLink fabric. It needs NVIDIA's DRA driver (the ComputeDomain CRD).
 	// +optional
 	MNNVL MNNVLConfiguration `json:"mnnvl"`
+
+	// Kueue makes PodCliqueSets with the label kueue.x-k8s.io/queue-name
+	// Kueue workloads that wait, suspended, for admission, and syncs
+	// ClusterTopologyBindings to Kueue Topologies (see docs/kueue.md). It
+	// needs Kueue's CRDs. TrainJobs need none of it: they go through
+	// Kueue's own TrainJob integration.
+	// +optional
+	Kueue KueueConfiguration `json:"kueue"`
 }
 
 // TopologyAwareSchedulingConfiguration configures topology packing.
@@ -83,6 +91,17 @@ type MNNVLConfiguration struct {
 	// channel claim. The operator refuses to start when the ComputeDomain
 	// CRD is missing. When false (the default) a PodCliqueSet that names an
 	// MNNVL group other than "none" is refused.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// KueueConfiguration configures the Kueue integration of PodCliqueSets.
+type KueueConfiguration struct {
+	// Enabled makes copse create a Kueue Workload for every PodCliqueSet
+	// with the label kueue.x-k8s.io/queue-name, keep it suspended until
+	// Kueue admits the Workload, and suspend it again when Kueue evicts it.
+	// The operator refuses to start when the cluster does not serve Kueue's
+	// Workload kind. When false (the default) the label is ignored.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 }
