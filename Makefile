@@ -19,7 +19,7 @@ CLUSTER_CLI := go run ./e2e/cluster/cmd/copse-cluster
 CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
 
 # Every pinned tool (controller-gen, crdgen, helm, etcd, the Kubernetes
-# binaries, kwok, the JobSet controller, trainer-oracle) is built by one
+# binaries, kwok, the JobSet controller, trainer-oracle, Kueue) is built by one
 # builder, e2e/cluster (tools.go: one row per module under hack/tools, whose
 # go.mod pins the version), into $(COPSE_CACHE_DIR)/bin/<tool>-<version>-<hash>/.
 # `$(TOOL) X` prints the path of binary X, building its tool first if needed,
@@ -42,7 +42,7 @@ build: ## Build the operator binary into bin/.
 	go build -o bin/copse-operator ./operator
 
 .PHONY: tools
-tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle), print their paths.
+tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle, Kueue), print their paths.
 	$(CLUSTER_CLI) build
 
 .PHONY: helm
@@ -184,11 +184,11 @@ bench-scale: ## 10,000 pods in 110 gangs on 1,000 simulated nodes (~8 min on 2 c
 ##@ Demo
 
 .PHONY: demo
-demo: tools ## Local cluster with simulated GPU nodes, copse installed with Helm, sample workloads shown live.
+demo: tools ## Local cluster with simulated GPU nodes, copse installed with Helm, JobSet and Kueue running, sample workloads shown live.
 	go run ./e2e/demo --dir $(CLUSTER_DIR) --samples samples
 
 .PHONY: demo-down
-demo-down: ## Stop the demo's operator and cluster and remove its directory.
+demo-down: ## Stop the demo's operator, controllers and cluster and remove its directory.
 	go run ./e2e/demo down --dir $(CLUSTER_DIR)
 
 .PHONY: clean

@@ -358,16 +358,30 @@ func (c *Cluster) start(spec processSpec) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p, c.record(p)
+}
+
+// record adds p to the cluster's components and to its state file.
+func (c *Cluster) record(p *process) error {
 	c.procsMu.Lock()
 	defer c.procsMu.Unlock()
 	c.procs = append(c.procs, p)
 	c.state.Components = append(c.state.Components, componentState{
 		Name: p.name, PID: p.pid, Binary: p.binary, Args: p.args, Log: p.logPath,
 	})
-	if err := writeState(c.layout.state(), c.state); err != nil {
-		return p, err
+	return writeState(c.layout.state(), c.state)
+}
+
+// AddProcess makes p, a process started next to the cluster (a controller
+// run detached for `copse-cluster up --kueue` or `make demo`), one of the
+// cluster's components: Components and CheckHealthy report it, and Stop
+// (`copse-cluster down`, `make demo-down`, in another process too) stops it
+// before the components started earlier.
+func (c *Cluster) AddProcess(p *Process) error {
+	if err := c.record(p.p); err != nil {
+		return fmt.Errorf("add %s to the cluster: %w", p.p.name, err)
 	}
-	return p, nil
+	return nil
 }
 
 func (c *Cluster) wait(ctx context.Context, p *process, check probe, timeout time.Duration) error {

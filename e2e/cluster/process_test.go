@@ -106,3 +106,45 @@ func TestLastLines(t *testing.T) {
 		t.Errorf("lastLines = %q", got)
 	}
 }
+
+func TestAddProcessMakesAComponentThatDownStops(t *testing.T) {
+	dir := t.TempDir()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep:", err)
+	}
+	p, err := StartDetachedProcess("kueue", sleep, []string{"60"}, filepath.Join(dir, "kueue.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(0) })
+	for deadline := time.Now().Add(5 * time.Second); !pidRunning(p.PID(), sleep); {
+		if time.Now().After(deadline) {
+			t.Fatal("sleep did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := &Cluster{dir: dir, layout: layout{dir: dir}, state: state{Version: stateVersion, Dir: dir}}
+	if err := c.AddProcess(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Components(); len(got) != 1 || got[0].Name != "kueue" || !got[0].Alive {
+		t.Fatalf("Components = %+v, want the added process alive", got)
+	}
+
+	// Another process (`copse-cluster down`) finds it in the state file and
+	// stops it.
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loaded.Components(); len(got) != 1 || got[0].PID != p.PID() || !got[0].Alive {
+		t.Fatalf("loaded Components = %+v, want pid %d alive", got, p.PID())
+	}
+	if err := loaded.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if p.ExitReason() == nil {
+		t.Error("the added process still runs after Stop")
+	}
+}

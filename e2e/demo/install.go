@@ -187,8 +187,8 @@ func stopRecordedProcess(pidFile string) error {
 	return os.Remove(pidFile)
 }
 
-// down stops the JobSet controller, the operator and the cluster and
-// removes the directory.
+// down stops the JobSet controller, the operator and the cluster (Kueue, a
+// component of the cluster, with it) and removes the directory.
 func down(dir string) error {
 	for _, pidFile := range []string{jobSetPIDFile(dir), operatorPIDFile(dir)} {
 		if err := stopRecordedProcess(pidFile); err != nil {
@@ -206,7 +206,7 @@ func down(dir string) error {
 	if err := c.Stop(); err != nil {
 		return err
 	}
-	fmt.Printf("stopped the JobSet controller, the operator and the cluster in %s\n", dir)
+	fmt.Printf("stopped the JobSet controller, the operator, Kueue and the cluster in %s\n", dir)
 	return nil
 }
 

@@ -1,12 +1,14 @@
 // Command copse-demo is `make demo`: it brings up the local cluster with
 // simulated GPU nodes, installs copse with its Helm chart (local mode),
-// starts the operator as a local process with the chart's ServiceAccount
-// identity, applies the samples in samples/ (training runtimes first), shows
-// live tables of the workloads and the TrainJobs until every Training and
-// TrainJob sample has ended, and says what each sample did.
+// starts the JobSet controller, Kueue (with a queue the queued TrainJob
+// samples are submitted to) and the operator as local processes, the
+// operator with the chart's ServiceAccount identity, applies the samples in
+// samples/ (training runtimes first), shows live tables of the workloads,
+// the TrainJobs and what Kueue says of the queued ones until every Training
+// and TrainJob sample has ended, and says what each sample did.
 //
 //	copse-demo [--dir D] [--samples DIR] [--timeout 5m]   run the demo
-//	copse-demo down [--dir D]                             stop the operator and the cluster
+//	copse-demo down [--dir D]                             stop the controllers, the operator and the cluster
 package main
 
 import (

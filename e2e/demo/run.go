@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -64,6 +66,15 @@ func run(ctx context.Context, opts demoOptions) error {
 		return err
 	}
 
+	// Kueue's JobSet and TrainJob integrations start at once only when
+	// their CRDs are there: the chart's and JobSet's, installed above.
+	step(fmt.Sprintf("starting Kueue as a local process, with its webhooks registered, and its queue: ClusterQueue %s "+
+		"(%d GPUs of ResourceFlavor %s) and LocalQueue %s in namespace %s", demoQueue, demoQueueGPUs, demoFlavor, demoQueue, demoNamespace))
+	kueueProcess, err := startKueue(ctx, env)
+	if err != nil {
+		return err
+	}
+
 	step("starting copse-operator as a local process, with the chart's ServiceAccount identity")
 	if err := startOperator(ctx, env, opts.dir, ports); err != nil {
 		return err
@@ -79,13 +90,13 @@ func run(ctx context.Context, opts demoOptions) error {
 	}
 
 	step("watching the workloads and TrainJobs until every Training and TrainJob sample has ended")
-	final, landed, err := watch(ctx, kube, applied, opts.timeout)
+	final, landed, waits, err := watch(ctx, kube, applied, opts.timeout)
 	fmt.Println()
 	fmt.Println(final.render(time.Now()))
-	fmt.Println(summary(applied, final))
+	fmt.Println(summary(applied, final, waits))
 	fmt.Println(landed.render())
 	fmt.Printf("demo took %s\n\n", time.Since(started).Round(time.Second))
-	printUsage(c, opts.dir, jobset)
+	printUsage(c, opts.dir, jobset, kueueProcess)
 	return err
 }
 
@@ -100,18 +111,19 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 }
 
 // watch redraws the tables until every applied Training workload and
-// TrainJob has ended, and returns the last view and where the GPU pods
-// landed. On a terminal it redraws in place every second, so the ages move;
-// otherwise it prints the tables each time something other than an age
-// changed.
-func watch(ctx context.Context, c client.Client, applied []appliedObject, timeout time.Duration) (view, placements, error) {
+// TrainJob has ended, and returns the last view, where the GPU pods landed
+// and what Kueue said while queued TrainJobs waited. On a terminal it
+// redraws in place every second, so the ages move; otherwise it prints the
+// tables each time something other than an age changed.
+func watch(ctx context.Context, c client.Client, applied []appliedObject, timeout time.Duration) (view, placements, queueWaits, error) {
 	deadline := time.Now().Add(timeout)
 	interactive := isTerminal(os.Stdout)
 	var last view
 	landed := placements{}
+	waits := queueWaits{}
 	var nodeList corev1.NodeList
 	if err := c.List(ctx, &nodeList); err != nil {
-		return last, landed, fmt.Errorf("list nodes: %w", err)
+		return last, landed, waits, fmt.Errorf("list nodes: %w", err)
 	}
 	nodes := make(map[string]corev1.Node, len(nodeList.Items))
 	for _, n := range nodeList.Items {
@@ -122,17 +134,15 @@ func watch(ctx context.Context, c client.Client, applied []appliedObject, timeou
 		var sets copsev1alpha1.PodCliqueSetList
 		var pods corev1.PodList
 		var trainJobs trainerv1alpha1.TrainJobList
-		if err := c.List(ctx, &sets, client.InNamespace(demoNamespace)); err != nil {
-			return last, landed, fmt.Errorf("list PodCliqueSets: %w", err)
-		}
-		if err := c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
-			return last, landed, fmt.Errorf("list pods: %w", err)
-		}
-		if err := c.List(ctx, &trainJobs, client.InNamespace(demoNamespace)); err != nil {
-			return last, landed, fmt.Errorf("list TrainJobs: %w", err)
+		var workloads kueue.WorkloadList
+		for _, list := range []client.ObjectList{&sets, &pods, &trainJobs, &workloads} {
+			if err := c.List(ctx, list, client.InNamespace(demoNamespace)); err != nil {
+				return last, landed, waits, fmt.Errorf("list %T: %w", list, err)
+			}
 		}
 		landed.record(pods.Items, nodes)
-		v := newView(sets.Items, pods.Items, trainJobs.Items)
+		v := newView(sets.Items, pods.Items, trainJobs.Items, workloads.Items)
+		waits.record(v.queued)
 		if lastTable == "" || interactive || !reflect.DeepEqual(v, last) {
 			if interactive && lastTable != "" {
 				// Move the cursor up over the previous tables and redraw them.
@@ -144,14 +154,14 @@ func watch(ctx context.Context, c client.Client, applied []appliedObject, timeou
 		}
 		last = v
 		if samplesEnded(applied, sets.Items, trainJobs.Items) {
-			return last, landed, nil
+			return last, landed, waits, nil
 		}
 		if time.Now().After(deadline) {
-			return last, landed, errSamplesNotDone
+			return last, landed, waits, errSamplesNotDone
 		}
 		select {
 		case <-ctx.Done():
-			return last, landed, ctx.Err()
+			return last, landed, waits, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
@@ -172,8 +182,8 @@ func isTerminal(f *os.File) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
-	fmt.Printf(`The cluster, the operator and the JobSet controller (%s, with its webhooks) keep running. To look around:
+func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet, kueueProcess *framework.Kueue) {
+	fmt.Printf(`The cluster, the operator, the JobSet controller (%s) and Kueue (%s), both with their webhooks, keep running. To look around:
 
   export KUBECONFIG=%s
   alias kubectl='%s'
@@ -190,11 +200,14 @@ func printUsage(c *cluster.Cluster, dir string, jobset *framework.JobSet) {
   kubectl get pcs -n %s llama-sft              # a TrainJob on the PodCliqueSet backend: one Training PodCliqueSet
   kubectl get workloads,podgroups -n %s        # gangs (Workload API): one Workload per PodCliqueSet and TrainJob
   kubectl get podgroup -n %s gpt-pretrain-0 -o jsonpath='{.spec.schedulingConstraints}'   # packed at the NVLink clique
+  kubectl get clusterqueues,localqueues -A        # Kueue's queue: quota, pending and admitted workloads
+  kubectl get workloads.kueue.x-k8s.io -n %s   # Kueue's Workloads of the queued TrainJobs: admitted, finished
 
 Operator log: %s
 JobSet controller log: %s
+Kueue log: %s
 Tear it all down with: make demo-down
-`, jobset.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
-		demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace,
-		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath)
+`, jobset.Version, kueueProcess.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
+		demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace,
+		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath, kueueProcess.LogPath)
 }

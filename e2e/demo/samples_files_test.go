@@ -14,6 +14,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
+	copsekueue "github.com/copse-dev/copse/internal/kueue"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -45,7 +46,11 @@ func TestTrainJobSamples(t *testing.T) {
 		t.Fatalf("no TrainJob samples in %s: %v", samplesDir, err)
 	}
 	runtimes := map[string]trainerv1alpha1.ClusterTrainingRuntime{}
-	trainJobs := map[string]*trainerv1alpha1.TrainJob{} // by file
+	type fileTrainJob struct {
+		file string
+		tj   *trainerv1alpha1.TrainJob
+	}
+	var trainJobs []fileTrainJob
 	for _, file := range files {
 		objects, err := readObjects(file)
 		if err != nil {
@@ -67,7 +72,7 @@ func TestTrainJobSamples(t *testing.T) {
 				tj := &trainerv1alpha1.TrainJob{}
 				strictly(t, obj, tj)
 				tj.Namespace = demoNamespace
-				trainJobs[filepath.Base(file)] = tj
+				trainJobs = append(trainJobs, fileTrainJob{file: filepath.Base(file), tj: tj})
 			default:
 				t.Errorf("%s: unexpected %s", file, obj.GetKind())
 			}
@@ -93,13 +98,24 @@ func TestTrainJobSamples(t *testing.T) {
 		"trainjob-fails.yaml":                 {exitCode: "1", nodes: 2, gpus: 2},
 		"trainjob-podcliqueset-succeeds.yaml": {exitCode: "0", nodes: 2, gpus: 2},
 		"trainjob-nvlink-pretrain.yaml":       {exitCode: "0", nodes: 12, gpus: 4, packedAt: "rack"},
+		"trainjob-queued.yaml":                {exitCode: "0", nodes: 2, gpus: 4, queue: demoQueue, count: 2},
 	}
-	if len(trainJobs) != len(samples) {
-		t.Errorf("TrainJob samples %v, want one per file of %v", trainJobs, samples)
+	perFile := map[string]int{}
+	for _, s := range trainJobs {
+		perFile[s.file]++
+	}
+	for file, want := range samples {
+		if got := perFile[file]; got != max(want.count, 1) {
+			t.Errorf("%s holds %d TrainJobs, want %d", file, got, max(want.count, 1))
+		}
+	}
+	if len(perFile) != len(samples) {
+		t.Errorf("TrainJob sample files %v, want %v", perFile, samples)
 	}
 	bindings := []copsev1alpha1.ClusterTopologyBinding{bindingSample(t)}
-	for file, tj := range trainJobs {
-		t.Run(file, func(t *testing.T) {
+	for _, s := range trainJobs {
+		file, tj := s.file, s.tj
+		t.Run(file+"/"+tj.Name, func(t *testing.T) {
 			rt, ok := runtimes[tj.Spec.RuntimeRef.Name]
 			if !ok || trainjob.RuntimeKind(tj) != trainerv1alpha1.ClusterTrainingRuntimeKind {
 				t.Fatalf("runtimeRef %+v: want one of the sample ClusterTrainingRuntimes", tj.Spec.RuntimeRef)
@@ -113,6 +129,7 @@ func TestTrainJobSamples(t *testing.T) {
 				t.Fatalf("admission: %v", errs.ToAggregate())
 			}
 			want := samples[file]
+			checkQueue(t, tj, want)
 			if trainjob.BackendOf(&rt.Spec) == trainerv1alpha1.RuntimeBackendPodCliqueSet {
 				checkPodCliqueSetSample(t, tj, runtime, bindings, want)
 				return
@@ -137,13 +154,34 @@ func TestTrainJobSamples(t *testing.T) {
 }
 
 // sampleWant is what a TrainJob sample promises: the simulated exit code,
-// its nodes and GPUs per node, and the binding level it is packed at ("" for
-// none).
+// its nodes and GPUs per node, the binding level it is packed at ("" for
+// none), the Kueue LocalQueue it is submitted to ("" for none), and how many
+// TrainJobs its file holds (0 for one).
 type sampleWant struct {
 	exitCode string
 	nodes    int32
 	gpus     int64
 	packedAt string
+	queue    string
+	count    int
+}
+
+// checkQueue: a queued sample names the demo's LocalQueue, and each one asks
+// for exactly the queue's GPU quota, so that one runs while another waits;
+// the others name no queue.
+func checkQueue(t *testing.T, tj *trainerv1alpha1.TrainJob, want sampleWant) {
+	t.Helper()
+	if got := tj.Labels[copsekueue.QueueNameLabel]; got != want.queue {
+		t.Errorf("label %s = %q, want %q", copsekueue.QueueNameLabel, got, want.queue)
+	}
+	if want.queue == "" {
+		return
+	}
+	quota := demoQueues().Quota[cluster.ResourceGPU]
+	if asked := int64(want.nodes) * want.gpus; quota.Value() != asked || want.count < 2 {
+		t.Errorf("the queue's quota of %d GPUs, %d TrainJobs of %d GPUs each: want the quota of one and at least two of them",
+			quota.Value(), want.count, asked)
+	}
 }
 
 // checkPodCliqueSetSample: a TrainJob on the PodCliqueSet backend becomes

@@ -11,16 +11,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
-// view is what the demo shows: the PodCliqueSets, then the TrainJobs.
+// view is what the demo shows: the PodCliqueSets, then the TrainJobs, then
+// what Kueue says of the TrainJobs submitted to a queue.
 type view struct {
 	workloads []row
 	trainJobs []trainJobRow
+	queued    []queuedRow
 }
 
 // row is one workload in the demo's progress table.
@@ -196,13 +199,17 @@ func renderTrainJobTable(w io.Writer, rows []trainJobRow, now time.Time) {
 }
 
 // render writes the workload table and, when there are TrainJobs, theirs
-// below it.
+// below it, and below that the queued ones' admission.
 func (v view) render(now time.Time) string {
 	var b strings.Builder
 	renderTable(&b, v.workloads)
 	if len(v.trainJobs) > 0 {
 		b.WriteString("\n")
 		renderTrainJobTable(&b, v.trainJobs, now)
+	}
+	if len(v.queued) > 0 {
+		b.WriteString("\n")
+		renderQueuedTable(&b, v.queued)
 	}
 	return b.String()
 }
@@ -249,11 +256,16 @@ func trainJobFinished(status trainerv1alpha1.TrainJobStatus) bool {
 }
 
 // summary says, per applied object in the order the demo applied them,
-// which sample it came from and what it did, from the last view.
-func summary(applied []appliedObject, v view) string {
+// which sample it came from and what it did, from the last view and, for
+// the queued TrainJobs, what Kueue said while they waited.
+func summary(applied []appliedObject, v view, waits queueWaits) string {
 	workloads := map[string]row{}
 	for _, r := range v.workloads {
 		workloads[r.name] = r
+	}
+	queued := map[string]queuedRow{}
+	for _, r := range v.queued {
+		queued[r.name] = r
 	}
 	trainJobs := map[string]trainJobRow{}
 	runtimeUsers := map[string]int{}
@@ -278,6 +290,9 @@ func summary(applied []appliedObject, v view) string {
 			did = "not found"
 			if ok {
 				did = describeTrainJob(r)
+			}
+			if q, ok := queued[obj.name]; ok {
+				did += "; " + describeQueued(q, waits)
 			}
 		case kindClusterTrainingRuntime, kindTrainingRuntime:
 			did = fmt.Sprintf("runtime of %s", plural(runtimeUsers[obj.name], "TrainJob"))
@@ -329,6 +344,6 @@ func plural(n int, noun string) string {
 }
 
 // newView builds the view from what the demo listed.
-func newView(sets []copsev1alpha1.PodCliqueSet, pods []corev1.Pod, trainJobs []trainerv1alpha1.TrainJob) view {
-	return view{workloads: rowsOf(sets, pods), trainJobs: trainJobRowsOf(trainJobs)}
+func newView(sets []copsev1alpha1.PodCliqueSet, pods []corev1.Pod, trainJobs []trainerv1alpha1.TrainJob, workloads []kueue.Workload) view {
+	return view{workloads: rowsOf(sets, pods), trainJobs: trainJobRowsOf(trainJobs), queued: queuedRowsOf(trainJobs, workloads)}
 }

@@ -272,8 +272,8 @@ func TestSummary(t *testing.T) {
 				metav1.Condition{Type: trainerv1alpha1.TrainJobFailed, Reason: "FailedJobs", Message: "jobset failed due to one or more job failures"}),
 			trainJob("mnist-ddp", now, ptr.To[int32](2), []trainerv1alpha1.JobStatus{jobCounts("node", 0, 0, 1, 0, 0)},
 				metav1.Condition{Type: trainerv1alpha1.TrainJobComplete, Reason: "AllJobsCompleted"}),
-		})
-	out := summary(applied, v)
+		}, nil)
+	out := summary(applied, v, nil)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != len(applied)+1 {
 		t.Fatalf("one line per applied object, after the header:\n%s", out)

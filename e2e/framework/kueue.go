@@ -208,6 +208,22 @@ func startKueue(ctx context.Context, env *Env, opts KueueOptions) (*Kueue, error
 	return &Kueue{Process: proc, Version: tool.Version, LogPath: logPath}, nil
 }
 
+// StartKueueDetached starts Kueue (StartKueue) so that it outlives this
+// process, as a component of env's cluster: `copse-cluster status` lists it,
+// and stopping the cluster (`copse-cluster down`, `make demo-down`) stops it.
+// For `copse-cluster up --kueue` and `make demo`.
+func StartKueueDetached(ctx context.Context, env *Env, progress io.Writer) (*Kueue, error) {
+	k, err := StartKueue(ctx, env, KueueOptions{Detach: true, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Cluster.AddProcess(k.Process); err != nil {
+		_ = k.Stop()
+		return nil, fmt.Errorf("start Kueue: %w", err)
+	}
+	return k, nil
+}
+
 // Stop sends SIGTERM, and SIGKILL if Kueue has not exited after 20 seconds.
 func (k *Kueue) Stop() error { return k.Process.Stop(kueueStopGrace) }
 

@@ -2,7 +2,7 @@
 // docs/local-cluster.md) in the background, for manual work against the same
 // control plane the e2e suites use.
 //
-//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N] [--nvidia-dra]
+//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N] [--nvidia-dra] [--kueue]
 //	copse-cluster status [--dir D]
 //	copse-cluster down [--dir D]
 //	copse-cluster build
@@ -26,7 +26,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 const usage = `usage: copse-cluster <command> [flags]
@@ -97,6 +100,7 @@ func up(ctx context.Context, args []string) error {
 	gpus := fs.Int("gpus-per-node", def.Shape.GPUs, "nvidia.com/gpu per node")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long each component may take to become healthy")
 	nvidiaDRA := fs.Bool("nvidia-dra", false, "run the simulated NVIDIA DRA driver: ComputeDomain CRD, channel DeviceClass, channel ResourceSlices per GPU node, ComputeDomain controller")
+	withKueue := fs.Bool("kueue", false, "run Kueue (sigs.k8s.io/kueue, pinned in hack/tools/kueue) with its CRDs and webhooks: integrations batch/job, JobSet and TrainJob")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		return errors.New("no --dir given and no user cache directory to default to")
@@ -120,6 +124,12 @@ func up(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *withKueue {
+		if err := startKueue(ctx, c); err != nil {
+			return fmt.Errorf("%w\nthe cluster runs without Kueue (KUBECONFIG=%s); stop it with: copse-cluster down --dir %s",
+				err, c.Kubeconfig(), c.Dir())
+		}
+	}
 	fmt.Printf(`cluster is up in %s (%s): %d nodes
 
   export KUBECONFIG=%s
@@ -129,6 +139,18 @@ stop it with: copse-cluster down --dir %s
 `, c.Dir(), time.Since(began).Round(100*time.Millisecond), len(topo.Placements()),
 		c.Kubeconfig(), c.Binaries().Kubectl, cluster.LabelGPUClique, cluster.LabelInstanceType, c.Dir())
 	return nil
+}
+
+// startKueue runs Kueue next to the cluster c, detached, as one of its
+// components, so that `status` lists it and `down` stops it.
+func startKueue(ctx context.Context, c *cluster.Cluster) error {
+	kube, err := client.New(c.RESTConfig(), client.Options{Scheme: framework.Scheme()})
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	env := &framework.Env{Cluster: c, Client: kube, Clientset: c.Client(), Topology: c.Topology()}
+	_, err = framework.StartKueueDetached(ctx, env, os.Stdout)
+	return err
 }
 
 func down(args []string) error {
