@@ -166,12 +166,12 @@ BENCH_OUT  ?= bin/bench
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Benchmark copse against the API server's limit and JobSet (N=64..4096, 3 repetitions, ~18 min); table + $(BENCH_OUT)/bench-results.json.
+bench: ## Benchmark copse against the API server's limit, JobSet, and JobSets queued through Kueue (N=64..4096, 3 repetitions, ~20 min); table + $(BENCH_OUT)/bench-results.json.
 	go run ./e2e/bench/cmd/copse-bench --out-dir $(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: bench-smoke
-bench-smoke: ## The benchmark's reduced form (N=64, one repetition, ~2-3 min): fails only if a scenario cannot run, never on a figure.
-	go run ./e2e/bench/cmd/copse-bench --sizes 64 --repetitions 1 --observer-idle 5s --out-dir bin/bench-smoke
+bench-smoke: ## The benchmark's reduced form (N=64, 8 queued TrainJobs, one repetition, ~3 min): fails only if a scenario cannot run, never on a figure.
+	go run ./e2e/bench/cmd/copse-bench --sizes 64 --queued-workloads 8 --repetitions 1 --observer-idle 5s --out-dir bin/bench-smoke
 
 # BENCH_SCALE_ARGS adds copse-bench flags to bench-scale, e.g. the reduced
 # form BENCH_SCALE_ARGS='--scale-pods 1000 --scale-nodes 100'.

@@ -36,6 +36,9 @@ const (
 	// ScenarioTrainJobRestart is the restart scenario for a TrainJob, on
 	// its PodCliqueSet backend against its JobSet backend.
 	ScenarioTrainJobRestart = "trainjob-restart"
+	// ScenarioQueuedStart is the start of TrainJobs queued through Kueue,
+	// against the JobSets they become queued through Kueue directly.
+	ScenarioQueuedStart = "queued-start"
 	// ScenarioScale is `make bench-scale` (RunScale), never part of Run.
 	ScenarioScale = "scale"
 )
@@ -57,6 +60,11 @@ const (
 	SystemTrainJobJobSet       = "trainjob-jobset"
 	// SystemIdle is the contention scenario's observer on an idle server.
 	SystemIdle = "idle"
+	// SystemTrainJobKueue and SystemJobSetKueue are TrainJobs (JobSet
+	// backend) queued through Kueue's TrainJob integration, and JobSets
+	// queued through its JobSet integration.
+	SystemTrainJobKueue = "trainjob-kueue"
+	SystemJobSetKueue   = "jobset-kueue"
 )
 
 var (
@@ -76,6 +84,9 @@ type Options struct {
 	// RestartPods and CompletionPods size those scenarios' replica;
 	// RestartPods is also the trainjob-restart scenario's node count.
 	RestartPods, CompletionPods int
+	// QueuedWorkloads and QueuedNodes size the queued-start scenario: that
+	// many workloads of that many pods each.
+	QueuedWorkloads, QueuedNodes int
 	// CompletionRunDuration is how long the completion scenario's pods run.
 	CompletionRunDuration time.Duration
 	// ReferenceParallelism are the concurrent creators the API-limit
@@ -121,13 +132,19 @@ func (o *Options) setDefaults() {
 		o.Repetitions = 3
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion, ScenarioContention, ScenarioTrainJobRestart}
+		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion, ScenarioContention, ScenarioTrainJobRestart, ScenarioQueuedStart}
 	}
 	if o.RestartPods == 0 {
 		o.RestartPods = 64
 	}
 	if o.CompletionPods == 0 {
 		o.CompletionPods = 64
+	}
+	if o.QueuedWorkloads == 0 {
+		o.QueuedWorkloads = 32
+	}
+	if o.QueuedNodes == 0 {
+		o.QueuedNodes = 4
 	}
 	if o.CompletionRunDuration == 0 {
 		o.CompletionRunDuration = 3 * time.Second
@@ -164,8 +181,9 @@ func (o *Options) has(scenario string) bool {
 	return false
 }
 
-// Bench is one benchmark: a cluster, the operator and, for the restart and
-// completion scenarios, the JobSet controller.
+// Bench is one benchmark: a cluster, the operator and, for the restart,
+// completion and queued-start scenarios, the JobSet controller, and for the
+// last one Kueue.
 type Bench struct {
 	opts    Options
 	env     *framework.Env
@@ -230,9 +248,15 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion) || opts.has(ScenarioTrainJobRestart)
+	withJobSet := opts.has(ScenarioRestart) || opts.has(ScenarioCompletion) || opts.has(ScenarioTrainJobRestart) || opts.has(ScenarioQueuedStart)
 	if withJobSet {
 		b.meta.JobSetVersion = tool.Version
+	}
+	// Kueue itself starts after the other scenarios (see startKueue).
+	if opts.has(ScenarioQueuedStart) {
+		if _, err := framework.InstallKueueCRDs(ctx, b.env.Client, opts.Progress); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.startOperator(ctx); err != nil {
 		return nil, err
@@ -245,7 +269,7 @@ func Start(ctx context.Context, opts Options) (*Bench, error) {
 	}
 	// Room for a restart's old and new pods. The creation scenario's pods
 	// are never scheduled (holdGate), so they need none.
-	if err := b.ensurePodCapacity(ctx, 2*max(opts.RestartPods, opts.CompletionPods)); err != nil {
+	if err := b.ensurePodCapacity(ctx, max(2*max(opts.RestartPods, opts.CompletionPods), opts.QueuedWorkloads*opts.QueuedNodes)); err != nil {
 		return nil, err
 	}
 	// Every scenario but scale deletes workloads between runs.
@@ -367,7 +391,7 @@ func (b *Bench) ensurePodCapacity(ctx context.Context, pods int) error {
 	return nil
 }
 
-// Stop stops the JobSet controller, the operator and the cluster.
+// Stop stops the JobSet controller, the operator, Kueue and the cluster.
 func (b *Bench) Stop() error {
 	if b.env == nil {
 		return nil
@@ -445,6 +469,10 @@ func (b *Bench) emptyNamespace(ctx context.Context, ns string) error {
 	if b.env.JobSet != nil {
 		resources = append(resources, framework.JobSetGVR, jobGVR)
 	}
+	if b.env.Kueue != nil {
+		// The garbage collector deletes Kueue's Workloads with their jobs.
+		resources = append(resources, workloadGVR)
+	}
 	workloads := []schema.GroupVersionResource{trainJobGVR, pcsGVR}
 	if b.env.JobSet != nil {
 		workloads = append(workloads, framework.JobSetGVR)
@@ -512,6 +540,7 @@ type Meta struct {
 	OperatorIdentity    string    `json:"operatorIdentity"`
 	FlowControl         bool      `json:"flowControl"`
 	JobSetVersion       string    `json:"jobsetVersion,omitempty"`
+	KueueVersion        string    `json:"kueueVersion,omitempty"`
 	Nodes               int       `json:"nodes,omitempty"`
 	PodCapacity         int       `json:"podCapacity,omitempty"`
 	ClusterDir          string    `json:"clusterDir"`
@@ -525,6 +554,8 @@ type Meta struct {
 		ContentionPods        int      `json:"contentionPods"`
 		ContentionParallelism int      `json:"contentionParallelism"`
 		ObserverInterval      string   `json:"observerInterval"`
+		QueuedWorkloads       int      `json:"queuedWorkloads,omitempty"`
+		QueuedNodes           int      `json:"queuedNodes,omitempty"`
 		Scenarios             []string `json:"scenarios"`
 	} `json:"options"`
 }

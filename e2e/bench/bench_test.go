@@ -353,3 +353,14 @@ var _ = Describe("The scale plan", Label("bench"), func() {
 		})).To(Equal(2 * time.Second))
 	})
 })
+
+var _ = Describe("The queued-start scenario's queue", Label("bench"), func() {
+	It("has quota for exactly every pod of a run", func() {
+		spec := framework.PodSpec(0)
+		askQueuedCPU(&spec)
+		perPod := spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+		Expect(perPod.MilliValue()).To(BeNumerically(">", 0), "Kueue counts nothing against a quota for a pod that asks for nothing")
+		quota := queuedQuota(8, 4)
+		Expect(quota.MilliValue()).To(Equal(32 * perPod.MilliValue()))
+	})
+})

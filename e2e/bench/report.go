@@ -22,7 +22,9 @@ const ResultsFile = "bench-results.json"
 
 // Run runs every scenario Repetitions times, interleaved: each repetition
 // runs each scenario's copse run and reference run back to back, in
-// alternating order, so that a slow minute of the machine hits both. A
+// alternating order, so that a slow minute of the machine hits both. The
+// queued-start scenario's repetitions come after the others' (see
+// startKueue). A
 // warm-up copse creation run comes first; it is recorded with repetition 0
 // and left out of the summaries. Runs that fail are recorded with their
 // error and the benchmark goes on.
@@ -68,6 +70,11 @@ func (b *Bench) Run(ctx context.Context) *Results {
 				b.contentionAPILimit(ctx, rep, n)
 			})
 		}
+	}
+	// Last: it starts Kueue, whose webhooks the other scenarios' jobs would
+	// go through.
+	if o.has(ScenarioQueuedStart) && ctx.Err() == nil {
+		b.runQueuedStart(ctx, pair)
 	}
 	return b.report(ctx)
 }
@@ -356,6 +363,9 @@ func (b *Bench) report(ctx context.Context) *Results {
 	b.meta.Options.ReferenceParallelism, b.meta.Options.Scenarios = o.ReferenceParallelism, o.Scenarios
 	b.meta.Options.ContentionPods, b.meta.Options.ObserverInterval = o.ContentionPods, o.ObserverInterval.String()
 	b.meta.Options.ContentionParallelism = o.ContentionParallelism
+	if o.has(ScenarioQueuedStart) {
+		b.meta.Options.QueuedWorkloads, b.meta.Options.QueuedNodes = o.QueuedWorkloads, o.QueuedNodes
+	}
 	rep := &Results{Meta: b.meta, Runs: b.runs}
 	for _, r := range b.runs {
 		if r.Error != "" {
@@ -459,6 +469,18 @@ func (b *Bench) report(ctx context.Context) *Results {
 		add(row(timeSec, "  same, from the latest finishedAt", "s",
 			b.series(ScenarioCompletion, SystemCopse, n, seconds(MeasureLastExitToSucceededFromFinishedAt)), jobset+" Completed",
 			b.series(ScenarioCompletion, SystemJobSet, n, seconds(MeasureLastExitToSucceededFromFinishedAt)), ""))
+	}
+	if o.has(ScenarioQueuedStart) {
+		n, nodes := o.QueuedWorkloads, o.QueuedNodes
+		rep.Notes = append(rep.Notes, fmt.Sprintf("queued start: %d TrainJobs of %d torch nodes (JobSet backend, %s cpu per pod) created one after the other in a Kueue %s LocalQueue whose ClusterQueue has quota for all of them, through Kueue's own TrainJob integration (COPSE column), against %d JobSets of the same shape (the JobSets those TrainJobs become) submitted to the same queue through Kueue's JobSet integration (REFERENCE column), in the same repetition; Kueue and the JobSet controller at copse's qps/burst. Kueue runs for this scenario only, after the others, whose Jobs, JobSets and TrainJobs would otherwise go through its webhooks too",
+			n, nodes, queuedPodCPU, b.meta.KueueVersion, n))
+		queuedRow := func(name, measure string) {
+			add(row(timeSec, name, "s",
+				b.series(ScenarioQueuedStart, SystemTrainJobKueue, n, seconds(measure)), "JobSets on Kueue",
+				b.series(ScenarioQueuedStart, SystemJobSetKueue, n, seconds(measure)), ""))
+		}
+		queuedRow(fmt.Sprintf("queued start through Kueue, %d TrainJobs x %d pods: create -> all pods Running", n, nodes), MeasureAllPodsRunning)
+		queuedRow("  create -> all Workloads admitted", MeasureAllAdmitted)
 	}
 	if o.has(ScenarioContention) {
 		n := o.ContentionPods

@@ -64,6 +64,11 @@ const (
 	MeasureLastExitToSucceeded               = "lastExitToSucceeded"
 	MeasureLastExitToSucceededFromFinishedAt = "lastExitToSucceededFromFinishedAt"
 	MeasureCreateToSucceeded                 = "createToSucceeded"
+	// queued start: from just before the first create to the last of the
+	// workloads' Kueue Workloads seen Admitted, and to the last of their
+	// pods seen Running.
+	MeasureAllAdmitted    = "allAdmitted"
+	MeasureAllPodsRunning = "allPodsRunning"
 )
 
 // trainingPCS is a Training PodCliqueSet of one replica with one clique of

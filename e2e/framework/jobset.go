@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -45,12 +44,6 @@ const (
 	// jobSetServingCertificateName names the test certificate the
 	// controller's webhook server serves.
 	jobSetServingCertificateName = "jobset-webhook"
-	// jobSetReadyTimeout bounds the wait for /readyz after the start.
-	jobSetReadyTimeout = 2 * time.Minute
-	// jobSetStopGrace is how long Stop waits after SIGTERM.
-	jobSetStopGrace = 20 * time.Second
-	// jobSetLogTailLines is how much of the log an error quotes.
-	jobSetLogTailLines = 30
 
 	// ConditionJobSetCompleted is the JobSet condition of success.
 	ConditionJobSetCompleted = "Completed"
@@ -147,9 +140,9 @@ func StartJobSet(ctx context.Context, env *Env, opts JobSetOptions) (*JobSet, er
 			return jobSetConfiguration(webhookPort, healthPort, certDir, opts), nil
 		},
 		webhookComponent: jobSetWebhookComponent, namePrefix: jobSetNamePrefix, probes: probes,
-		readyTimeout: jobSetReadyTimeout, logTailLines: jobSetLogTailLines, detach: opts.Detach, progress: opts.Progress,
+		detach: opts.Detach, progress: opts.Progress,
 	}
-	proc, logPath, err := controller.start(ctx, env, func(p *cluster.Process) error { return p.Stop(jobSetStopGrace) })
+	proc, logPath, err := controller.start(ctx, env)
 	if err != nil {
 		return nil, fmt.Errorf("start JobSet: %w", err)
 	}
@@ -160,7 +153,7 @@ func StartJobSet(ctx context.Context, env *Env, opts JobSetOptions) (*JobSet, er
 
 // Stop sends SIGTERM, and SIGKILL if the controller has not exited after 20
 // seconds.
-func (j *JobSet) Stop() error { return j.Process.Stop(jobSetStopGrace) }
+func (j *JobSet) Stop() error { return j.Process.Stop(localControllerStopGrace) }
 
 // jobSetConfiguration is the controller's configuration file
 // (config.jobset.x-k8s.io/v1alpha1): everything on loopback, no leader

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -47,12 +46,6 @@ const (
 	// kueueServingCertificateName names the test certificate Kueue's
 	// webhook server serves.
 	kueueServingCertificateName = "kueue-webhook"
-	// kueueReadyTimeout bounds the wait for /readyz after the start.
-	kueueReadyTimeout = 2 * time.Minute
-	// kueueStopGrace is how long Stop waits after SIGTERM.
-	kueueStopGrace = 20 * time.Second
-	// kueueLogTailLines is how much of the log an error quotes.
-	kueueLogTailLines = 30
 	// kueueMetricsCertDir is where Kueue, with its internal certificate
 	// management off, reads the certificate of its metrics server: a fixed
 	// path in its main package (cmd/kueue/main.go), which it reads at start
@@ -198,10 +191,10 @@ func startKueue(ctx context.Context, env *Env, opts KueueOptions) (*Kueue, error
 		selectWebhooks: func(mutating *admissionregistrationv1.MutatingWebhookConfiguration, validating *admissionregistrationv1.ValidatingWebhookConfiguration) error {
 			return keepKueueWebhooks(mutating, validating, kueueIntegrations)
 		},
-		probes:       kueueWebhookProbes(),
-		readyTimeout: kueueReadyTimeout, logTailLines: kueueLogTailLines, detach: opts.Detach, progress: opts.Progress,
+		probes: kueueWebhookProbes(),
+		detach: opts.Detach, progress: opts.Progress,
 	}
-	proc, logPath, err := controller.start(ctx, env, func(p *cluster.Process) error { return p.Stop(kueueStopGrace) })
+	proc, logPath, err := controller.start(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +218,7 @@ func StartKueueDetached(ctx context.Context, env *Env, progress io.Writer) (*Kue
 }
 
 // Stop sends SIGTERM, and SIGKILL if Kueue has not exited after 20 seconds.
-func (k *Kueue) Stop() error { return k.Process.Stop(kueueStopGrace) }
+func (k *Kueue) Stop() error { return k.Process.Stop(localControllerStopGrace) }
 
 // kueueConfiguration is Kueue's configuration file
 // (config.kueue.x-k8s.io/v1beta2). Everything listens on loopback; what a

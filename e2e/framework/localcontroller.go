@@ -20,6 +20,17 @@ import (
 	"github.com/copse-dev/copse/e2e/cluster"
 )
 
+// The start and stop of a local controller.
+const (
+	// localControllerReadyTimeout bounds the wait for /readyz after the
+	// start.
+	localControllerReadyTimeout = 2 * time.Minute
+	// localControllerStopGrace is how long Stop waits after SIGTERM.
+	localControllerStopGrace = 20 * time.Second
+	// localControllerLogTailLines is how much of the log an error quotes.
+	localControllerLogTailLines = 30
+)
+
 // ensureToolModule returns the pinned tool called name, built, and the
 // directory of its module's source (CRDs, webhook manifests).
 func ensureToolModule(ctx context.Context, name string, progress io.Writer) (cluster.BuiltTool, string, error) {
@@ -63,10 +74,6 @@ type localController struct {
 	selectWebhooks func(*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) error
 	// probes find its webhooks called by the API server.
 	probes []webhookProbe
-	// readyTimeout bounds the wait for /readyz; logTailLines is how much of
-	// the log an error quotes.
-	readyTimeout time.Duration
-	logTailLines int
 	// detach lets the process outlive this one.
 	detach   bool
 	progress io.Writer
@@ -74,9 +81,9 @@ type localController struct {
 
 // start writes the certificate and the configuration, starts the process,
 // waits until it is ready, installs its webhook configurations and waits
-// until the API server calls them. On failure the process is stopped with
-// stop and the error quotes the end of its log.
-func (l localController) start(ctx context.Context, env *Env, stop func(*cluster.Process) error) (proc *cluster.Process, logPath string, err error) {
+// until the API server calls them. On failure the process is stopped and
+// the error quotes the end of its log.
+func (l localController) start(ctx context.Context, env *Env) (proc *cluster.Process, logPath string, err error) {
 	dir := filepath.Join(env.Cluster.Dir(), l.dirName)
 	certDir := filepath.Join(dir, "certs")
 	caPEM, err := WriteServingCertificate(certDir, l.certificateName)
@@ -111,8 +118,8 @@ func (l localController) start(ctx context.Context, env *Env, stop func(*cluster
 		return nil, "", err
 	}
 	if err := l.register(ctx, env, proc, "https://"+loopback(webhookPort), "http://"+loopback(healthPort)+"/readyz", caPEM); err != nil {
-		_ = stop(proc)
-		return nil, "", fmt.Errorf("%w; last log lines (%s):\n%s", err, logPath, logTail(logPath, l.logTailLines))
+		_ = proc.Stop(localControllerStopGrace)
+		return nil, "", fmt.Errorf("%w; last log lines (%s):\n%s", err, logPath, logTail(logPath, localControllerLogTailLines))
 	}
 	return proc, logPath, nil
 }
@@ -121,7 +128,7 @@ func (l localController) start(ctx context.Context, env *Env, stop func(*cluster
 // webhook server serves), installs the webhook configurations and waits
 // until the API server calls them.
 func (l localController) register(ctx context.Context, env *Env, proc *cluster.Process, webhookURL, readyURL string, caPEM []byte) error {
-	if err := waitReadyz(ctx, l.binary, readyURL, l.readyTimeout, proc.ExitReason); err != nil {
+	if err := waitReadyz(ctx, l.binary, readyURL, localControllerReadyTimeout, proc.ExitReason); err != nil {
 		return err
 	}
 	rendered, err := renderKustomization(ctx, env, l.moduleDir, l.webhookComponent, l.product)

@@ -36,11 +36,13 @@ func run() int {
 	var (
 		sizes       = flag.String("sizes", "64,512,1024,4096", "pod counts of the creation scenario, comma-separated")
 		reps        = flag.Int("repetitions", 3, "repetitions of every scenario (min/median/max need 3)")
-		scenarios   = flag.String("scenarios", "creation,restart,completion,contention,trainjob-restart", "scenarios to run, comma-separated")
+		scenarios   = flag.String("scenarios", "creation,restart,completion,contention,trainjob-restart,queued-start", "scenarios to run, comma-separated")
 		outDir      = flag.String("out-dir", "bin/bench", "directory for "+bench.ResultsFile)
 		restartPods = flag.Int("restart-pods", 64, "pods of the restart scenario's replica, and nodes of the trainjob-restart scenario's TrainJob")
 		donePods    = flag.Int("completion-pods", 64, "pods of the completion scenario")
 		runFor      = flag.Duration("completion-run-duration", 3*time.Second, "how long the completion scenario's pods run")
+		queued      = flag.Int("queued-workloads", 32, "TrainJobs (and reference JobSets) the queued-start scenario submits to Kueue")
+		queuedNodes = flag.Int("queued-nodes", 4, "pods of each workload of the queued-start scenario")
 		parallelism = flag.String("reference-parallelism", "16,32,64", "concurrent creators of the API-limit reference, each tried in every repetition (the fastest is the reference)")
 		sameQPS     = flag.Bool("same-qps-reference", true, "also run the secondary reference: a client limited to copse's qps/burst")
 		contention  = flag.Int("contention-pods", 0, "pods copse creates while the contention scenario's observer measures (default: the largest size)")
@@ -79,6 +81,8 @@ func run() int {
 		RestartPods:             *restartPods,
 		CompletionPods:          *donePods,
 		CompletionRunDuration:   *runFor,
+		QueuedWorkloads:         *queued,
+		QueuedNodes:             *queuedNodes,
 		WithoutSameQPSReference: !*sameQPS,
 		ContentionPods:          *contention,
 		ContentionParallelism:   *contPar,
@@ -101,10 +105,10 @@ func run() int {
 	}
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case bench.ScenarioCreation, bench.ScenarioRestart, bench.ScenarioCompletion, bench.ScenarioContention, bench.ScenarioTrainJobRestart:
+		case bench.ScenarioCreation, bench.ScenarioRestart, bench.ScenarioCompletion, bench.ScenarioContention, bench.ScenarioTrainJobRestart, bench.ScenarioQueuedStart:
 			opts.Scenarios = append(opts.Scenarios, s)
 		default:
-			fmt.Fprintf(os.Stderr, "copse-bench: --scenarios: unknown scenario %q (known: creation, restart, completion, contention, trainjob-restart)\n", s)
+			fmt.Fprintf(os.Stderr, "copse-bench: --scenarios: unknown scenario %q (known: creation, restart, completion, contention, trainjob-restart, queued-start)\n", s)
 			return 2
 		}
 	}
