@@ -73,7 +73,8 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
 		secondPods := readyPods(ctx, ns, "second", 2)
 		expectAdmitted(ctx, ns, "second", metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted, "")
-		Expect(events(ctx, ns, "second", copsekueue.EventAdmitted)).NotTo(BeEmpty())
+		Eventually(func() []string { return events(ctx, ns, "second", copsekueue.EventAdmitted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 		for i := range secondPods {
 			env.MakePodExit(ctx, &secondPods[i], "0")
 		}
@@ -127,8 +128,10 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			Expect(clique.Labels).NotTo(HaveKey(copsekueue.PodSetLabel), "clique %s keeps the admission after the eviction", clique.Name)
 			Expect(clique.Spec.PodSpec.NodeSelector).To(BeEmpty(), "clique %s", clique.Name)
 		}
-		Expect(events(ctx, ns, "victim", copsekueue.EventEvicted)).To(ContainElement(ContainSubstring("Preempted")))
-		Expect(events(ctx, ns, "victim", copsekueue.EventRequeued)).NotTo(BeEmpty())
+		Eventually(func() []string { return events(ctx, ns, "victim", copsekueue.EventEvicted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(ContainElement(ContainSubstring("Preempted")))
+		Eventually(func() []string { return events(ctx, ns, "victim", copsekueue.EventRequeued) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 		expectAdmitted(ctx, ns, "victim", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "")
 
 		By("the preemptor runs and succeeds; the victim is admitted again and succeeds, with no restart spent")
@@ -150,7 +153,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 	})
 
 	It("admits an Inference PodCliqueSet and keeps it running, its Workload never finished; "+
-		"the queue label cannot change while it runs", func(ctx context.Context) {
+		"the queue label cannot change while it runs; a scale change stops and requeues it", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-inference", "2", false)
 		pcs := framework.NewPodCliqueSet(ns, "serve", 1, framework.CliqueTemplate("server", 2, podSpec("500m")))
 		pcs.Labels = map[string]string{copsekueue.QueueNameLabel: queues.ClusterQueue}
@@ -174,6 +177,22 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		err := env.Client.Patch(ctx, running, patch)
 		Expect(err).To(HaveOccurred(), "the queue label changed on a running PodCliqueSet")
 		Expect(err.Error()).To(ContainSubstring("metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: may be added, changed or removed only while spec.suspend is true"))
+
+		By("scaled to 2 replicas: stopped, its Workload replaced by one of the new size, admitted again and running")
+		old := workloadOf(ctx, Default, ns, "serve")
+		scaled := env.GetPodCliqueSet(ctx, Default, ns, "serve")
+		scaled.Spec.Replicas = 2
+		Expect(env.Client.Update(ctx, scaled)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, ns, "serve")
+			g.Expect(wl.UID).NotTo(Equal(old.UID), "the Workload of 2 pods is still there")
+			g.Expect(wl.Spec.PodSets).To(HaveLen(1))
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(4)))
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		Eventually(func() []string { return events(ctx, ns, "serve", copsekueue.EventEvicted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(ContainElement(ContainSubstring("no longer matches")))
+		readyPods(ctx, ns, "serve", 4)
+		Expect(env.GetPodCliqueSet(ctx, Default, ns, "serve").IsSuspended()).To(BeFalse())
 	})
 
 	It("counts a scaling group's pods over its replicas in the Workload's pod sets", func(ctx context.Context) {
@@ -218,7 +237,9 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			wl := workloadOf(ctx, g, ns, "orphaned")
 			g.Expect(wl.UID).NotTo(Equal(old.UID), "no new Workload yet")
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
-		Expect(events(ctx, ns, "orphaned", copsekueue.EventRequeued)).NotTo(BeEmpty())
+		// Events are delivered asynchronously.
+		Eventually(func() []string { return events(ctx, ns, "orphaned", copsekueue.EventRequeued) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 
 		By("the new Workload is admitted and the PodCliqueSet runs again, a new attempt, with no restart spent")
 		pods := readyPods(ctx, ns, "orphaned", 1)
