@@ -318,15 +318,7 @@ func trainingPCS(namespace, name, queue string, workers int32, cpu string) *cops
 // returns them.
 func readyPods(ctx context.Context, namespace, pcsName string, n int) []corev1.Pod {
 	GinkgoHelper()
-	var pods []corev1.Pod
-	Eventually(func(g Gomega) {
-		pods = env.LivePods(ctx, g, namespace, pcsName)
-		g.Expect(pods).To(HaveLen(n))
-		for i := range pods {
-			g.Expect(framework.IsReady(&pods[i])).To(BeTrue(), "pod %s not ready", pods[i].Name)
-		}
-	}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
-	return pods
+	return env.ReadyPods(ctx, namespace, pcsName, n, pcsWait)
 }
 
 // workloadOf reads the PodCliqueSet's Kueue Workload.
