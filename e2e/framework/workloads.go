@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"github.com/onsi/ginkgo/v2"
@@ -72,6 +73,21 @@ func (e *Env) LivePods(ctx context.Context, g gomega.Gomega, namespace, pcsName 
 		}
 	}
 	return live
+}
+
+// ReadyPods waits up to timeout until the PodCliqueSet has n live pods, all
+// Ready, and returns them.
+func (e *Env) ReadyPods(ctx context.Context, namespace, pcsName string, n int, timeout time.Duration) []corev1.Pod {
+	ginkgo.GinkgoHelper()
+	var pods []corev1.Pod
+	gomega.Eventually(func(g gomega.Gomega) {
+		pods = e.LivePods(ctx, g, namespace, pcsName)
+		g.Expect(pods).To(gomega.HaveLen(n))
+		for i := range pods {
+			g.Expect(IsReady(&pods[i])).To(gomega.BeTrue(), "pod %s not ready", pods[i].Name)
+		}
+	}).WithContext(ctx).WithTimeout(timeout).Should(gomega.Succeed())
+	return pods
 }
 
 // IsReady reports the pod's Ready condition.

@@ -44,15 +44,7 @@ func trainingPCS(namespace, name string, replicas, workers int32) *copsev1alpha1
 // returns them.
 func readyPods(ctx context.Context, namespace, pcsName string, n int) []corev1.Pod {
 	GinkgoHelper()
-	var pods []corev1.Pod
-	Eventually(func(g Gomega) {
-		pods = env.LivePods(ctx, g, namespace, pcsName)
-		g.Expect(pods).To(HaveLen(n))
-		for i := range pods {
-			g.Expect(framework.IsReady(&pods[i])).To(BeTrue(), "pod %s not ready", pods[i].Name)
-		}
-	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
-	return pods
+	return env.ReadyPods(ctx, namespace, pcsName, n, longWait)
 }
 
 // podIdentities maps each pod's name to its UID and resourceVersion: equal

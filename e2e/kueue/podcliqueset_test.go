@@ -1,0 +1,353 @@
+package kueue_test
+
+import (
+	"context"
+	"time"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/framework"
+	copsekueue "github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// pcsWait bounds the waits of these specs: admission, pods starting and
+// going take seconds on the local cluster; a loaded machine takes longer.
+const pcsWait = 2 * time.Minute
+
+// The flavor every spec's ClusterQueue admits to: pods must land on the
+// simulated nodes (their label type=kwok) and carry a toleration Kueue's
+// flavor gives them.
+var flavorToleration = corev1.Toleration{Key: "example.com/queue", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
+var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
+	It("keeps a Training PodCliqueSet suspended without pods until it is admitted, places it on the flavor, "+
+		"and lets a second one in only when the first succeeded and its Workload finished", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-quota", "2", false)
+		first := trainingPCS(ns, "first", queues.ClusterQueue, 2, "1")
+
+		By("the first, alone in the queue, is admitted: its pods run on the flavor's nodes with its toleration and the podset label")
+		Expect(env.Client.Create(ctx, first)).To(Succeed())
+		Expect(first.Spec.Suspend).To(Equal(ptr.To(true)), "the webhook did not suspend a queued PodCliqueSet at creation")
+		pods := readyPods(ctx, ns, "first", 2)
+		for _, pod := range pods {
+			Expect(pod.Spec.NodeSelector).To(HaveKeyWithValue(cluster.LabelType, cluster.TypeKwok), "pod %s", pod.Name)
+			Expect(pod.Spec.Tolerations).To(ContainElement(flavorToleration), "pod %s", pod.Name)
+			Expect(pod.Labels).To(HaveKeyWithValue(copsekueue.PodSetLabel, "worker"), "pod %s", pod.Name)
+		}
+		expectAdmitted(ctx, ns, "first", metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted, "admitted by ClusterQueue "+queues.ClusterQueue)
+
+		By("the second waits, suspended, with no pod, its condition quoting Kueue")
+		second := trainingPCS(ns, "second", queues.ClusterQueue, 2, "1")
+		Expect(env.Client.Create(ctx, second)).To(Succeed())
+		expectAdmitted(ctx, ns, "second", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "insufficient unused quota for cpu")
+		Consistently(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "second")
+			g.Expect(pcs.IsSuspended()).To(BeTrue())
+			g.Expect(env.Pods(ctx, g, ns, "second")).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("the first's pods exit 0: it succeeds, its Workload is Finished, and the second is admitted")
+		for i := range pods {
+			env.MakePodExit(ctx, &pods[i], "0")
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "first").Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
+			finished := apimeta.FindStatusCondition(workloadOf(ctx, g, ns, "first").Status.Conditions, kueue.WorkloadFinished)
+			g.Expect(finished).NotTo(BeNil())
+			g.Expect(finished.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(finished.Reason).To(Equal(kueue.WorkloadFinishedReasonSucceeded))
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		secondPods := readyPods(ctx, ns, "second", 2)
+		expectAdmitted(ctx, ns, "second", metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted, "")
+		Eventually(func() []string { return events(ctx, ns, "second", copsekueue.EventAdmitted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+		for i := range secondPods {
+			env.MakePodExit(ctx, &secondPods[i], "0")
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "second").Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
+			g.Expect(apimeta.IsStatusConditionTrue(workloadOf(ctx, g, ns, "second").Status.Conditions, kueue.WorkloadFinished)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+	})
+
+	It("suspends a Training PodCliqueSet preempted by a higher-priority one without counting a failure, "+
+		"requeues its Workload and runs it to success once admitted again", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-preempt", "2", true)
+
+		By("the low-priority victim runs, with no restart to spare")
+		victim := trainingPCS(ns, "victim", queues.ClusterQueue, 2, "1")
+		victim.Labels[copsekueue.PriorityClassLabel] = ns + "-low"
+		Expect(env.Client.Create(ctx, victim)).To(Succeed())
+		victimPods := readyPods(ctx, ns, "victim", 2)
+		Eventually(func(g Gomega) {
+			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "victim").Status.StartTime).NotTo(BeNil())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		firstWorkload := workloadOf(ctx, Default, ns, "victim")
+		Expect(firstWorkload.Spec.PriorityClassRef).To(Equal(kueue.NewWorkloadPriorityClassRef(ns + "-low")))
+
+		By("a high-priority PodCliqueSet arrives: Kueue preempts the victim, which is suspended with every pod gone, nothing counted against it")
+		preemptor := trainingPCS(ns, "preemptor", queues.ClusterQueue, 2, "1")
+		preemptor.Labels[copsekueue.PriorityClassLabel] = ns + "-high"
+		Expect(env.Client.Create(ctx, preemptor)).To(Succeed())
+		Eventually(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "victim")
+			g.Expect(pcs.IsSuspended()).To(BeTrue())
+			g.Expect(env.Pods(ctx, g, ns, "victim")).To(BeEmpty())
+			g.Expect(pcs.Status.StartTime).To(BeNil(), "startTime is kept while suspended")
+			wl := workloadOf(ctx, g, ns, "victim")
+			requeued := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued)
+			g.Expect(requeued).NotTo(BeNil())
+			g.Expect(requeued.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(requeued.Reason).To(Equal(kueue.WorkloadEvictedByPreemption))
+			g.Expect(wl.Status.Admission).To(BeNil())
+			g.Expect(wl.UID).To(Equal(firstWorkload.UID), "the Workload was replaced rather than requeued")
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		for _, pod := range victimPods {
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&pod), &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound), "pod %s", pod.Name)
+		}
+		suspended := env.GetPodCliqueSet(ctx, Default, ns, "victim")
+		Expect(suspended.Status.RestartCount).To(BeZero())
+		Expect(suspended.Status.LastFailure).To(BeNil())
+		Expect(suspended.Status.Phase).NotTo(Equal(copsev1alpha1.PodCliqueSetPhaseFailed))
+		Expect(apimeta.IsStatusConditionTrue(suspended.Status.Conditions, copsev1alpha1.ConditionTypeFailed)).To(BeFalse())
+		for _, clique := range suspended.Spec.Template.Cliques {
+			Expect(clique.Labels).NotTo(HaveKey(copsekueue.PodSetLabel), "clique %s keeps the admission after the eviction", clique.Name)
+			Expect(clique.Spec.PodSpec.NodeSelector).To(BeEmpty(), "clique %s", clique.Name)
+		}
+		Eventually(func() []string { return events(ctx, ns, "victim", copsekueue.EventEvicted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(ContainElement(ContainSubstring("Preempted")))
+		Eventually(func() []string { return events(ctx, ns, "victim", copsekueue.EventRequeued) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+		expectAdmitted(ctx, ns, "victim", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "")
+
+		By("the preemptor runs and succeeds; the victim is admitted again and succeeds, with no restart spent")
+		preemptorPods := readyPods(ctx, ns, "preemptor", 2)
+		for i := range preemptorPods {
+			env.MakePodExit(ctx, &preemptorPods[i], "0")
+		}
+		victimPods = readyPods(ctx, ns, "victim", 2)
+		for i := range victimPods {
+			Expect(victimPods[i].Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"), "pod %s is not of the run after the suspension", victimPods[i].Name)
+			env.MakePodExit(ctx, &victimPods[i], "0")
+		}
+		Eventually(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "victim")
+			g.Expect(pcs.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
+			g.Expect(pcs.Status.RestartCount).To(BeZero())
+			g.Expect(pcs.Status.LastFailure).To(BeNil())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+	})
+
+	It("admits an Inference PodCliqueSet and keeps it running, its Workload never finished; "+
+		"the queue label cannot change while it runs; a scale change stops and requeues it", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-inference", "2", false)
+		pcs := framework.NewPodCliqueSet(ns, "serve", 1, framework.CliqueTemplate("server", 2, podSpec("500m")))
+		pcs.Labels = map[string]string{copsekueue.QueueNameLabel: queues.ClusterQueue}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		readyPods(ctx, ns, "serve", 2)
+		Eventually(func(g Gomega) {
+			ready := apimeta.FindStatusCondition(workloadOf(ctx, g, ns, "serve").Status.Conditions, kueue.WorkloadPodsReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "serve").IsSuspended()).To(BeFalse())
+			g.Expect(apimeta.IsStatusConditionTrue(workloadOf(ctx, g, ns, "serve").Status.Conditions, kueue.WorkloadFinished)).To(BeFalse())
+			g.Expect(env.LivePods(ctx, g, ns, "serve")).To(HaveLen(2))
+		}).WithContext(ctx).WithTimeout(5 * time.Second).Should(Succeed())
+
+		By("a label-only update moving it to another queue is refused while it runs")
+		running := env.GetPodCliqueSet(ctx, Default, ns, "serve")
+		patch := client.MergeFrom(running.DeepCopy())
+		running.Labels[copsekueue.QueueNameLabel] = "elsewhere"
+		err := env.Client.Patch(ctx, running, patch)
+		Expect(err).To(HaveOccurred(), "the queue label changed on a running PodCliqueSet")
+		Expect(err.Error()).To(ContainSubstring("metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: may be added, changed or removed only while spec.suspend is true"))
+
+		By("scaled to 2 replicas: stopped, its Workload replaced by one of the new size, admitted again and running")
+		old := workloadOf(ctx, Default, ns, "serve")
+		scaled := env.GetPodCliqueSet(ctx, Default, ns, "serve")
+		scaled.Spec.Replicas = 2
+		Expect(env.Client.Update(ctx, scaled)).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, ns, "serve")
+			g.Expect(wl.UID).NotTo(Equal(old.UID), "the Workload of 2 pods is still there")
+			g.Expect(wl.Spec.PodSets).To(HaveLen(1))
+			g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(4)))
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		Eventually(func() []string { return events(ctx, ns, "serve", copsekueue.EventEvicted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(ContainElement(ContainSubstring("no longer matches")))
+		readyPods(ctx, ns, "serve", 4)
+		Expect(env.GetPodCliqueSet(ctx, Default, ns, "serve").IsSuspended()).To(BeFalse())
+	})
+
+	It("counts a scaling group's pods over its replicas in the Workload's pod sets", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-groups", "4", false)
+		pcs := framework.NewPodCliqueSet(ns, "grouped", 2,
+			framework.CliqueTemplate("leader", 1, podSpec("100m")),
+			framework.CliqueTemplate("prefill", 1, podSpec("100m")),
+			framework.CliqueTemplate("decode", 2, podSpec("100m")))
+		pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
+			{Name: "model", CliqueNames: []string{"prefill", "decode"}, Replicas: ptr.To[int32](2)},
+		}
+		pcs.Labels = map[string]string{copsekueue.QueueNameLabel: queues.ClusterQueue}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		// 2 replicas: leader 1 pod each; the group 2 replicas of prefill (1) and decode (2).
+		want := map[kueue.PodSetReference]int32{"leader": 2, "prefill": 4, "decode": 8}
+		Eventually(func(g Gomega) {
+			counts := map[kueue.PodSetReference]int32{}
+			for _, ps := range workloadOf(ctx, g, ns, "grouped").Spec.PodSets {
+				counts[ps.Name] = ps.Count
+			}
+			g.Expect(counts).To(Equal(want))
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		pods := readyPods(ctx, ns, "grouped", 14)
+		perClique := map[string]int32{}
+		for _, pod := range pods {
+			perClique[pod.Labels[copsekueue.PodSetLabel]]++
+			Expect(pod.Labels[copsekueue.PodSetLabel]).To(Equal(pod.Labels[labels.CliqueTemplateKey]), "pod %s", pod.Name)
+		}
+		Expect(perClique).To(Equal(map[string]int32{"leader": 2, "prefill": 4, "decode": 8}))
+	})
+
+	It("suspends and requeues a PodCliqueSet whose Workload is deleted under it", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-wldel", "2", false)
+		Expect(env.Client.Create(ctx, trainingPCS(ns, "orphaned", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		readyPods(ctx, ns, "orphaned", 1)
+		old := workloadOf(ctx, Default, ns, "orphaned")
+
+		Expect(env.Client.Delete(ctx, old, client.Preconditions{UID: &old.UID})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(events(ctx, ns, "orphaned", copsekueue.EventEvicted)).To(ContainElement(ContainSubstring("missing")))
+			wl := workloadOf(ctx, g, ns, "orphaned")
+			g.Expect(wl.UID).NotTo(Equal(old.UID), "no new Workload yet")
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		// Events are delivered asynchronously.
+		Eventually(func() []string { return events(ctx, ns, "orphaned", copsekueue.EventRequeued) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+
+		By("the new Workload is admitted and the PodCliqueSet runs again, a new attempt, with no restart spent")
+		pods := readyPods(ctx, ns, "orphaned", 1)
+		Expect(pods[0].Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"))
+		pcs := env.GetPodCliqueSet(ctx, Default, ns, "orphaned")
+		Expect(pcs.Status.RestartCount).To(BeZero())
+		Expect(pcs.Status.LastFailure).To(BeNil())
+	})
+
+	It("deletes the Workload with its PodCliqueSet", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-gc", "1", false)
+		pcs := trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		var wl *kueue.Workload
+		Eventually(func(g Gomega) { wl = workloadOf(ctx, g, ns, "short-lived") }).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &kueue.Workload{})
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Satisfy(apierrors.IsNotFound))
+	})
+})
+
+// newQueues creates a namespace and a ClusterQueue of cpu quota with one
+// flavor (nodes labelled type=kwok, flavorToleration), a LocalQueue in the
+// namespace, and the WorkloadPriorityClasses low (10) and high (1000).
+func newQueues(ctx context.Context, prefix, cpu string, preempt bool) (string, framework.KueueQueues) {
+	GinkgoHelper()
+	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
+	Expect(err).NotTo(HaveOccurred())
+	queues := framework.KueueQueues{
+		ClusterQueue: ns,
+		Flavor: framework.KueueFlavor{Name: ns, NodeLabels: map[string]string{cluster.LabelType: cluster.TypeKwok},
+			Tolerations: []corev1.Toleration{flavorToleration}},
+		Quota:                corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+		PreemptLowerPriority: preempt,
+		Namespaces:           []string{ns},
+		PriorityClasses:      map[string]int32{ns + "-low": 10, ns + "-high": 1000},
+	}
+	Expect(framework.CreateKueueQueues(ctx, env.Client, queues)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) {
+		var list copsev1alpha1.PodCliqueSetList
+		Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for i := range list.Items {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &list.Items[i]))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			var workloads kueue.WorkloadList
+			g.Expect(env.Client.List(ctx, &workloads, client.InNamespace(ns))).To(Succeed())
+			g.Expect(workloads.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		Expect(framework.DeleteKueueQueues(ctx, env.Client, queues)).To(Succeed())
+	})
+	return ns, queues
+}
+
+// podSpec is a pod of one container requesting cpu that runs until told to
+// exit (framework.Env.MakePodExit).
+func podSpec(cpu string) corev1.PodSpec {
+	spec := framework.PodSpec(0)
+	spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	return spec
+}
+
+// trainingPCS is a Training PodCliqueSet of one replica of workers pods
+// requesting cpu each, in LocalQueue queue, with no restart allowed: a pod
+// failure would fail it at once.
+func trainingPCS(namespace, name, queue string, workers int32, cpu string) *copsev1alpha1.PodCliqueSet {
+	pcs := framework.NewPodCliqueSet(namespace, name, 1, framework.CliqueTemplate("worker", workers, podSpec(cpu)))
+	pcs.Labels = map[string]string{copsekueue.QueueNameLabel: queue}
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+	return pcs
+}
+
+// readyPods waits until the PodCliqueSet has n live pods, all Ready, and
+// returns them.
+func readyPods(ctx context.Context, namespace, pcsName string, n int) []corev1.Pod {
+	GinkgoHelper()
+	return env.ReadyPods(ctx, namespace, pcsName, n, pcsWait)
+}
+
+// workloadOf reads the PodCliqueSet's Kueue Workload.
+func workloadOf(ctx context.Context, g Gomega, namespace, pcsName string) *kueue.Workload {
+	wl := &kueue.Workload{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: copsekueue.WorkloadName(pcsName)}, wl)).To(Succeed())
+	return wl
+}
+
+// expectAdmitted waits for the PodCliqueSet's Admitted condition.
+func expectAdmitted(ctx context.Context, namespace, pcsName string, status metav1.ConditionStatus, reason, message string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cond := apimeta.FindStatusCondition(env.GetPodCliqueSet(ctx, g, namespace, pcsName).Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(status), cond.Message)
+		g.Expect(cond.Reason).To(Equal(reason), cond.Message)
+		g.Expect(cond.Message).To(ContainSubstring(message))
+	}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+}
+
+// events are the notes of the events with reason about the PodCliqueSet.
+func events(ctx context.Context, namespace, pcsName, reason string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, ev := range env.EventsWithReason(ctx, Default, namespace, reason) {
+		if ev.Regarding.Kind == "PodCliqueSet" && ev.Regarding.Name == pcsName {
+			out = append(out, ev.Note)
+		}
+	}
+	return out
+}
