@@ -45,8 +45,8 @@ type scenario struct {
 	values map[string]any
 }
 
-// scenarios cover every certificate mode, local mode and disabled webhooks;
-// rbac-reviewed.yaml has the RBAC of each.
+// scenarios cover every certificate mode, local mode, disabled webhooks and
+// the Kueue integration; rbac-reviewed.yaml has the RBAC of each.
 var scenarios = []scenario{
 	{name: "default"},
 	{name: "localMode", values: map[string]any{"localMode": map[string]any{"enabled": true, "webhookURL": localWebhookURL}}},
@@ -54,6 +54,7 @@ var scenarios = []scenario{
 		"mode": "secret", "secretName": "my-webhook-tls", "secret": map[string]any{"caBundle": testCABundle}}}}},
 	{name: "certificateCertManager", values: map[string]any{"webhook": map[string]any{"certificate": map[string]any{"mode": "certManager"}}}},
 	{name: "webhookDisabled", values: map[string]any{"webhook": map[string]any{"enabled": false}}},
+	{name: "kueue", values: map[string]any{"config": map[string]any{"kueue": map[string]any{"enabled": true}}}},
 }
 
 var helmOnce struct {

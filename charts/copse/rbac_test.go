@@ -35,8 +35,18 @@ const goldenFile = "rbac-reviewed.yaml"
 // updateGoldenEnvVar, set to 1 (`make chart-rbac`), rewrites goldenFile.
 const updateGoldenEnvVar = "COPSE_UPDATE_RBAC_GOLDEN"
 
-// operatorSubject is the only subject any binding of the chart may name.
+// operatorSubject is the only subject any binding of the chart may name,
+// but for kueueReader.
 const operatorSubject = "ServiceAccount copse-system/copse-operator"
+
+// kueueReader is the one role bound to someone else: with config.kueue.enabled,
+// Kueue's controller (its install's ServiceAccount) may read PodCliqueSets, the
+// owners of copse's Kueue Workloads, and nothing more.
+var kueueReader = grantedRole{
+	Kind: "ClusterRole", Name: "copse-operator-kueue-reader",
+	BoundTo: []string{"ServiceAccount kueue-system/kueue-controller-manager"},
+	Rules:   []rbacv1.PolicyRule{{APIGroups: []string{"grove.io"}, Resources: []string{"podcliquesets"}, Verbs: []string{"get", "list", "watch"}}},
+}
 
 // grantedRole is a Role or ClusterRole as rendered, with the subjects bound
 // to it.
@@ -169,6 +179,12 @@ func TestRBACIsBoundToTheOperatorOnlyAndNeverWildcard(t *testing.T) {
 			where := fmt.Sprintf("%s: %s %s/%s", sc.name, role.Kind, role.Namespace, role.Name)
 			if role.NotRendered {
 				t.Errorf("%s: a binding names a role the chart does not render", where)
+			}
+			if role.Name == kueueReader.Name {
+				if diff := cmp.Diff(kueueReader, role); diff != "" {
+					t.Errorf("%s grants Kueue more than reading PodCliqueSets (-want +got):\n%s", where, diff)
+				}
+				continue
 			}
 			if !slices.Equal(role.BoundTo, []string{operatorSubject}) {
 				t.Errorf("%s is bound to %v, want exactly %s", where, role.BoundTo, operatorSubject)
