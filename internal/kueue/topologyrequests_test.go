@@ -177,8 +177,8 @@ func TestTopologyRequests(t *testing.T) {
 				"leader": grouped(rackKey, "copse-scaling-group-model"), "worker": grouped(rackKey, "copse-scaling-group-model")},
 		},
 		{
-			name: "template at block, group of three, one in the base gang: base and scaled gangs alike, a block each",
-			pcs:  set(1, one, []string{"worker"}, group("workers", 3, 1, "worker")),
+			name:    "template at block, group of three, one in the base gang: base and scaled gangs alike, a block each",
+			pcs:     set(1, one, []string{"worker"}, group("workers", 3, 1, "worker")),
 			packing: packed(blockKey, nil, nil),
 			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 4)},
 		},
