@@ -97,6 +97,11 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 
 	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName,
 		clustertopologybinding.ControllerName}
+	kueueNames, err := registerKueueController(mgr, cfg, recorders)
+	if err != nil {
+		return err
+	}
+	names = append(names, kueueNames...)
 	trainJobEnabled := *cfg.Controllers.TrainJob.Enabled
 	if trainJobEnabled {
 		if err := registerTrainJobControllers(mgr, cfg, recorders); err != nil {
@@ -110,6 +115,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			TrainJob:      trainJobEnabled,
 			TopologyAware: topologyAwareScheduling,
 			MNNVL:         cfg.MNNVL.Enabled,
+			Kueue:         cfg.Kueue.Enabled,
 		}
 		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Names under which the checks appear in /healthz and /readyz output.
@@ -88,6 +89,10 @@ func cachedByObject(cfg *configv1alpha1.OperatorConfiguration) map[client.Object
 	if cfg.MNNVL.Enabled {
 		// Only when enabled: the kind may not be served otherwise.
 		out[mnnvl.NewComputeDomain()] = cache.ByObject{Label: managedByCopse}
+	}
+	if cfg.Kueue.Enabled {
+		// copse's Workloads only, not those of every job Kueue manages.
+		out[&kueuev1beta2.Workload{}] = cache.ByObject{Label: managedByCopse}
 	}
 	return out
 }

@@ -141,6 +141,12 @@ func cliqueBound(spec *grovecorev1alpha1.PodCliqueSpec, specPath *field.Path) bo
 	return b
 }
 
+// ScalingGroupReplicas is the most replicas a scaling group may have: its
+// replicas (1 when unset) or its autoscaler's maxReplicas, the larger.
+func ScalingGroupReplicas(group *grovecorev1alpha1.PodCliqueScalingGroupConfig) int64 {
+	return groupBound(group, nil).value
+}
+
 // groupBound is the most replicas a scaling group may have (1 when unset,
 // its default), and the field that says so.
 func groupBound(group *grovecorev1alpha1.PodCliqueScalingGroupConfig, path *field.Path) bound {

@@ -219,3 +219,24 @@ func TestClique(t *testing.T) {
 		})
 	}
 }
+
+func TestScalingGroupReplicas(t *testing.T) {
+	tests := []struct {
+		name  string
+		group grovecorev1alpha1.PodCliqueScalingGroupConfig
+		want  int64
+	}{
+		{name: "unset is one", want: 1},
+		{name: "replicas", group: grovecorev1alpha1.PodCliqueScalingGroupConfig{Replicas: ptr.To[int32](3)}, want: 3},
+		{name: "autoscaled up to maxReplicas", want: 5, group: grovecorev1alpha1.PodCliqueScalingGroupConfig{
+			Replicas: ptr.To[int32](2), ScaleConfig: &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 5}}},
+		{name: "negative replicas count as none", group: grovecorev1alpha1.PodCliqueScalingGroupConfig{Replicas: ptr.To[int32](-2)}, want: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScalingGroupReplicas(&tc.group); got != tc.want {
+				t.Errorf("ScalingGroupReplicas = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

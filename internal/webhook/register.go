@@ -56,9 +56,9 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		return fmt.Errorf("registering %s types for admission decoding: %w", trainerv1alpha1.SchemeGroupVersion, err)
 	}
 	handlers := map[string]*admission.Webhook{
-		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{}),
+		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{KueueEnabled: features.Kueue}),
 		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
-			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader}),
+			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader, KueueEnabled: features.Kueue}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
 			podclique.Validator{Reader: reader, Limits: limits}),
 		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,
@@ -101,4 +101,8 @@ type Features struct {
 	// MNNVL is mnnvl.enabled: without it, a PodCliqueSet naming an MNNVL
 	// group is refused.
 	MNNVL bool
+	// Kueue is kueue.enabled: a new PodCliqueSet with the label
+	// kueue.x-k8s.io/queue-name is created suspended, and the label's rules
+	// apply (podcliqueset.ValidateKueue). Off, the label means nothing.
+	Kueue bool
 }

@@ -22,3 +22,10 @@ const (
 	// example Kueue's webhook); the message quotes it.
 	ReasonWorkloadRefused = "WorkloadRefused"
 )
+
+// ReasonFailedToStart: Kueue admitted the Workload, but its admission
+// cannot be applied to the clique templates (a ResourceFlavor's node label
+// or an admission check's update contradicts what a template sets); copse
+// finished the Workload (reason FailedToStart, as Kueue does for its jobs)
+// and the PodCliqueSet stays suspended. The message names the conflict.
+const ReasonFailedToStart = "FailedToStart"

@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -14,14 +15,21 @@ import (
 
 const kind = "PodCliqueSet"
 
-// Defaulter is the mutating webhook: it applies Default.
-type Defaulter struct{}
+// Defaulter is the mutating webhook: it applies Default, and on creation
+// DefaultForKueue.
+type Defaulter struct {
+	// KueueEnabled is the operator configuration's kueue.enabled.
+	KueueEnabled bool
+}
 
 var _ admission.Defaulter[*copsev1alpha1.PodCliqueSet] = Defaulter{}
 
 // Default implements admission.Defaulter.
-func (Defaulter) Default(_ context.Context, pcs *copsev1alpha1.PodCliqueSet) error {
+func (d Defaulter) Default(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) error {
 	Default(pcs)
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		DefaultForKueue(pcs, d.KueueEnabled)
+	}
 	return nil
 }
 
@@ -42,6 +50,9 @@ type Validator struct {
 	// Reader reads the ClusterTopologyBinding a new PodCliqueSet's
 	// constraints name. The operator passes its manager's GetAPIReader().
 	Reader client.Reader
+	// KueueEnabled is the operator configuration's kueue.enabled
+	// (ValidateKueue).
+	KueueEnabled bool
 }
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
@@ -50,6 +61,7 @@ var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
 func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	errs := append(ValidateCreate(pcs), ValidateSize(nil, pcs, v.Limits)...)
 	errs = append(errs, ValidateMNNVL(nil, pcs, v.MNNVLEnabled)...)
+	errs = append(errs, ValidateKueue(nil, pcs, v.KueueEnabled)...)
 	topologyErrs, err := v.validateTopology(ctx, pcs)
 	if err != nil {
 		return nil, err
@@ -60,14 +72,15 @@ func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCli
 
 // ValidateUpdate implements admission.Validator. Warnings are given only
 // when the spec changes, so that metadata updates by controllers stay quiet.
-// The MNNVL group annotation is immutable even where the spec is not changed.
+// The MNNVL group annotation is immutable, and the Kueue queue label changes
+// only while suspended, even where the spec is not changed.
 func (v Validator) ValidateUpdate(_ context.Context, old, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
-	mnnvlErrs := ValidateMNNVL(old, pcs, v.MNNVLEnabled)
+	metadataErrs := append(ValidateMNNVL(old, pcs, v.MNNVLEnabled), ValidateKueue(old, pcs, v.KueueEnabled)...)
 	if equality.Semantic.DeepEqual(old.Spec, pcs.Spec) {
-		return nil, rules.ToAdmissionError(kind, pcs.Name, mnnvlErrs)
+		return nil, rules.ToAdmissionError(kind, pcs.Name, metadataErrs)
 	}
 	errs := append(ValidateUpdate(old, pcs), ValidateSize(old, pcs, v.Limits)...)
-	errs = append(errs, mnnvlErrs...)
+	errs = append(errs, metadataErrs...)
 	return Warnings(pcs), rules.ToAdmissionError(kind, pcs.Name, errs)
 }
 

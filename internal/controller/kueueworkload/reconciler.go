@@ -1,0 +1,289 @@
+// Package kueueworkload holds the controller that speaks Kueue's Workload
+// protocol for PodCliqueSets labelled kueue.x-k8s.io/queue-name
+// (docs/kueue.md): it keeps one Kueue Workload per such PodCliqueSet, starts
+// the PodCliqueSet when Kueue admits the Workload, suspends it when Kueue
+// evicts it, gives the quota back once its pods are gone, and finishes the
+// Workload when the PodCliqueSet ends. Each pass gathers the inputs, asks
+// kueue.Decide for the one step to take (internal/kueue, pure), takes it,
+// and writes the PodCliqueSet's Admitted condition.
+package kueueworkload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/requeue"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "kueueworkload"
+
+// refusedRetry is how long a pass waits after the API server refused a
+// Workload before it tries again: the refusal may be lifted (a quota on
+// Workloads, Kueue's webhook being down) without any event copse watches.
+const refusedRetry = 30 * time.Second
+
+// Reconciler reconciles the Kueue Workloads of queued PodCliqueSets.
+type Reconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// Clock is the time source; tests inject a fake one.
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=grove.io,resources=podcliquesets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile takes one step of the protocol for a PodCliqueSet.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("podcliqueset", req.NamespacedName)
+	ctx = log.IntoContext(ctx, logger)
+
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
+		// A deleted PodCliqueSet's Workload goes through its owner reference.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	wl, nameTaken, err := r.workloadOf(ctx, pcs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if kueue.QueueName(pcs) == "" {
+		return r.leaveKueue(ctx, pcs, wl)
+	}
+
+	in, err := r.gather(ctx, pcs, wl, nameTaken)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := kueue.Decide(in)
+	logger = logger.WithValues("workload", kueue.WorkloadName(pcs.Name), "step", d.Step, "why", d.Why)
+	ctx = log.IntoContext(ctx, logger)
+
+	written, refusal, err := r.apply(ctx, pcs, d)
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// Decided on a stale view: the next pass reads afresh.
+			logger.V(1).Info("the step met a newer object; retrying", "error", err.Error())
+			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	result := ctrl.Result{RequeueAfter: d.RetryAfter}
+	condition := d.Admitted
+	if refusal != nil {
+		condition = kueue.Refused(pcs, refusal, r.Clock.Now())
+		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, kueue.EventWorkloadRefused, string(d.Step), "%s", condition.Message)
+		result = ctrl.Result{RequeueAfter: refusedRetry}
+	} else if d.Event != nil {
+		eventType := corev1.EventTypeNormal
+		if d.Event.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(written, nil, eventType, d.Event.Reason, string(d.Step), "%s", d.Event.Message)
+	}
+	if d.Step != kueue.StepNone || refusal != nil {
+		logger.Info("took a step of the Kueue protocol", "refused", refusal != nil)
+	} else {
+		logger.V(1).Info("nothing to write")
+	}
+	if err := r.writeCondition(ctx, written, &condition); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// workloadOf reads the Workload of pcs from the cache: nil when there is
+// none; nameTaken when one of that name is controlled by another object.
+func (r *Reconciler) workloadOf(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (wl *kueuev1beta2.Workload, nameTaken bool, err error) {
+	wl = &kueuev1beta2.Workload{}
+	key := client.ObjectKey{Namespace: pcs.Namespace, Name: kueue.WorkloadName(pcs.Name)}
+	if err := r.Client.Get(ctx, key, wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("get Workload %s: %w", key, err)
+	}
+	if !metav1.IsControlledBy(wl, pcs) {
+		return nil, true, nil
+	}
+	return wl, false, nil
+}
+
+// gather reads every input of kueue.Decide.
+func (r *Reconciler) gather(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, wl *kueuev1beta2.Workload, nameTaken bool) (kueue.Inputs, error) {
+	in := kueue.Inputs{PodCliqueSet: pcs, Workload: wl, WorkloadNameTaken: nameTaken, Now: r.Clock.Now(),
+		// The topology integration fills each clique's topologyRequest.
+		Topology: nil}
+
+	flavors := kueue.Flavors{}
+	for _, name := range kueue.FlavorNames(wl) {
+		flavor := &kueuev1beta2.ResourceFlavor{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: string(name)}, flavor); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // Decide waits for it.
+			}
+			return in, fmt.Errorf("get ResourceFlavor %s: %w", name, err)
+		}
+		flavors[name] = &flavor.Spec
+	}
+	in.Flavors = flavors
+
+	var err error
+	in.Priority, in.PriorityErr, err = r.priority(ctx, pcs)
+	if err != nil {
+		return in, err
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(pcs.Namespace),
+		client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(pcs.Name)}); err != nil {
+		return in, fmt.Errorf("list the pods of PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
+	}
+	// startTime stays set until the PodCliqueSet controller has seen the
+	// last pod of a suspension go; until then the templates may not change.
+	in.PodsRemain = pcs.Status.StartTime != nil
+	for i := range pods.Items {
+		if podstate.Of(&pods.Items[i]).HoldsNode() {
+			in.PodsRemain = true
+			break
+		}
+	}
+	return in, nil
+}
+
+// priority resolves the Workload's priority from the classes in the
+// cluster. A class that does not exist is resolveErr (Decide reports it);
+// err is a failed read.
+func (r *Reconciler) priority(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (p kueue.Priority, resolveErr, err error) {
+	var wpc *kueuev1beta2.WorkloadPriorityClass
+	if name := pcs.Labels[kueue.PriorityClassLabel]; name != "" {
+		wpc = &kueuev1beta2.WorkloadPriorityClass{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, wpc); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return p, nil, fmt.Errorf("get WorkloadPriorityClass %s: %w", name, err)
+			}
+			wpc = nil
+		}
+	}
+	classes := &schedulingv1.PriorityClassList{}
+	if err := r.Client.List(ctx, classes); err != nil {
+		return p, nil, fmt.Errorf("list PriorityClasses: %w", err)
+	}
+	p, resolveErr = kueue.ResolvePriority(pcs, wpc, classes.Items)
+	return p, resolveErr, nil
+}
+
+// apply takes the step. written is the PodCliqueSet as it is after the
+// step (the one to write the condition on); refusal is the API server's
+// refusal of a Workload, which the condition reports; err is a failure to
+// retry.
+func (r *Reconciler) apply(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, d kueue.Decision) (written *copsev1alpha1.PodCliqueSet, refusal, err error) {
+	switch d.Step {
+	case kueue.StepNone:
+		return pcs, nil, nil
+	case kueue.StepStart, kueue.StepStop, kueue.StepRestore:
+		// An update carrying the resourceVersion the decision was made on.
+		updated := d.PodCliqueSet.DeepCopy()
+		if err := r.Client.Update(ctx, updated); err != nil {
+			return nil, nil, fmt.Errorf("%s PodCliqueSet %s/%s: %w", d.Step, pcs.Namespace, pcs.Name, err)
+		}
+		return updated, nil, nil
+	case kueue.StepCreateWorkload:
+		if err := r.Client.Create(ctx, d.Workload.DeepCopy()); err != nil {
+			if refusedByAPIServer(err) {
+				return pcs, err, nil
+			}
+			return nil, nil, fmt.Errorf("create Workload %s/%s: %w", d.Workload.Namespace, d.Workload.Name, err)
+		}
+		return pcs, nil, nil
+	case kueue.StepDeleteWorkload:
+		err := r.Client.Delete(ctx, d.Workload, client.Preconditions{UID: &d.Workload.UID, ResourceVersion: &d.Workload.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("delete Workload %s/%s: %w", d.Workload.Namespace, d.Workload.Name, err)
+		}
+		return pcs, nil, nil
+	case kueue.StepClearReservation, kueue.StepFinishWorkload, kueue.StepSetPodsReady:
+		// The whole status, carrying the resourceVersion it was read at: a
+		// change Kueue made meanwhile makes this a conflict, never a loss.
+		if err := r.Client.Status().Update(ctx, d.Workload.DeepCopy()); err != nil {
+			return nil, nil, fmt.Errorf("%s: write the status of Workload %s/%s: %w", d.Step, d.Workload.Namespace, d.Workload.Name, err)
+		}
+		return pcs, nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown step %q", d.Step)
+}
+
+// refusedByAPIServer: the API server (or an admission webhook, such as
+// Kueue's) refused the object itself; retrying the same object would be
+// refused again.
+func refusedByAPIServer(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
+}
+
+// leaveKueue handles a PodCliqueSet without the queue label (removed while
+// it was suspended): its Workload is deleted and its Admitted condition
+// removed.
+func (r *Reconciler) leaveKueue(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, wl *kueuev1beta2.Workload) (ctrl.Result, error) {
+	if wl != nil && wl.DeletionTimestamp.IsZero() {
+		if err := r.Client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete Workload %s/%s of a PodCliqueSet no longer queued: %w", wl.Namespace, wl.Name, err)
+		}
+		log.FromContext(ctx).Info("deleted the Workload of a PodCliqueSet that left its queue", "workload", wl.Name)
+	}
+	if err := r.writeCondition(ctx, pcs, nil); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// writeCondition sets the PodCliqueSet's Admitted condition to cond (nil
+// removes it), in a status patch carrying the resourceVersion of pcs.
+func (r *Reconciler) writeCondition(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, cond *metav1.Condition) error {
+	updated := pcs.DeepCopy()
+	if cond == nil {
+		meta.RemoveStatusCondition(&updated.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)
+	} else {
+		meta.SetStatusCondition(&updated.Status.Conditions, *cond)
+	}
+	if apiequality.Semantic.DeepEqual(pcs.Status.Conditions, updated.Status.Conditions) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pcs, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
+		return fmt.Errorf("write the Admitted condition of PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
+	}
+	return nil
+}

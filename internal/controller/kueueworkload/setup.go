@@ -1,0 +1,43 @@
+package kueueworkload
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/kueue"
+)
+
+// SetupWithManager registers the controller. It reacts to PodCliqueSets
+// that carry the queue label, or carried it before an update (so that a
+// removed label deletes the Workload), to their whole status (phase,
+// startTime, availability: the pods going away after a suspension), and
+// to every change of the Workloads they control, Kueue's admissions and
+// evictions among them. ResourceFlavors, WorkloadPriorityClasses and
+// PriorityClasses are read, not watched: a pass waiting for a missing one
+// retries on its own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&copsev1alpha1.PodCliqueSet{}, builder.WithPredicates(queued())).
+		Owns(&kueuev1beta2.Workload{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Complete(r)
+}
+
+// queued passes the events of PodCliqueSets with the queue label, and the
+// update that removes it.
+func queued() predicate.Funcs {
+	labelled := func(obj client.Object) bool { return obj != nil && kueue.QueueName(obj) != "" }
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return labelled(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return labelled(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return labelled(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return labelled(e.ObjectOld) || labelled(e.ObjectNew) },
+	}
+}

@@ -1,0 +1,256 @@
+package kueue
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+func TestPodSets(t *testing.T) {
+	groupReplicas := func(n int32) func(*copsev1alpha1.PodCliqueSet) {
+		return func(pcs *copsev1alpha1.PodCliqueSet) {
+			pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To(n)
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*copsev1alpha1.PodCliqueSet)
+		// want are the counts of leader, prefill and worker.
+		want []int32
+	}{
+		{name: "standalone and grouped cliques over 2 replicas", want: []int32{2, 4, 6}},
+		{name: "a scaling group of 2 replicas doubles its cliques", change: groupReplicas(2), want: []int32{2, 8, 12}},
+		{name: "an autoscaled clique counts at maxReplicas", want: []int32{10, 4, 6}, change: func(pcs *copsev1alpha1.PodCliqueSet) {
+			pcs.Spec.Template.Cliques[0].Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 5}
+		}},
+		{name: "an autoscaled scaling group counts at maxReplicas", want: []int32{2, 12, 18}, change: func(pcs *copsev1alpha1.PodCliqueSet) {
+			pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 3}
+		}},
+		{name: "no replicas, no pods", want: []int32{0, 0, 0}, change: func(pcs *copsev1alpha1.PodCliqueSet) { pcs.Spec.Replicas = 0 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pcs := queued()
+			if tc.change != nil {
+				tc.change(pcs)
+			}
+			podSets, err := PodSets(pcs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int32
+			for i, ps := range podSets {
+				got = append(got, ps.Count)
+				if string(ps.Name) != pcs.Spec.Template.Cliques[i].Name {
+					t.Errorf("pod set %d is %q, want the clique's name %q", i, ps.Name, pcs.Spec.Template.Cliques[i].Name)
+				}
+			}
+			if !equalCounts(got, tc.want) {
+				t.Errorf("counts %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func equalCounts(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPodSetTemplate(t *testing.T) {
+	pcs := queued()
+	pcs.Spec.Template.PriorityClassName = "batch"
+	pcs.Spec.Template.Cliques[1].Annotations = map[string]string{"note": "x"}
+	pcs.Spec.Template.Cliques[2].Spec.PodSpec.PriorityClassName = "urgent"
+	required := "example.com/rack"
+	podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"worker": {Required: &required}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, prefill, worker := podSets[0], podSets[1], podSets[2]
+	if leader.Template.Labels["app"] != "leader" || prefill.Template.Annotations["note"] != "x" {
+		t.Errorf("templates carry labels %v and annotations %v, want the cliques'", leader.Template.Labels, prefill.Template.Annotations)
+	}
+	if leader.Template.Spec.PriorityClassName != "batch" || worker.Template.Spec.PriorityClassName != "urgent" {
+		t.Errorf("priority classes %q and %q, want the template's for leader, the clique's own for worker",
+			leader.Template.Spec.PriorityClassName, worker.Template.Spec.PriorityClassName)
+	}
+	if got := leader.Template.Spec.Containers[0].Resources.Requests.Cpu().String(); got != "1" {
+		t.Errorf("leader requests cpu %s, want 1", got)
+	}
+	if worker.TopologyRequest == nil || *worker.TopologyRequest.Required != required || leader.TopologyRequest != nil {
+		t.Errorf("topology requests %+v and %+v, want worker's required %s and none for leader", worker.TopologyRequest, leader.TopologyRequest, required)
+	}
+	// The PodCliqueSet's template is not shared with the pod set.
+	podSets[0].Template.Labels["app"] = "changed"
+	if pcs.Spec.Template.Cliques[0].Labels["app"] != "leader" {
+		t.Error("the pod set's template aliases the clique's labels")
+	}
+}
+
+func TestPodSetsRefusals(t *testing.T) {
+	if _, err := PodSets(withCliques(queued(), 9), nil); err == nil || !strings.Contains(err.Error(), "spec.template.cliques: 9 cliques") {
+		t.Errorf("9 cliques: %v, want an error naming spec.template.cliques", err)
+	}
+	if _, err := PodSets(withCliques(queued(), MaxPodSets), nil); err != nil {
+		t.Errorf("8 cliques: %v, want none", err)
+	}
+	huge := queued()
+	huge.Spec.Replicas = math.MaxInt32
+	if _, err := PodSets(huge, nil); err == nil || !strings.Contains(err.Error(), `spec.template.cliques[1]: clique "prefill"`) {
+		t.Errorf("a count over int32: %v, want an error naming the first clique over it", err)
+	}
+}
+
+func TestBuildWorkload(t *testing.T) {
+	pcs := queued()
+	podSets, err := PodSets(pcs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := BuildWorkload(pcs, podSets, Priority{ClassRef: kueue.NewPodPriorityClassRef("batch"), Value: 10})
+	if wl.Name != WorkloadName("llm") || wl.Namespace != "ml" || wl.Spec.QueueName != queueName {
+		t.Errorf("Workload %s/%s in queue %q", wl.Namespace, wl.Name, wl.Spec.QueueName)
+	}
+	if wl.Labels[labels.ManagedByKey] != labels.ManagedByValue || wl.Labels[labels.PartOfKey] != "llm" || wl.Labels[labels.ComponentKey] != WorkloadComponent {
+		t.Errorf("labels %v, want copse's, part of llm, component %s", wl.Labels, WorkloadComponent)
+	}
+	owner := metav1.GetControllerOf(wl)
+	if owner == nil || owner.APIVersion != "grove.io/v1alpha1" || owner.Kind != "PodCliqueSet" || owner.Name != "llm" || owner.UID != pcs.UID {
+		t.Errorf("controller %+v, want PodCliqueSet llm", owner)
+	}
+	if wl.Spec.PriorityClassRef.Kind != kueue.PodPriorityClassKind || *wl.Spec.Priority != 10 {
+		t.Errorf("priority %+v %d", wl.Spec.PriorityClassRef, *wl.Spec.Priority)
+	}
+	if wl.Spec.Active != nil {
+		t.Errorf("active %v: left to Kueue's default (true)", *wl.Spec.Active)
+	}
+}
+
+func TestResolvePriority(t *testing.T) {
+	withLabel := func(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
+		pcs.Labels[PriorityClassLabel] = "high"
+		return pcs
+	}
+	withPodClass := func(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
+		pcs.Spec.Template.Cliques[1].Spec.PodSpec.PriorityClassName = "batch"
+		return pcs
+	}
+	wpc := &kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	classes := []schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "batch"}, Value: 50},
+		{ObjectMeta: metav1.ObjectMeta{Name: "default-high"}, Value: 20, GlobalDefault: true},
+		{ObjectMeta: metav1.ObjectMeta{Name: "default-low"}, Value: 5, GlobalDefault: true},
+	}
+	tests := []struct {
+		name      string
+		pcs       *copsev1alpha1.PodCliqueSet
+		wpc       *kueue.WorkloadPriorityClass
+		classes   []schedulingv1.PriorityClass
+		wantKind  kueue.PriorityClassKind
+		wantName  string
+		wantValue int32
+		wantErr   string
+	}{
+		{name: "the WorkloadPriorityClass label wins", pcs: withLabel(withPodClass(queued())), wpc: wpc, classes: classes,
+			wantKind: kueue.WorkloadPriorityClassKind, wantName: "high", wantValue: 1000},
+		{name: "a missing WorkloadPriorityClass is an error naming the label", pcs: withLabel(queued()), classes: classes,
+			wantErr: "metadata.labels[kueue.x-k8s.io/priority-class]"},
+		{name: "else the first clique's PriorityClass", pcs: withPodClass(queued()), classes: classes,
+			wantKind: kueue.PodPriorityClassKind, wantName: "batch", wantValue: 50},
+		{name: "a missing PriorityClass is an error naming the clique", pcs: withPodClass(queued()),
+			wantErr: `clique "prefill"`},
+		{name: "else the lowest global default", pcs: queued(), classes: classes,
+			wantKind: kueue.PodPriorityClassKind, wantName: "default-low", wantValue: 5},
+		{name: "else none, 0", pcs: queued(), classes: classes[:1]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResolvePriority(tc.pcs, tc.wpc, tc.classes)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kind kueue.PriorityClassKind
+			var name string
+			if got.ClassRef != nil {
+				kind, name = got.ClassRef.Kind, got.ClassRef.Name
+			}
+			if kind != tc.wantKind || name != tc.wantName || got.Value != tc.wantValue {
+				t.Errorf("priority %s/%s %d, want %s/%s %d", kind, name, got.Value, tc.wantKind, tc.wantName, tc.wantValue)
+			}
+		})
+	}
+}
+
+func TestMismatch(t *testing.T) {
+	base := workloadOf(queued())
+	changed := func(change func(*copsev1alpha1.PodCliqueSet)) *kueue.Workload {
+		pcs := queued()
+		change(pcs)
+		return workloadOf(pcs)
+	}
+	tests := []struct {
+		name               string
+		want               *kueue.Workload
+		compareTolerations bool
+		reserved           bool
+		wantMismatch       string
+	}{
+		{name: "the same", want: workloadOf(queued()), compareTolerations: true},
+		{name: "a count", want: changed(func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Replicas = 1 }), wantMismatch: `pod set "leader" counts 1 pods instead of 2`},
+		{name: "a clique more", want: workloadOf(withCliques(queued(), 4)), wantMismatch: "4 pod sets instead of 3"},
+		{name: "a request", wantMismatch: `the containers of pod set "worker" changed`, want: changed(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Spec.PodSpec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+		})},
+		{name: "an equal quantity written differently", want: changed(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Spec.PodSpec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1000m")
+		})},
+		{name: "an image is not a change", want: changed(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Spec.PodSpec.Containers[0].Image = "train:2"
+		})},
+		{name: "an init container", wantMismatch: `the containers of pod set "leader" changed`, want: changed(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.InitContainers = []corev1.Container{{Name: "setup"}}
+		})},
+		{name: "tolerations, compared", want: workloadOf(withToleration(queued())), compareTolerations: true, wantMismatch: "tolerations"},
+		{name: "tolerations, not compared once merged", want: workloadOf(withToleration(queued()))},
+		{name: "the queue, not reserved", want: workloadOf(withQueue(queued(), "team-b")), wantMismatch: `LocalQueue "team-b" instead of "team-a"`},
+		{name: "the queue, reserved: kept", want: workloadOf(withQueue(queued(), "team-b")), reserved: true},
+		{name: "the priority class, not reserved", wantMismatch: "priority class", want: func() *kueue.Workload {
+			wl := workloadOf(queued())
+			wl.Spec.PriorityClassRef = kueue.NewWorkloadPriorityClassRef("high")
+			return wl
+		}()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Mismatch(tc.want, base, tc.compareTolerations, tc.reserved)
+			if tc.wantMismatch == "" && got != "" || !strings.Contains(got, tc.wantMismatch) {
+				t.Errorf("Mismatch = %q, want %q", got, tc.wantMismatch)
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/internal/controller/kueueworkload"
+)
+
+// kueueKinds are the Kueue kinds copse reads or writes: it refuses to start
+// without any of them.
+var kueueKinds = []schema.GroupVersionKind{
+	kueuev1beta2.GroupVersion.WithKind("Workload"),
+	kueuev1beta2.GroupVersion.WithKind("ResourceFlavor"),
+	kueuev1beta2.GroupVersion.WithKind("WorkloadPriorityClass"),
+}
+
+// checkKueueServed refuses, when kueue.enabled is true, a cluster that does
+// not serve Kueue's kinds: every queued PodCliqueSet would wait, suspended,
+// for a Workload that cannot be created.
+func checkKueueServed(mapper meta.RESTMapper, cfg configv1alpha1.KueueConfiguration) error {
+	if !cfg.Enabled {
+		return nil
+	}
+	for _, gvk := range kueueKinds {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return fmt.Errorf("kueue.enabled is true but the cluster does not serve %s (%v): install Kueue v0.17 or later "+
+				"(its CRDs serve kueue.x-k8s.io/v1beta2), or set kueue.enabled to false", gvk, err)
+		}
+	}
+	return nil
+}
+
+// registerKueueController adds, when kueue.enabled is true, the controller
+// that queues labelled PodCliqueSets through Kueue, after checking that the
+// cluster serves Kueue's kinds. It returns the controller names it added.
+func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration, recorders *eventRecorders) ([]string, error) {
+	if err := checkKueueServed(mgr.GetRESTMapper(), cfg.Kueue); err != nil || !cfg.Kueue.Enabled {
+		return nil, err
+	}
+	r := &kueueworkload.Reconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: recorders.For(kueueworkload.ControllerName),
+		Clock:    clock.RealClock{},
+	}
+	if err := r.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
+		return nil, fmt.Errorf("setting up the %s controller: %w", kueueworkload.ControllerName, err)
+	}
+	return []string{kueueworkload.ControllerName}, nil
+}
