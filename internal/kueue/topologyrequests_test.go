@@ -5,10 +5,12 @@ import (
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -284,5 +286,27 @@ func TestPodSetIndex(t *testing.T) {
 			t.Errorf("PodSetIndex(%s, replica %d, group replica %d, pod %d) = %d, %v; want %d, %v",
 				tt.clique, tt.replica, tt.groupReplica, tt.at, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestPodSetIndexDecorator(t *testing.T) {
+	pcs := set(2, map[string]int32{"router": 2, "worker": 4}, []string{"router", "worker"}, group("workers", 3, 1, "worker"))
+	decorate := func(pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentity, index int) map[string]string {
+		pod := &corev1.Pod{}
+		if err := PodSetIndexDecorator().Decorate(pod, blueprint.PodContext{PodCliqueSet: pcs, Identity: id, Index: index}); err != nil {
+			t.Fatal(err)
+		}
+		return pod.Labels
+	}
+	worker := blueprint.CliqueIdentity{Clique: "worker", Replica: 1, ScalingGroup: "llm-1-workers", ScalingGroupReplica: 2}
+	if got := decorate(pcs, worker, 3); got != nil {
+		t.Errorf("a PodCliqueSet without the queue label: labels %v, want none", got)
+	}
+	pcs.Labels = map[string]string{QueueNameLabel: "team-a"}
+	if got := decorate(pcs, worker, 3)[PodSetIndexLabel]; got != "23" {
+		t.Errorf("worker of replica 1, group replica 2, pod 3: %s = %q, want 23", PodSetIndexLabel, got)
+	}
+	if got := decorate(pcs, worker, 4); got != nil {
+		t.Errorf("a pod past the template: labels %v, want none", got)
 	}
 }
