@@ -20,22 +20,16 @@ const PodSetIndexLabel = "copse.dev/podset-index"
 
 // PodSetIndex is the index PodSetIndexLabel carries for the pod at
 // podIndex of the PodClique of clique, replica and groupReplica (0 for a
-// standalone clique). ok is false for a pod the Workload does not count: a
-// PodClique or scaling group scaled past its template.
+// standalone clique). Each PodClique takes as many indices as the Workload
+// counts for it (an autoscaled clique or group its maxReplicas), so an
+// index never moves when an autoscaler scales. ok is false for a pod the
+// Workload does not count: past those bounds.
 func PodSetIndex(pcs *copsev1alpha1.PodCliqueSet, clique string, replica, groupReplica, podIndex int) (index int, ok bool) {
-	template := pcs.CliqueTemplate(clique)
-	if template == nil {
+	shape, known := podSetShapes(pcs)[clique]
+	if !known || podIndex >= shape.pods || groupReplica >= shape.groupReplicas || replica >= shape.replicas {
 		return 0, false
 	}
-	pods := int(template.Spec.Replicas)
-	groupReplicas := 1
-	if group := scalingGroupOf(pcs, clique); group != nil {
-		groupReplicas = int(copsev1alpha1.ScalingGroupReplicas(*group))
-	}
-	if podIndex >= pods || groupReplica >= groupReplicas || replica >= int(pcs.Spec.Replicas) {
-		return 0, false
-	}
-	return (replica*groupReplicas+groupReplica)*pods + podIndex, true
+	return shape.run(replica, groupReplica, groupReplica+1).start + podIndex, true
 }
 
 // PodSetIndexDecorator labels each pod of a PodCliqueSet that carries

@@ -12,6 +12,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/podcount"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -206,7 +207,8 @@ func TopologyRequests(pcs *copsev1alpha1.PodCliqueSet, packing topology.Resolved
 }
 
 // podSetShapes lays out each clique's pod set from the template, as the
-// Workload counts it.
+// Workload counts it (PodSets): an autoscaled clique or scaling group at its
+// maxReplicas.
 func podSetShapes(pcs *copsev1alpha1.PodCliqueSet) map[string]podSetShape {
 	prelude := map[string]bool{}
 	for _, c := range blueprint.PreludeCliques(pcs) {
@@ -217,10 +219,11 @@ func podSetShapes(pcs *copsev1alpha1.PodCliqueSet) map[string]podSetShape {
 		if c == nil {
 			continue
 		}
-		shape := podSetShape{replicas: int(pcs.Spec.Replicas), groupReplicas: 1, pods: int(c.Spec.Replicas)}
+		pods, _ := podcount.Clique(&c.Spec, nil)
+		shape := podSetShape{replicas: int(max(pcs.Spec.Replicas, 0)), groupReplicas: 1, pods: int(pods)}
 		if group := scalingGroupOf(pcs, c.Name); group != nil {
 			shape.group = group
-			shape.groupReplicas = int(copsev1alpha1.ScalingGroupReplicas(*group))
+			shape.groupReplicas = int(podcount.ScalingGroupReplicas(group))
 		} else {
 			shape.prelude = prelude[c.Name]
 		}
@@ -267,8 +270,9 @@ func requiredScopes(pcs *copsev1alpha1.PodCliqueSet, shapes map[string]podSetSha
 					base.pods[c.Name] = shape.run(r, 0, 1)
 				}
 			}
-			for _, g := range groups {
-				minAvailable := int(min(copsev1alpha1.ScalingGroupMinAvailable(g), copsev1alpha1.ScalingGroupReplicas(g)))
+			for gi := range groups {
+				g := &groups[gi]
+				minAvailable := int(min(int64(copsev1alpha1.ScalingGroupMinAvailable(*g)), podcount.ScalingGroupReplicas(g)))
 				for _, c := range g.CliqueNames {
 					if shape, ok := shapes[c]; ok && minAvailable > 0 {
 						base.pods[c] = shape.run(r, 0, minAvailable)
@@ -277,10 +281,12 @@ func requiredScopes(pcs *copsev1alpha1.PodCliqueSet, shapes map[string]podSetSha
 			}
 			add(base)
 		}
-		for gi, g := range groups {
+		for gi := range groups {
+			g := &groups[gi]
 			groupKey := packing.ScalingGroups[g.Name].RequiredKey
-			minAvailable := int(min(copsev1alpha1.ScalingGroupMinAvailable(g), copsev1alpha1.ScalingGroupReplicas(g)))
-			for j := range int(copsev1alpha1.ScalingGroupReplicas(g)) {
+			groupReplicas := podcount.ScalingGroupReplicas(g)
+			minAvailable := int(min(int64(copsev1alpha1.ScalingGroupMinAvailable(*g)), groupReplicas))
+			for j := range int(groupReplicas) {
 				s := packedScope{key: groupKey, depth: groupDepth, path: groupsPath.Index(gi).Child("topologyConstraint"),
 					kind: "scaling group " + g.Name, unit: "scaling-group replica", pods: map[string]podRange{}}
 				if groupKey == "" {

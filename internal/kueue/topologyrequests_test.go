@@ -93,6 +93,26 @@ func TestTopologyRequests(t *testing.T) {
 			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(rackKey, 4)},
 		},
 		{
+			name: "an autoscaled clique: each replica's slice is its maxReplicas, as the Workload counts it",
+			pcs: func() *copsev1alpha1.PodCliqueSet {
+				p := set(2, one, []string{"worker"})
+				p.Spec.Template.Cliques[0].Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 6}
+				return p
+			}(),
+			packing: packed(rackKey, nil, nil),
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(rackKey, 6)},
+		},
+		{
+			name: "an autoscaled scaling group: its replicas past the template are scaled gangs too",
+			pcs: func() *copsev1alpha1.PodCliqueSet {
+				g := group("workers", 1, 1, "worker")
+				g.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 3}
+				return set(1, one, []string{"worker"}, g)
+			}(),
+			packing: packed(blockKey, nil, nil),
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 4)},
+		},
+		{
 			name:    "replica at block, clique at host over the same pods: the narrower holds both",
 			pcs:     set(2, one, []string{"worker"}),
 			packing: packed(blockKey, nil, map[string]string{"worker": hostKey}),
@@ -279,6 +299,25 @@ func TestPodSetIndex(t *testing.T) {
 		{"worker", 0, 0, 4, 0, false}, // a pod past the clique's template
 		{"router", 2, 0, 0, 0, false}, // a replica past the set's
 		{"nobody", 0, 0, 0, 0, false},
+	}
+	autoscaled := pcs.DeepCopy()
+	autoscaled.Spec.Template.Cliques[1].Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 5}
+	autoscaled.Spec.Template.PodCliqueScalingGroupConfigs[0].ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 4}
+	for _, tt := range []struct {
+		replica, groupReplica, at, want int
+		ok                              bool
+	}{
+		{0, 0, 4, 4, true},  // a pod the autoscaler added
+		{0, 3, 0, 15, true}, // a group replica the autoscaler added
+		{1, 0, 0, 20, true}, // replica 1 starts after 4 group replicas of 5 pods
+		{0, 0, 5, 0, false}, // past maxReplicas
+		{0, 4, 0, 0, false}, // past the group's maxReplicas
+	} {
+		got, ok := PodSetIndex(autoscaled, "worker", tt.replica, tt.groupReplica, tt.at)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("autoscaled: PodSetIndex(worker, replica %d, group replica %d, pod %d) = %d, %v; want %d, %v",
+				tt.replica, tt.groupReplica, tt.at, got, ok, tt.want, tt.ok)
+		}
 	}
 	for _, tt := range tests {
 		got, ok := PodSetIndex(pcs, tt.clique, tt.replica, tt.groupReplica, tt.at)
