@@ -48,7 +48,7 @@ func levelsOf(keys ...string) []grovecorev1alpha1.TopologyLevel {
 var _ = Describe("Kueue topology", Label("kueue"), func() {
 	It("mirrors a ClusterTopologyBinding into a Kueue Topology, replaces it when the levels change and deletes it with the binding", func(ctx context.Context) {
 		name := "mirror-" + suffix()
-		binding := createBinding(ctx, name, levelsOf(fleetKeys...))
+		binding := env.CreateClusterTopologyBinding(ctx, name, levelsOf(fleetKeys...))
 
 		By("the Topology has the binding's keys, broadest first, and the binding as controller")
 		first := expectTopology(ctx, name, fleetKeys)
@@ -109,7 +109,7 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 		DeferCleanup(func(ctx context.Context) {
 			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, foreign))).To(Succeed())
 		})
-		createBinding(ctx, name, levelsOf(fleetKeys...))
+		env.CreateClusterTopologyBinding(ctx, name, levelsOf(fleetKeys...))
 		notOwned := expectSynced(ctx, name, metav1.ConditionFalse, copsev1alpha1.ReasonKueueTopologyNotOwned)
 		Expect(notOwned.Message).To(ContainSubstring("was not created by copse for this binding (no controller): copse leaves it alone"))
 		expectBindingEvent(ctx, name, "KueueTopologyNotOwned")
@@ -127,12 +127,34 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 
 		By("kubernetes.io/hostname above the narrowest level: no Topology, the level named")
 		bad := "hostfirst-" + suffix()
-		createBinding(ctx, bad, levelsOf(cluster.LabelHostname, cluster.LabelRack))
+		env.CreateClusterTopologyBinding(ctx, bad, levelsOf(cluster.LabelHostname, cluster.LabelRack))
 		unsupported := expectSynced(ctx, bad, metav1.ConditionFalse, copsev1alpha1.ReasonKueueLevelsUnsupported)
 		Expect(unsupported.Message).To(ContainSubstring(`spec.levels[0].key: Invalid value: "kubernetes.io/hostname": ` +
 			"Kueue's Topology takes kubernetes.io/hostname only as its last (narrowest) level"))
 		expectBindingEvent(ctx, bad, "KueueLevelsUnsupported")
 		Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: bad}, &kueue.Topology{}))).To(BeTrue())
+	})
+
+	It("keeps a packed PodCliqueSet waiting in a ClusterQueue without a topology-aware flavor, quoting Kueue", func(ctx context.Context) {
+		ns, err := framework.CreateNamespace(ctx, env.Client, "kueue-plain")
+		Expect(err).NotTo(HaveOccurred())
+		bindingName := ns
+		env.CreateClusterTopologyBinding(ctx, bindingName, levelsOf(fleetKeys...))
+		queues := framework.KueueQueues{ClusterQueue: ns, Flavor: framework.KueueFlavor{Name: ns},
+			Quota: corev1.ResourceList{cluster.ResourceGPU: resource.MustParse("64")}, Namespaces: []string{ns}}
+		Expect(framework.CreateKueueQueues(ctx, env.Client, queues)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(framework.DeleteKueueQueues(ctx, env.Client, queues)).To(Succeed())
+		})
+		pcs := rackPacked(ns, "plain", bindingName, queues.ClusterQueue, 1, 2)
+		env.CreatePodCliqueSet(ctx, pcs, topologyWait)
+		pending := env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypeAdmitted, metav1.ConditionFalse, copsev1alpha1.ReasonPending, topologyWait)
+		Eventually(func(g Gomega) {
+			pending = apimeta.FindStatusCondition(env.GetPodCliqueSet(ctx, g, ns, pcs.Name).Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)
+			g.Expect(pending.Message).To(ContainSubstring(fmt.Sprintf("Flavor %q does not support TopologyAwareScheduling", ns)))
+		}).WithContext(ctx).WithTimeout(topologyWait).Should(Succeed())
+		GinkgoWriter.Printf("Admitted: %s\n", pending.Message)
+		Expect(env.Pods(ctx, Default, ns, pcs.Name)).To(BeEmpty())
 	})
 
 	Context("a PodCliqueSet packed at rack and queued on a topology-aware flavor", Ordered, func() {
@@ -143,7 +165,7 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 			ns, err = framework.CreateNamespace(ctx, env.Client, "kueue-tas")
 			Expect(err).NotTo(HaveOccurred())
 			bindingName = ns
-			createBinding(ctx, bindingName, levelsOf(fleetKeys...))
+			env.CreateClusterTopologyBinding(ctx, bindingName, levelsOf(fleetKeys...))
 			expectTopology(ctx, bindingName, fleetKeys)
 			queues = framework.KueueQueues{
 				ClusterQueue: ns,
@@ -161,7 +183,7 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 
 		It("asks Kueue for the rack, is admitted with an assignment in one rack, and its pods land there", func(ctx context.Context) {
 			pcs := rackPacked(ns, "one-rack", bindingName, queues.ClusterQueue, 1, 4)
-			createQueued(ctx, pcs)
+			env.CreatePodCliqueSet(ctx, pcs, topologyWait)
 
 			wl := expectAdmittedWithTopology(ctx, pcs)
 			Expect(wl.Spec.PodSets).To(HaveLen(1))
@@ -179,8 +201,8 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 			// 3 whole nodes each: a rack of 4 nodes holds one of them.
 			first := rackPacked(ns, "first", bindingName, queues.ClusterQueue, 1, 3)
 			second := rackPacked(ns, "second", bindingName, queues.ClusterQueue, 1, 3)
-			createQueued(ctx, first)
-			createQueued(ctx, second)
+			env.CreatePodCliqueSet(ctx, first, topologyWait)
+			env.CreatePodCliqueSet(ctx, second, topologyWait)
 			var racks [][]string
 			for _, pcs := range []*copsev1alpha1.PodCliqueSet{first, second} {
 				wl := expectAdmittedWithTopology(ctx, pcs)
@@ -196,7 +218,7 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 		It("packs each replica in a rack of its own: one slice per replica, ordered by copse.dev/podset-index", func(ctx context.Context) {
 			// 2 replicas of 3 whole nodes: no rack holds both.
 			pcs := rackPacked(ns, "replicas", bindingName, queues.ClusterQueue, 2, 3)
-			createQueued(ctx, pcs)
+			env.CreatePodCliqueSet(ctx, pcs, topologyWait)
 			wl := expectAdmittedWithTopology(ctx, pcs)
 			Expect(wl.Spec.PodSets[0].TopologyRequest).To(Equal(&kueue.PodSetTopologyRequest{
 				PodSetSliceRequiredTopology: ptr.To(cluster.LabelRack), PodSetSliceSize: ptr.To[int32](3),
@@ -219,15 +241,15 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 					Expect(p.Labels).To(HaveKeyWithValue(copsekueue.PodSetIndexLabel, want), "pod %s", p.Name)
 				}
 			}
-			expectPCSCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled)
+			env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled, topologyWait)
 		})
 
 		It("refuses to queue packing Kueue cannot express, naming the field", func(ctx context.Context) {
 			pcs := rackPacked(ns, "three-cliques", bindingName, queues.ClusterQueue, 1, 1)
 			pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques,
 				framework.CliqueTemplate("prefill", 1, framework.PodSpec(1)), framework.CliqueTemplate("decode", 1, framework.PodSpec(1)))
-			createQueued(ctx, pcs)
-			refused := expectPCSCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypeAdmitted, metav1.ConditionFalse, copsev1alpha1.ReasonWorkloadRefused)
+			env.CreatePodCliqueSet(ctx, pcs, topologyWait)
+			refused := env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypeAdmitted, metav1.ConditionFalse, copsev1alpha1.ReasonWorkloadRefused, topologyWait)
 			Expect(refused.Message).To(ContainSubstring("spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing"))
 			Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: copsekueue.WorkloadName(pcs.Name)},
 				&kueue.Workload{}))).To(BeTrue(), "a Workload was made")
@@ -237,17 +259,6 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 
 // suffix keeps cluster-scoped names of one run apart.
 func suffix() string { return fmt.Sprint(time.Now().UnixNano() % 1_000_000_000) }
-
-func createBinding(ctx context.Context, name string, levels []grovecorev1alpha1.TopologyLevel) *copsev1alpha1.ClusterTopologyBinding {
-	GinkgoHelper()
-	b := &copsev1alpha1.ClusterTopologyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	b.Spec.Levels = levels
-	Expect(env.Client.Create(ctx, b)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, b))).To(Succeed())
-	})
-	return b
-}
 
 func getBinding(ctx context.Context, g Gomega, name string) *copsev1alpha1.ClusterTopologyBinding {
 	b := &copsev1alpha1.ClusterTopologyBinding{}
@@ -315,19 +326,6 @@ func rackPacked(namespace, name, binding, queue string, replicas, pods int32) *c
 	pcs.Spec.Template.TopologyConstraint = &grovecorev1alpha1.TopologyConstraint{TopologyName: binding,
 		Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: "rack"}}
 	return pcs
-}
-
-// createQueued creates pcs; after the spec it is deleted and its pods are
-// waited out, so that the next spec finds the fleet free.
-func createQueued(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) {
-	GinkgoHelper()
-	Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pcs))).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(env.Pods(ctx, g, pcs.Namespace, pcs.Name)).To(BeEmpty())
-		}).WithContext(ctx).WithTimeout(topologyWait).Should(Succeed())
-	})
 }
 
 // expectAdmittedWithTopology waits until pcs's Workload is admitted with a
@@ -430,20 +428,6 @@ func racksOf(ctx context.Context, nodes []string) []string {
 	slices.Sort(racks)
 	GinkgoWriter.Printf("%d pods on racks %s\n", len(nodes), strings.Join(racks, ","))
 	return racks
-}
-
-// expectCondition waits until the PodCliqueSet's condition has status and
-// reason, and returns it.
-func expectPCSCondition(ctx context.Context, namespace, name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
-	GinkgoHelper()
-	var cond *metav1.Condition
-	Eventually(func(g Gomega) {
-		cond = apimeta.FindStatusCondition(env.GetPodCliqueSet(ctx, g, namespace, name).Status.Conditions, condType)
-		g.Expect(cond).NotTo(BeNil(), "no condition %s", condType)
-		g.Expect(cond.Status).To(Equal(status), "%s: %s", condType, cond.Message)
-		g.Expect(cond.Reason).To(Equal(reason), "%s: %s", condType, cond.Message)
-	}).WithContext(ctx).WithTimeout(topologyWait).Should(Succeed())
-	return cond
 }
 
 func podIndex(p corev1.Pod) int {
