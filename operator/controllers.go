@@ -78,7 +78,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			backend.PodDecorator(),
 			lifecycle.OutcomeFinalizer(),
 			blueprint.StartupGate(cfg.StartupGate.Image),
-		}, mnnvlParts.decorators...),
+		}, append(mnnvlParts.decorators, kueueDecorators(cfg.Kueue)...)...),
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
 		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),
 		Clock:                   clock.RealClock{},
@@ -90,6 +90,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	ctbReconciler := &clustertopologybinding.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: recorders.For(clustertopologybinding.ControllerName),
+		Kueue:    cfg.Kueue.Enabled,
 	}
 	if err := ctbReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", clustertopologybinding.ControllerName, err)
@@ -97,7 +98,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 
 	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName,
 		clustertopologybinding.ControllerName}
-	kueueNames, err := registerKueueController(mgr, cfg, recorders)
+	kueueNames, err := registerKueueController(mgr, cfg, recorders, topologyAwareScheduling)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@ import (
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/controller/kueueworkload"
+	"github.com/copse-dev/copse/internal/kueue"
 )
 
 // kueueKinds are the Kueue kinds copse reads or writes: it refuses to start
@@ -19,6 +21,7 @@ var kueueKinds = []schema.GroupVersionKind{
 	kueuev1beta2.GroupVersion.WithKind("Workload"),
 	kueuev1beta2.GroupVersion.WithKind("ResourceFlavor"),
 	kueuev1beta2.GroupVersion.WithKind("WorkloadPriorityClass"),
+	kueuev1beta2.GroupVersion.WithKind("Topology"),
 }
 
 // checkKueueServed refuses, when kueue.enabled is true, a cluster that does
@@ -40,7 +43,8 @@ func checkKueueServed(mapper meta.RESTMapper, cfg configv1alpha1.KueueConfigurat
 // registerKueueController adds, when kueue.enabled is true, the controller
 // that queues labelled PodCliqueSets through Kueue, after checking that the
 // cluster serves Kueue's kinds. It returns the controller names it added.
-func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration, recorders *eventRecorders) ([]string, error) {
+func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration, recorders *eventRecorders,
+	topologyAwareScheduling bool) ([]string, error) {
 	if err := checkKueueServed(mgr.GetRESTMapper(), cfg.Kueue); err != nil || !cfg.Kueue.Enabled {
 		return nil, err
 	}
@@ -49,9 +53,20 @@ func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorCo
 		Scheme:   mgr.GetScheme(),
 		Recorder: recorders.For(kueueworkload.ControllerName),
 		Clock:    clock.RealClock{},
+
+		TopologyAwareScheduling: topologyAwareScheduling,
 	}
 	if err := r.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
 		return nil, fmt.Errorf("setting up the %s controller: %w", kueueworkload.ControllerName, err)
 	}
 	return []string{kueueworkload.ControllerName}, nil
+}
+
+// kueueDecorators are the pod decorators of the Kueue integration: the pod
+// set index a sliced topology request orders pods by.
+func kueueDecorators(cfg configv1alpha1.KueueConfiguration) []blueprint.PodDecorator {
+	if !cfg.Enabled {
+		return nil
+	}
+	return []blueprint.PodDecorator{kueue.PodSetIndexDecorator()}
 }

@@ -29,6 +29,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Operator: framework.OperatorOptions{
 			Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
 				cfg.Kueue.Enabled = true
+				// Packing becomes the Workloads' topology requests
+				// (topology_test.go).
+				cfg.TopologyAwareScheduling.Enabled = true
 				// Crash specs kill the operator; a short lease lets its
 				// successor take over in seconds.
 				framework.ShortLeases(cfg)

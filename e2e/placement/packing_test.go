@@ -265,13 +265,7 @@ func rackPackedTraining(namespace, name, binding string, workers int32) *copsev1
 // waited out, so the next spec finds the fleet free.
 func createPCS(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) {
 	GinkgoHelper()
-	Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pcs))).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(env.Pods(ctx, g, pcs.Namespace, pcs.Name)).To(BeEmpty())
-		}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
-	})
+	env.CreatePodCliqueSet(ctx, pcs, packingWait)
 }
 
 // onIdleFleet starts a spec that counts on every GPU of the fleet: it waits
@@ -352,14 +346,7 @@ func domainsOf(ctx context.Context, pods []corev1.Pod, key string) []string {
 // reason, and returns it.
 func expectCondition(ctx context.Context, namespace, name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	GinkgoHelper()
-	var cond *metav1.Condition
-	Eventually(func(g Gomega) {
-		cond = meta.FindStatusCondition(env.GetPodCliqueSet(ctx, g, namespace, name).Status.Conditions, condType)
-		g.Expect(cond).NotTo(BeNil(), "no condition %s", condType)
-		g.Expect(cond.Status).To(Equal(status), "%s: %s", condType, cond.Message)
-		g.Expect(cond.Reason).To(Equal(reason), "%s: %s", condType, cond.Message)
-	}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
-	return cond
+	return env.ExpectPodCliqueSetCondition(ctx, namespace, name, condType, status, reason, packingWait)
 }
 
 // expectPodGroupKey checks the topology key of the PodGroup of the given

@@ -43,13 +43,7 @@ func fleetLevels() []grovecorev1alpha1.TopologyLevel {
 // createBinding creates a ClusterTopologyBinding, deleted after the spec.
 func createBinding(ctx context.Context, name string, levels []grovecorev1alpha1.TopologyLevel) *copsev1alpha1.ClusterTopologyBinding {
 	GinkgoHelper()
-	b := &copsev1alpha1.ClusterTopologyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	b.Spec.Levels = levels
-	Expect(env.Client.Create(ctx, b)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, b))).To(Succeed())
-	})
-	return b
+	return env.CreateClusterTopologyBinding(ctx, name, levels)
 }
 
 // readyOf reads a binding's Ready condition (nil while it has none).

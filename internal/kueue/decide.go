@@ -75,6 +75,9 @@ type Inputs struct {
 	PriorityErr error
 	// Topology is each clique's topology request (PodSets); nil for none.
 	Topology map[string]*kueue.PodSetTopologyRequest
+	// TopologyErr is the packing Kueue cannot express (TopologyRequests):
+	// no Workload is built while it is set.
+	TopologyErr error
 	// Flavors are the ResourceFlavors the Workload's admission names, as
 	// read; a missing one is absent.
 	Flavors Flavors
@@ -148,6 +151,9 @@ func Decide(in Inputs) Decision {
 	}
 
 	podSets, err := PodSets(pcs, in.Topology)
+	if err == nil {
+		err = in.TopologyErr
+	}
 	if err != nil {
 		d.Admitted = refused(pcs, fmt.Sprintf("copse cannot build Workload %s: %v", name, err), in.Now)
 		if running {

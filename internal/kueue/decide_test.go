@@ -92,6 +92,18 @@ func TestDecide(t *testing.T) {
 			want:  want{step: StepStop, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonWorkloadRefused, event: EventEvicted},
 			check: func(t *testing.T, d Decision) { wantSuspended(t, d.PodCliqueSet, true) },
 		},
+		{
+			name: "packing Kueue cannot express, suspended: refused, nothing created",
+			in:   Inputs{PodCliqueSet: queued(), TopologyErr: errors.New("spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing")},
+			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonWorkloadRefused,
+				message: "copse cannot build Workload podcliqueset-llm: spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing"},
+		},
+		{
+			name:  "packing Kueue cannot express, running: stopped",
+			in:    Inputs{PodCliqueSet: running(queued()), Workload: admitted(workloadOf(queued())), TopologyErr: errors.New("Kueue cannot express this packing")},
+			want:  want{step: StepStop, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonWorkloadRefused, event: EventEvicted},
+			check: func(t *testing.T, d Decision) { wantSuspended(t, d.PodCliqueSet, true) },
+		},
 
 		// No Workload.
 		{

@@ -57,8 +57,9 @@ func FlavorNames(wl *kueue.Workload) []kueue.ResourceFlavorReference {
 
 // AdmissionInfos are the PodSetInfos of wl's admission, one per pod set
 // assignment: the node labels and tolerations of the flavors assigned to it,
-// the label kueue.x-k8s.io/podset naming it, and the podSetUpdates the
-// admission checks give it. A flavor missing from flavors is
+// the label kueue.x-k8s.io/podset naming it, what a topology assignment
+// needs on the pods (TopologyInfo), and the podSetUpdates the admission
+// checks give it. A flavor missing from flavors is
 // ErrFlavorNotFound; two updates that disagree are ErrConflict.
 func AdmissionInfos(wl *kueue.Workload, flavors Flavors) ([]PodSetInfo, error) {
 	if wl.Status.Admission == nil {
@@ -84,6 +85,9 @@ func AdmissionInfos(wl *kueue.Workload, flavors Flavors) ([]PodSetInfo, error) {
 			if err := info.merge(update, fmt.Sprintf("ResourceFlavor %q", name)); err != nil {
 				return nil, err
 			}
+		}
+		if err := info.merge(TopologyInfo(wl, &assignment), "the topology assignment"); err != nil {
+			return nil, err
 		}
 		for _, check := range wl.Status.AdmissionChecks {
 			for _, update := range check.PodSetUpdates {

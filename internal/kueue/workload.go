@@ -174,7 +174,10 @@ const WorkloadComponent = "kueue-workload"
 // of their containers and init containers, which is what Kueue admits), the
 // pods' tolerations unless compareTolerations is false (an admission adds
 // its flavors' tolerations to the templates), and, unless the Workload holds
-// quota (Kueue keeps both fixed then), the LocalQueue and the priority class.
+// quota (Kueue keeps both fixed then), the LocalQueue and the priority class,
+// and the pod sets' topology requests (a ClusterTopologyBinding changed under
+// an admitted Workload takes effect at its next queueing, as packing does
+// for PodGroups, rather than stopping it).
 func Mismatch(want, have *kueue.Workload, compareTolerations, reserved bool) string {
 	if len(want.Spec.PodSets) != len(have.Spec.PodSets) {
 		return fmt.Sprintf("%d pod sets instead of %d", len(want.Spec.PodSets), len(have.Spec.PodSets))
@@ -191,7 +194,7 @@ func Mismatch(want, have *kueue.Workload, compareTolerations, reserved bool) str
 			return fmt.Sprintf("the containers of pod set %q changed", w.Name)
 		case compareTolerations && !equality.Semantic.DeepEqual(w.Template.Spec.Tolerations, h.Template.Spec.Tolerations):
 			return fmt.Sprintf("the tolerations of pod set %q changed", w.Name)
-		case !equality.Semantic.DeepEqual(w.TopologyRequest, h.TopologyRequest):
+		case !reserved && !equality.Semantic.DeepEqual(w.TopologyRequest, h.TopologyRequest):
 			return fmt.Sprintf("the topology request of pod set %q changed", w.Name)
 		}
 	}

@@ -239,6 +239,8 @@ func TestMismatch(t *testing.T) {
 		{name: "tolerations, not compared once merged", want: workloadOf(withToleration(queued()))},
 		{name: "the queue, not reserved", want: workloadOf(withQueue(queued(), "team-b")), wantMismatch: `LocalQueue "team-b" instead of "team-a"`},
 		{name: "the queue, reserved: kept", want: workloadOf(withQueue(queued(), "team-b")), reserved: true},
+		{name: "a topology request, not reserved", wantMismatch: `the topology request of pod set "worker" changed`, want: withTopology(base, "worker", "example.com/rack")},
+		{name: "a topology request, reserved: kept", want: withTopology(base, "worker", "example.com/rack"), reserved: true},
 		{name: "the priority class, not reserved", wantMismatch: "priority class", want: func() *kueue.Workload {
 			wl := workloadOf(queued())
 			wl.Spec.PriorityClassRef = kueue.NewWorkloadPriorityClassRef("high")
@@ -253,4 +255,15 @@ func TestMismatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withTopology is wl with the pod set's topology request required at key.
+func withTopology(wl *kueue.Workload, podSet, key string) *kueue.Workload {
+	wl = wl.DeepCopy()
+	for i := range wl.Spec.PodSets {
+		if string(wl.Spec.PodSets[i].Name) == podSet {
+			wl.Spec.PodSets[i].TopologyRequest = &kueue.PodSetTopologyRequest{Required: &key}
+		}
+	}
+	return wl
 }

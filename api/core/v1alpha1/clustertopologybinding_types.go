@@ -54,6 +54,25 @@ const (
 	// ReasonLevelsUnavailable: no node carries the key of at least one level.
 	ReasonLevelsUnavailable = "LevelsUnavailable"
 
+	// ConditionTypeKueueTopologySynced is on a ClusterTopologyBinding while
+	// the operator configuration's kueue.enabled is true: True while Kueue's
+	// Topology of the binding's name has the binding's keys as its levels,
+	// False (with a reason below) while it cannot or does not yet.
+	ConditionTypeKueueTopologySynced = "KueueTopologySynced"
+	// ReasonKueueTopologySynced: copse's Topology has the binding's levels.
+	ReasonKueueTopologySynced = "Synced"
+	// ReasonKueueTopologyNotOwned: a Topology of the binding's name exists
+	// that copse did not create for this binding; copse leaves it alone.
+	ReasonKueueTopologyNotOwned = "TopologyNotOwned"
+	// ReasonKueueLevelsUnsupported: Kueue's Topology cannot hold the
+	// binding's levels (more than 16, or kubernetes.io/hostname above the
+	// narrowest level); the message names the level.
+	ReasonKueueLevelsUnsupported = "LevelsUnsupportedByKueue"
+	// ReasonKueueTopologyReplacing: the binding's levels changed; a Topology's
+	// levels are immutable, so copse deleted the old one and creates the new
+	// one once it is gone (Kueue keeps it while a ResourceFlavor names it).
+	ReasonKueueTopologyReplacing = "TopologyReplacing"
+
 	// ConditionTypeTopologyLevelsUnavailable is Grove's condition on a
 	// PodCliqueSet with a topologyConstraint: True when a constraint cannot
 	// be turned into a node label key, the reason saying why and the message

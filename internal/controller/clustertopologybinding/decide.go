@@ -62,16 +62,24 @@ func readyCondition(binding *copsev1alpha1.ClusterTopologyBinding, nodeLabelKeys
 	}
 }
 
-// computeStatus is the binding's status for the nodes' label keys. The
-// kube-scheduler, copse's only topology-aware scheduler backend, reads node
-// labels and keeps no topology object of its own, so there is no backend
-// topology to report: schedulerTopologyStatuses stays empty.
-func computeStatus(binding *copsev1alpha1.ClusterTopologyBinding, nodeLabelKeys sets.Set[string]) grovecorev1alpha1.ClusterTopologyBindingStatus {
+// computeStatus is the binding's status for the nodes' label keys and, when
+// the Kueue integration is on, the Kueue Topology sync (nil when off). The
+// kube-scheduler reads node labels and keeps no topology object of its own;
+// Kueue's Topology is the only backend topology copse reports in
+// schedulerTopologyStatuses, and KueueTopologySynced is there only while the
+// integration is on.
+func computeStatus(binding *copsev1alpha1.ClusterTopologyBinding, nodeLabelKeys sets.Set[string], kueueSync *kueueTopologyPlan) grovecorev1alpha1.ClusterTopologyBindingStatus {
 	status := *binding.Status.DeepCopy()
 	status.ObservedGeneration = binding.Generation
 	status.SchedulerTopologyStatuses = nil
 	// SetStatusCondition keeps lastTransitionTime unless the status changes.
 	meta.SetStatusCondition(&status.Conditions, readyCondition(binding, nodeLabelKeys))
+	if kueueSync == nil {
+		meta.RemoveStatusCondition(&status.Conditions, copsev1alpha1.ConditionTypeKueueTopologySynced)
+		return status
+	}
+	meta.SetStatusCondition(&status.Conditions, kueueSync.condition)
+	status.SchedulerTopologyStatuses = []grovecorev1alpha1.SchedulerTopologyStatus{kueueSync.status}
 	return status
 }
 

@@ -94,7 +94,7 @@ func TestComputeStatus(t *testing.T) {
 		Reason: copsev1alpha1.ReasonAllLevelsAvailable, LastTransitionTime: long, ObservedGeneration: 2}}
 	b.Status.SchedulerTopologyStatuses = []grovecorev1alpha1.SchedulerTopologyStatus{{InSync: true}}
 
-	same := computeStatus(b, sets.New(rackKey))
+	same := computeStatus(b, sets.New(rackKey), nil)
 	if same.ObservedGeneration != 3 {
 		t.Errorf("observedGeneration = %d, want 3", same.ObservedGeneration)
 	}
@@ -106,7 +106,7 @@ func TestComputeStatus(t *testing.T) {
 		t.Errorf("Ready = %+v, want the old transition time kept and generation 3", ready)
 	}
 
-	changed := computeStatus(b, sets.New(hostKey))
+	changed := computeStatus(b, sets.New(hostKey), nil)
 	ready = meta.FindStatusCondition(changed.Conditions, copsev1alpha1.ConditionTypeReady)
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.LastTransitionTime.Equal(&long) {
 		t.Errorf("Ready = %+v, want False with a new transition time", ready)

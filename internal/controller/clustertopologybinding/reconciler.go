@@ -2,7 +2,9 @@
 // controller: it reports, in the binding's Ready condition, whether every
 // level's node label key is carried by at least one node, and warns when a
 // binding becomes unusable. It re-checks every binding when a node's labels
-// change, a node appears or a node goes away.
+// change, a node appears or a node goes away. With the Kueue integration on,
+// it also mirrors each binding into a Kueue Topology of the same name
+// (kueue_topology.go) and reports the sync in KueueTopologySynced.
 package clustertopologybinding
 
 import (
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/requeue"
@@ -33,15 +36,20 @@ const ControllerName = "clustertopologybinding"
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Kueue: the operator configuration's kueue.enabled; each binding is
+	// mirrored into a Kueue Topology.
+	Kueue bool
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=topologies,verbs=get;list;watch;create;delete
 
 // Reconcile writes the binding's status from the label keys of the nodes
-// and records the transition to LevelsUnavailable.
+// and, with Kueue on, from the sync of its Kueue Topology, and records the
+// transitions (LevelsUnavailable, the Kueue Topology's).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("clustertopologybinding", req.Name)
 	ctx = log.IntoContext(ctx, logger)
@@ -62,9 +70,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("list nodes for ClusterTopologyBinding %s: %w", req.Name, err)
 	}
 
+	var kueueSync *kueueTopologyPlan
+	if r.Kueue {
+		plan, err := r.syncKueueTopology(ctx, binding)
+		if err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// The cache has not seen the Topology this controller made.
+				return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		kueueSync = &plan
+	}
+
 	previous := *binding.Status.DeepCopy()
-	status := computeStatus(binding, labelKeys(nodes.Items))
+	status := computeStatus(binding, labelKeys(nodes.Items), kueueSync)
+	var events []transitionEvent
+	if kueueSync != nil {
+		events = kueueTopologyEvents(previous.Conditions, *kueueSync)
+	}
 	if apiequality.Semantic.DeepEqual(previous, status) {
+		r.record(binding, events)
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFromWithOptions(binding.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -75,24 +101,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("write status of ClusterTopologyBinding %s: %w", req.Name, err)
 	}
-	for _, e := range transitionEvents(previous, status) {
+	r.record(binding, append(events, transitionEvents(previous, status)...))
+	logger.V(1).Info("wrote status", "conditions", status.Conditions)
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) record(binding *copsev1alpha1.ClusterTopologyBinding, events []transitionEvent) {
+	for _, e := range events {
 		r.Recorder.Eventf(binding, nil, e.eventType, e.reason, e.action, "%s", e.message)
 	}
-	logger.V(1).Info("wrote status", "ready", status.Conditions)
-	return ctrl.Result{}, nil
 }
 
 // SetupWithManager registers the controller. Nodes are watched as metadata
 // only; a node's creation, deletion or label change re-checks every
 // binding, its other updates (status heartbeats) do not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&copsev1alpha1.ClusterTopologyBinding{}).
 		WatchesMetadata(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allBindings),
 			// Creations and deletions pass; an update only when labels differ.
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Complete(r)
+			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if r.Kueue {
+		// A Topology wakes the binding of its name, whoever made it: a
+		// foreign one that goes away lets copse make its own, and the old
+		// one of a replacement going away lets copse make the new one.
+		b = b.Watches(&kueuev1beta2.Topology{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, t client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: t.GetName()}}}
+			}))
+	}
+	return b.Complete(r)
 }
 
 // allBindings maps a node event to every binding.

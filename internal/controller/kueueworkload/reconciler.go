@@ -49,6 +49,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
+	// TopologyAwareScheduling: packing applies (the operator's
+	// topologyAwareScheduling.enabled with the workload backend), so it
+	// becomes the pod sets' topology requests.
+	TopologyAwareScheduling bool
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;update
@@ -141,9 +145,11 @@ func (r *Reconciler) workloadOf(ctx context.Context, pcs *copsev1alpha1.PodCliqu
 
 // gather reads every input of kueue.Decide.
 func (r *Reconciler) gather(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, wl *kueuev1beta2.Workload, nameTaken bool) (kueue.Inputs, error) {
-	in := kueue.Inputs{PodCliqueSet: pcs, Workload: wl, WorkloadNameTaken: nameTaken, Now: r.Clock.Now(),
-		// The topology integration fills each clique's topologyRequest.
-		Topology: nil}
+	in := kueue.Inputs{PodCliqueSet: pcs, Workload: wl, WorkloadNameTaken: nameTaken, Now: r.Clock.Now()}
+	var err error
+	if in.Topology, in.TopologyErr, err = r.topologyRequests(ctx, pcs); err != nil {
+		return in, err
+	}
 
 	flavors := kueue.Flavors{}
 	for _, name := range kueue.FlavorNames(wl) {
@@ -158,7 +164,6 @@ func (r *Reconciler) gather(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet
 	}
 	in.Flavors = flavors
 
-	var err error
 	in.Priority, in.PriorityErr, err = r.priority(ctx, pcs)
 	if err != nil {
 		return in, err

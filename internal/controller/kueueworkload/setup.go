@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -18,7 +19,8 @@ import (
 // removed label deletes the Workload), to their whole status (phase,
 // startTime, availability: the pods going away after a suspension), and
 // to every change of the Workloads they control, Kueue's admissions and
-// evictions among them. ResourceFlavors, WorkloadPriorityClasses and
+// evictions among them, and to a change of a ClusterTopologyBinding their
+// constraints name (their pod sets' topology requests). ResourceFlavors, WorkloadPriorityClasses and
 // PriorityClasses are read, not watched: a pass waiting for a missing one
 // retries on its own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
@@ -26,6 +28,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Named(ControllerName).
 		For(&copsev1alpha1.PodCliqueSet{}, builder.WithPredicates(queued())).
 		Owns(&kueuev1beta2.Workload{}).
+		Watches(&copsev1alpha1.ClusterTopologyBinding{}, handler.EnqueueRequestsFromMapFunc(r.queuedNaming)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(r)
 }
