@@ -77,13 +77,16 @@ func restartsNote(pcs *copsev1alpha1.PodCliqueSet) string {
 //   - failed when the PodCliqueSet failed and the root cause of its last
 //     failure was one of the clique's pods;
 //   - suspended while the PodCliqueSet is suspended and the clique has not
-//     finished;
+//     finished, and active as well while any of its pods has not ended
+//     (podsNotEnded, terminating pods included): Kueue releases a stopped
+//     TrainJob's quota once no job is active, and the nodes are free only
+//     once the pods are gone;
 //   - otherwise active while it has pods that have not ended, and ready
 //     when its ready and succeeded pods are at least its pod count.
 //
 // A clique without a PodClique yet (waiting for another to succeed, or
 // while its replica restarts) counts as nothing.
-func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique) []trainerv1alpha1.JobStatus {
+func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, podsNotEnded map[string]int) []trainerv1alpha1.JobStatus {
 	current := currentPodCliques(pclqs)
 	suspended := ptr.Deref(pcs.Spec.Suspend, false)
 	var out []trainerv1alpha1.JobStatus
@@ -101,6 +104,9 @@ func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alph
 			failed = 1
 		case suspended:
 			suspendedJobs = 1
+			if podsNotEnded[clique.Name] > 0 {
+				active = 1
+			}
 		case pclq != nil:
 			if pclq.Status.Replicas > 0 {
 				active = 1

@@ -136,39 +136,49 @@ func TestPodCliqueSetJobsStatus(t *testing.T) {
 		name   string
 		pcs    *copsev1alpha1.PodCliqueSet
 		pclqs  []copsev1alpha1.PodClique
+		pods   map[string]int // pods not ended, per clique
 		expect []trainerv1alpha1.JobStatus
 	}{
 		{"no PodCliques yet: one entry per clique, all zero",
-			podCliqueSet(copsev1alpha1.PodCliqueSetPhasePending, 0), nil,
+			podCliqueSet(copsev1alpha1.PodCliqueSetPhasePending, 0), nil, nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 0, 0, 0)}},
 		{"running: active, ready once every pod is ready",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0),
 			[]copsev1alpha1.PodClique{podClique("launcher", 0, 1, 0, ""), podClique("node", 0, 2, 2, "")},
+			map[string]int{"launcher": 1, "node": 2},
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 1, 0), counts("node", 1, 0, 0, 1, 0)}},
 		{"ready counts succeeded pods too, as JobSet does",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0),
-			[]copsev1alpha1.PodClique{podClique("node", 0, 1, 1, "1")},
+			[]copsev1alpha1.PodClique{podClique("node", 0, 1, 1, "1")}, map[string]int{"node": 1},
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 1, 0, 0, 1, 0)}},
 		{"succeeded cliques count as succeeded only",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0),
-			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded), podClique("node", 0, 0, 0, "0-1", succeeded)},
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded), podClique("node", 0, 0, 0, "0-1", succeeded)}, nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 1, 0, 0, 0)}},
 		{"failed: the clique of the root cause counts as failed",
 			failedPCS,
-			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, ""), podClique("node", 0, 0, 0, "")},
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, ""), podClique("node", 0, 0, 0, "")}, nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 1, 0, 0)}},
-		{"suspended: every clique that has not finished",
+		{"suspended with every pod gone: every clique that has not finished is suspended, none active",
 			suspendedPCS,
-			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded)},
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded)}, nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 0, 0, 1)}},
+		{"suspended while pods are going away: their clique stays active (Kueue keeps the quota until they are gone)",
+			suspendedPCS,
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, ""), podClique("node", 0, 0, 0, "")},
+			map[string]int{"node": 2},
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 1), counts("node", 0, 0, 0, 1, 1)}},
+		{"suspended, the PodCliques already deleted by the suspension but a pod still ending: active",
+			suspendedPCS, nil, map[string]int{"launcher": 1},
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 1, 1), counts("node", 0, 0, 0, 0, 1)}},
 		{"a restart: the new attempt's PodClique counts, not the old one's",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 1),
-			[]copsev1alpha1.PodClique{podClique("node", 1, 2, 0, ""), podClique("node", 0, 2, 2, "")},
+			[]copsev1alpha1.PodClique{podClique("node", 1, 2, 0, ""), podClique("node", 0, 2, 2, "")}, map[string]int{"node": 4},
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 0, 1, 0)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.expect, podCliqueSetJobsStatus(tc.pcs, tc.pclqs)); diff != "" {
+			if diff := cmp.Diff(tc.expect, podCliqueSetJobsStatus(tc.pcs, tc.pclqs, tc.pods)); diff != "" {
 				t.Errorf("jobsStatus (-want +got):\n%s", diff)
 			}
 		})
