@@ -39,6 +39,10 @@ type Options struct {
 	// WithJobSet starts the JobSet controller with its webhooks registered
 	// (see StartJobSet) and sets Env.JobSet.
 	WithJobSet bool
+	// WithKueue starts Kueue with its webhooks registered (see StartKueue)
+	// and sets Env.Kueue. Kueue starts before the operator, so that its
+	// CRDs are served when an operator with kueue.enabled starts.
+	WithKueue bool
 	// NVIDIADRA runs the simulated NVIDIA DRA driver in the cluster
 	// (cluster.Options.NVIDIADRA): ComputeDomains, their channel claim
 	// templates and channel devices on every GPU node.
@@ -57,6 +61,9 @@ type Env struct {
 	// JobSet is the JobSet controller started by Setup (Options.WithJobSet)
 	// or StartJobSet; nil if none was.
 	JobSet *JobSet
+	// Kueue is the Kueue started by Setup (Options.WithKueue) or
+	// StartKueue; nil if none was.
+	Kueue *Kueue
 }
 
 // Setup starts a local cluster for a suite and installs copse's CRDs.
@@ -94,13 +101,19 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 		_ = c.Stop()
 		return nil, fmt.Errorf("install the JobSet CRD for suite %s: %w", opts.Name, err)
 	}
+	if opts.WithKueue {
+		if _, err := StartKueue(ctx, env, KueueOptions{}); err != nil {
+			_ = env.Teardown()
+			return nil, fmt.Errorf("start Kueue for suite %s: %w", opts.Name, err)
+		}
+	}
 	if opts.WithOperator {
 		operatorOpts := opts.Operator
 		if operatorOpts.Name == "" {
 			operatorOpts.Name = opts.Name
 		}
 		if _, err := StartOperator(ctx, env, operatorOpts); err != nil {
-			_ = c.Stop()
+			_ = env.Teardown()
 			return nil, fmt.Errorf("start operator for suite %s: %w", opts.Name, err)
 		}
 	}
@@ -113,8 +126,8 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 	return env, nil
 }
 
-// CheckHealthy reports a crashed control-plane component, operator or JobSet
-// controller, so a suite fails with the component's log instead of with a
+// CheckHealthy reports a crashed control-plane component, operator, JobSet
+// controller or Kueue, so a suite fails with the component's log instead of with a
 // confusing timeout.
 func (e *Env) CheckHealthy() error {
 	err := e.Cluster.CheckHealthy()
@@ -124,10 +137,13 @@ func (e *Env) CheckHealthy() error {
 	if e.JobSet != nil {
 		err = errors.Join(err, e.JobSet.CheckHealthy())
 	}
+	if e.Kueue != nil {
+		err = errors.Join(err, e.Kueue.CheckHealthy())
+	}
 	return err
 }
 
-// Teardown stops the JobSet controller and the operator, if they run, and
+// Teardown stops the JobSet controller, the operator and Kueue, if they run, and
 // every process of the suite's cluster.
 func (e *Env) Teardown() error {
 	if os.Getenv(KeepEnvVar) != "" {
@@ -139,6 +155,9 @@ func (e *Env) Teardown() error {
 	}
 	if e.Operator != nil {
 		errs = append(errs, e.Operator.Stop())
+	}
+	if e.Kueue != nil {
+		errs = append(errs, e.Kueue.Stop())
 	}
 	return errors.Join(append(errs, e.Cluster.Stop())...)
 }

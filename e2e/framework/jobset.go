@@ -1,18 +1,15 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -95,25 +91,11 @@ type JobSet struct {
 // InstallJobSetCRD builds (or finds cached) the pinned JobSet tool, installs
 // the JobSet CRD from its module's source and waits until it is served.
 func InstallJobSetCRD(ctx context.Context, c client.Client, progress io.Writer) (cluster.BuiltTool, error) {
-	tool, moduleDir, err := ensureJobSetModule(ctx, progress)
+	tool, moduleDir, err := ensureToolModule(ctx, cluster.ToolJobSet, progress)
 	if err != nil {
 		return cluster.BuiltTool{}, err
 	}
 	return tool, installJobSetCRDFrom(ctx, c, moduleDir)
-}
-
-// ensureJobSetModule returns the pinned JobSet tool, built, and the
-// directory of its module's source.
-func ensureJobSetModule(ctx context.Context, progress io.Writer) (cluster.BuiltTool, string, error) {
-	tool, err := cluster.EnsureTool(ctx, cluster.ToolJobSet, progress)
-	if err != nil {
-		return cluster.BuiltTool{}, "", err
-	}
-	moduleDir, err := tool.ModuleSource(ctx)
-	if err != nil {
-		return cluster.BuiltTool{}, "", err
-	}
-	return tool, moduleDir, nil
 }
 
 func installJobSetCRDFrom(ctx context.Context, c client.Client, moduleDir string) error {
@@ -147,77 +129,33 @@ func StartJobSet(ctx context.Context, env *Env, opts JobSetOptions) (*JobSet, er
 	if opts.Progress == nil {
 		opts.Progress = ginkgo.GinkgoWriter
 	}
-	tool, moduleDir, err := ensureJobSetModule(ctx, opts.Progress)
+	tool, moduleDir, err := ensureToolModule(ctx, cluster.ToolJobSet, opts.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("start JobSet: %w", err)
 	}
 	if err := installJobSetCRDFrom(ctx, env.Client, moduleDir); err != nil {
 		return nil, fmt.Errorf("start JobSet: %w", err)
 	}
-	dir := filepath.Join(env.Cluster.Dir(), "jobset")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("start JobSet: %w", err)
-	}
-	certDir := filepath.Join(dir, "certs")
-	caPEM, err := WriteServingCertificate(certDir, jobSetServingCertificateName)
+	probes, err := jobSetWebhookProbes()
 	if err != nil {
 		return nil, fmt.Errorf("start JobSet: %w", err)
 	}
-	ports, err := cluster.FreePorts(2)
-	if err != nil {
-		return nil, fmt.Errorf("start JobSet: %w", err)
+	controller := localController{
+		product: "JobSet", tool: tool, moduleDir: moduleDir, binary: jobSetBinary, dirName: "jobset",
+		certificateName: jobSetServingCertificateName,
+		configuration: func(webhookPort, healthPort int, certDir string) ([]byte, error) {
+			return jobSetConfiguration(webhookPort, healthPort, certDir, opts), nil
+		},
+		webhookComponent: jobSetWebhookComponent, namePrefix: jobSetNamePrefix, probes: probes,
+		readyTimeout: jobSetReadyTimeout, logTailLines: jobSetLogTailLines, detach: opts.Detach, progress: opts.Progress,
 	}
-	webhookPort, healthPort := ports[0], ports[1]
-	configPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configPath, jobSetConfiguration(webhookPort, healthPort, certDir, opts), 0o600); err != nil {
-		return nil, fmt.Errorf("start JobSet: write the controller's configuration: %w", err)
-	}
-	logPath := filepath.Join(env.Cluster.Dir(), "logs", "jobset-controller.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return nil, fmt.Errorf("start JobSet: %w", err)
-	}
-	start := cluster.StartProcess
-	if opts.Detach {
-		start = cluster.StartDetachedProcess
-	}
-	fmt.Fprintf(opts.Progress, "starting jobset-controller %s (log: %s)\n", tool.Version, logPath)
-	proc, err := start(jobSetBinary, tool.Path(jobSetBinary),
-		[]string{"--config", configPath, "--kubeconfig", env.Cluster.Kubeconfig(), "--zap-devel=false", "--zap-log-level=info"}, logPath)
+	proc, logPath, err := controller.start(ctx, env, func(p *cluster.Process) error { return p.Stop(jobSetStopGrace) })
 	if err != nil {
 		return nil, fmt.Errorf("start JobSet: %w", err)
 	}
 	j := &JobSet{Process: proc, Version: tool.Version, LogPath: logPath}
-	if err := j.register(ctx, env, moduleDir, "https://"+loopback(webhookPort), "http://"+loopback(healthPort)+"/readyz", caPEM); err != nil {
-		_ = j.Stop()
-		return nil, fmt.Errorf("start JobSet: %w; last log lines (%s):\n%s", err, logPath, logTail(logPath, jobSetLogTailLines))
-	}
 	env.JobSet = j
 	return j, nil
-}
-
-// register waits until the controller is ready (its /readyz turns 200 once
-// the webhook server serves), installs the webhook configurations and waits
-// until the API server calls them.
-func (j *JobSet) register(ctx context.Context, env *Env, moduleDir, webhookURL, readyURL string, caPEM []byte) error {
-	if err := waitReadyz(ctx, jobSetBinary, readyURL, jobSetReadyTimeout, j.ExitReason); err != nil {
-		return err
-	}
-	rendered, err := exec.CommandContext(ctx, env.Cluster.Binaries().Kubectl, "kustomize", filepath.Join(moduleDir, jobSetWebhookComponent)).Output()
-	if err != nil {
-		return fmt.Errorf("render JobSet's webhook configurations (kubectl kustomize %s): %w", jobSetWebhookComponent, commandError(err))
-	}
-	mutating, validating, err := jobSetWebhookConfigurations(rendered, webhookURL, caPEM)
-	if err != nil {
-		return err
-	}
-	if err := applyWebhookConfigurations(ctx, env.Client, mutating, validating); err != nil {
-		return err
-	}
-	probes, err := jobSetWebhookProbes()
-	if err != nil {
-		return err
-	}
-	return waitProbesPass(ctx, env.Client, probes)
 }
 
 // Stop sends SIGTERM, and SIGKILL if the controller has not exited after 20
@@ -249,70 +187,6 @@ internalCertManagement:
 		config += fmt.Sprintf("clientConnection:\n  qps: %g\n  burst: %d\n", opts.QPS, opts.Burst)
 	}
 	return []byte(config)
-}
-
-// jobSetWebhookConfigurations picks the MutatingWebhookConfiguration and the
-// ValidatingWebhookConfiguration out of JobSet's rendered webhook component,
-// names them as JobSet's install does, and points every webhook, which
-// names an in-cluster Service, at the same path under baseURL, trusting
-// caPEM.
-func jobSetWebhookConfigurations(rendered []byte, baseURL string, caPEM []byte) (
-	*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	var mutating *admissionregistrationv1.MutatingWebhookConfiguration
-	var validating *admissionregistrationv1.ValidatingWebhookConfiguration
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, nil, fmt.Errorf("decode JobSet's webhook component: %w", err)
-		}
-		var into any
-		switch obj.GetKind() {
-		case "MutatingWebhookConfiguration":
-			if mutating != nil {
-				return nil, nil, errors.New("JobSet's webhook component has more than one MutatingWebhookConfiguration")
-			}
-			mutating = &admissionregistrationv1.MutatingWebhookConfiguration{}
-			into = mutating
-		case "ValidatingWebhookConfiguration":
-			if validating != nil {
-				return nil, nil, errors.New("JobSet's webhook component has more than one ValidatingWebhookConfiguration")
-			}
-			validating = &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			into = validating
-		default:
-			continue // the Service the webhooks would call in a cluster
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
-			return nil, nil, fmt.Errorf("decode %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-	if mutating == nil || validating == nil {
-		return nil, nil, errors.New("JobSet's webhook component lacks a MutatingWebhookConfiguration or a ValidatingWebhookConfiguration")
-	}
-	mutating.ObjectMeta = metav1.ObjectMeta{Name: jobSetNamePrefix + mutating.Name}
-	validating.ObjectMeta = metav1.ObjectMeta{Name: jobSetNamePrefix + validating.Name}
-	// Each webhook names an in-cluster Service; its path moves under baseURL.
-	localise := func(webhook string, config *admissionregistrationv1.WebhookClientConfig) error {
-		if config.Service == nil || config.Service.Path == nil || *config.Service.Path == "" {
-			return fmt.Errorf("JobSet's webhook %s: clientConfig.service.path is not set, so there is no path to call it at", webhook)
-		}
-		*config = webhookClientConfig(baseURL, *config.Service.Path, caPEM)
-		return nil
-	}
-	for i := range mutating.Webhooks {
-		if err := localise(mutating.Webhooks[i].Name, &mutating.Webhooks[i].ClientConfig); err != nil {
-			return nil, nil, err
-		}
-	}
-	for i := range validating.Webhooks {
-		if err := localise(validating.Webhooks[i].Name, &validating.Webhooks[i].ClientConfig); err != nil {
-			return nil, nil, err
-		}
-	}
-	return mutating, validating, nil
 }
 
 // NewJobSet is a JobSet of one replicated Job called "worker" with spec job,
@@ -362,13 +236,4 @@ func jobSetWebhookProbes() ([]webhookProbe, error) {
 		}},
 		refusalProbe(JobSetValidatingWebhook, func() client.Object { return invalid.DeepCopy() }),
 	}, nil
-}
-
-// commandError adds what a failed command wrote to standard error.
-func commandError(err error) error {
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) && len(exitErr.Stderr) > 0 {
-		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(exitErr.Stderr))
-	}
-	return err
 }

@@ -56,7 +56,7 @@ webhooks:
 `
 )
 
-func TestJobSetWebhookConfigurations(t *testing.T) {
+func TestComponentWebhookConfigurations(t *testing.T) {
 	const base = "https://127.0.0.1:9443"
 	ca := []byte("test CA")
 	tests := []struct {
@@ -76,7 +76,7 @@ func TestJobSetWebhookConfigurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mutating, validating, err := jobSetWebhookConfigurations([]byte(tt.rendered), base, ca)
+			mutating, validating, err := componentWebhookConfigurations([]byte(tt.rendered), "JobSet", jobSetNamePrefix, base, ca)
 			if tt.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantError)

@@ -8,12 +8,13 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 )
 
-// Scheme knows the built-in kinds, CRDs, copse's kinds and JobSet.
+// Scheme knows the built-in kinds, CRDs, copse's kinds, JobSet and Kueue.
 func Scheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -21,5 +22,6 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(copsev1alpha1.AddToScheme(scheme))
 	utilruntime.Must(trainerv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(jobsetv1alpha2.AddToScheme(scheme))
+	utilruntime.Must(kueuev1beta2.AddToScheme(scheme))
 	return scheme
 }
