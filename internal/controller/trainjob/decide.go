@@ -99,7 +99,7 @@ func decide(f facts) decision {
 	case f.JobSet != nil:
 		mirrorJobsStatus(&status, f.JobSet)
 	case f.PodCliqueSet != nil:
-		status.JobsStatus = podCliqueSetJobsStatus(f.PodCliqueSet, f.PodCliques, f.PodsNotEnded)
+		status.JobsStatus = podCliqueSetJobsStatus(f.PodCliqueSet, f.PodCliques, f.PodsNotEnded, tj.Status.JobsStatus)
 	}
 
 	if !finished(status) {
