@@ -87,37 +87,9 @@ func withGracePeriod(tj *trainerv1alpha1.TrainJob, job string, seconds int64) {
 }
 
 // simulationPatch is the pod template patch of one replicated job in the
-// TrainJob's simulation runtime patch (one patch per manager), added if
-// missing.
+// TrainJob's simulation runtime patch, added if missing.
 func simulationPatch(tj *trainerv1alpha1.TrainJob, job string) *trainerv1alpha1.PodTemplatePatch {
-	var patch *trainerv1alpha1.RuntimePatch
-	for i := range tj.Spec.RuntimePatches {
-		if tj.Spec.RuntimePatches[i].Manager == simulationManager {
-			patch = &tj.Spec.RuntimePatches[i]
-		}
-	}
-	if patch == nil {
-		tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, trainerv1alpha1.RuntimePatch{
-			Manager: simulationManager,
-			TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{Template: &trainerv1alpha1.JobSetTemplatePatch{
-				Spec: &trainerv1alpha1.JobSetSpecPatch{},
-			}},
-		})
-		patch = &tj.Spec.RuntimePatches[len(tj.Spec.RuntimePatches)-1]
-	}
-	spec := patch.TrainingRuntimeSpec.Template.Spec
-	for i := range spec.ReplicatedJobs {
-		if spec.ReplicatedJobs[i].Name == job {
-			return spec.ReplicatedJobs[i].Template.Spec.Template
-		}
-	}
-	spec.ReplicatedJobs = append(spec.ReplicatedJobs, trainerv1alpha1.ReplicatedJobPatch{
-		Name: job,
-		Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
-			Template: &trainerv1alpha1.PodTemplatePatch{},
-		}},
-	})
-	return spec.ReplicatedJobs[len(spec.ReplicatedJobs)-1].Template.Spec.Template
+	return framework.RuntimePatchPod(tj, simulationManager, job)
 }
 
 // simulate makes simulated containers run for runFor and exit with exitCode.

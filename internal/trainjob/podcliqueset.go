@@ -1,6 +1,8 @@
 package trainjob
 
 import (
+	"maps"
+
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +11,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/kueue"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -142,7 +145,7 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            p.TrainJob.Name,
 			Namespace:       p.TrainJob.Namespace,
-			Labels:          labels.Merge(p.Labels, ownedLabels(p.TrainJob)),
+			Labels:          labels.Merge(notQueued(p.Labels), ownedLabels(p.TrainJob)),
 			Annotations:     withMNNVLGroup(p.Annotations, p.TrainJob),
 			OwnerReferences: []metav1.OwnerReference{ControllerReference(p.TrainJob)},
 		},
@@ -155,6 +158,16 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 	pcs.Spec.Replicas = 1
 	pcs.Spec.Template = template
 	return pcs
+}
+
+// notQueued is the JobSet's labels without Kueue's queue name, which
+// Kueue's runtime patch puts there (docs/trainjob.md#kueue): Kueue queues
+// the TrainJob and leaves the JobSet of a TrainJob it manages alone, while
+// copse would queue a PodCliqueSet with that label on its own.
+func notQueued(jobSetLabels map[string]string) map[string]string {
+	out := maps.Clone(jobSetLabels)
+	delete(out, kueue.QueueNameLabel)
+	return out
 }
 
 // cliqueOf is the clique of one replicated job of the built JobSet: count

@@ -90,6 +90,15 @@ func (pcs *PodCliqueSet) IsSuspended() bool {
 	return pcs.Spec.Suspend != nil && *pcs.Spec.Suspend
 }
 
+// SchedulingDirectivesMutable reports whether a Training PodCliqueSet's pod
+// templates may change their scheduling directives now (the admission
+// webhook's window, as the Job API's for suspended Jobs): it is suspended
+// with no run in progress, that is status.startTime is unset (cleared once
+// a suspension has removed every pod; one created suspended never had it).
+func (pcs *PodCliqueSet) SchedulingDirectivesMutable() bool {
+	return pcs.IsSuspended() && pcs.Status.StartTime == nil
+}
+
 // SuccessPolicy is trainingSpec.successPolicy of a Training workload; nil
 // when unset or for Inference.
 func (pcs *PodCliqueSet) SuccessPolicy() *SuccessPolicy {

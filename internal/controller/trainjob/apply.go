@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -52,6 +53,9 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 	run := backendObject{kind: "JobSet", desired: desired, spec: desired.Spec, createdReason: reasonJobSetCreated}
 	if existing != nil {
 		run.existing, run.existingSuspended = existing, ptr.Deref(existing.Spec.Suspend, false)
+		// JobSet's webhook takes pod template changes of a JobSet that is
+		// suspended or being suspended.
+		run.templatesMutable = true
 		run.rebuilt = func() client.Object {
 			updated := existing.DeepCopy()
 			spec := *desired.Spec.DeepCopy()
@@ -81,7 +85,10 @@ func (r *Reconciler) ensureComputeDomain(ctx context.Context, tj *trainerv1alpha
 // applyPodCliqueSet makes the PodCliqueSet backend's objects exist: the MPI
 // Secret (once) and hostfile before the PodCliqueSet whose pods mount them,
 // then the PodCliqueSet, rebuilt on the same rule as a JobSet. Its
-// spec.suspend follows the TrainJob's, which the build carries.
+// spec.suspend follows the TrainJob's, which the build carries. A Training
+// PodCliqueSet takes pod template changes only once suspended with no run
+// in progress (copsev1alpha1.PodCliqueSet.SchedulingDirectivesMutable), so
+// a rebuild that also suspends it goes in two steps (decideRebuild).
 func (r *Reconciler) applyPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.PodCliqueSetObjects, existing *copsev1alpha1.PodCliqueSet) error {
 	notRunning := existing == nil || ptr.Deref(existing.Spec.Suspend, false)
 	if err := r.ensureMPIObjects(ctx, tj, objects.NeedsMPISSHSecret, objects.MPIHostfile, notRunning); err != nil {
@@ -90,10 +97,22 @@ func (r *Reconciler) applyPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.
 	desired := objects.PodCliqueSet
 	run := backendObject{kind: "PodCliqueSet", desired: desired, spec: desired.Spec, createdReason: reasonPodCliqueSetCreated}
 	if existing != nil {
-		run.existing, run.existingSuspended = existing, ptr.Deref(existing.Spec.Suspend, false)
+		existingSuspended := existing.IsSuspended()
+		run.existing, run.existingSuspended = existing, existingSuspended
+		run.templatesMutable = existing.SchedulingDirectivesMutable()
+		// The build as it would be with the existing object's suspend: its
+		// hash is the existing one's when nothing else changed.
+		sameSuspend := desired.Spec.DeepCopy()
+		sameSuspend.Suspend = ptr.To(existingSuspended)
+		run.specWithExistingSuspend = *sameSuspend
 		run.rebuilt = func() client.Object {
 			updated := existing.DeepCopy()
 			updated.Spec = *desired.Spec.DeepCopy()
+			return updated
+		}
+		run.suspended = func() client.Object {
+			updated := existing.DeepCopy()
+			updated.Spec.Suspend = ptr.To(true)
 			return updated
 		}
 	}
@@ -113,7 +132,66 @@ type backendObject struct {
 	existing          client.Object
 	existingSuspended bool
 	rebuilt           func() client.Object
-	createdReason     string
+	// templatesMutable: the existing object's admission takes a change of
+	// its pod templates now.
+	templatesMutable bool
+	// specWithExistingSuspend is the desired spec with the existing
+	// object's spec.suspend, and suspended returns a copy of the existing
+	// object with only spec.suspend set; both are nil where templates are
+	// always mutable when a rebuild may happen (JobSet).
+	specWithExistingSuspend any
+	suspended               func() client.Object
+	createdReason           string
+}
+
+// rebuildStep is what a pass does to an existing backend object.
+type rebuildStep int
+
+const (
+	// rebuildNone: it is as built, or it runs (never changed under its pods).
+	rebuildNone rebuildStep = iota
+	// rebuildAll: update it to the build in one write.
+	rebuildAll
+	// rebuildSuspendFirst: set only spec.suspend now; the rest of the build
+	// once its pods are gone (its admission refuses template changes of a
+	// running object).
+	rebuildSuspendFirst
+	// rebuildWaitForPods: suspended, but its pods are still going away;
+	// the object's status change once they are gone brings the TrainJob back.
+	rebuildWaitForPods
+)
+
+// rebuildInputs are the plain values decideRebuild reads.
+type rebuildInputs struct {
+	// BuildChanged: the build's hash differs from the one the object was
+	// built from; OnlySuspendChanged: it would not with the object's
+	// spec.suspend.
+	BuildChanged       bool
+	OnlySuspendChanged bool
+	TrainJobSuspended  bool
+	ExistingSuspended  bool
+	// TemplatesMutable: the object's admission takes pod template changes
+	// now.
+	TemplatesMutable bool
+}
+
+// decideRebuild picks the step that brings an existing backend object to
+// its build. Only a suspended object, or one of a suspended TrainJob, is
+// rebuilt. A change of spec.suspend alone is always taken at once; any
+// other change waits until the object accepts it: a running object is
+// suspended first (e.g. Kueue stops a TrainJob and clears its runtime patch
+// in quick succession), then rebuilt once its pods are gone.
+func decideRebuild(in rebuildInputs) rebuildStep {
+	switch {
+	case !in.BuildChanged, !in.TrainJobSuspended && !in.ExistingSuspended:
+		return rebuildNone
+	case in.OnlySuspendChanged, in.TemplatesMutable:
+		return rebuildAll
+	case !in.ExistingSuspended:
+		return rebuildSuspendFirst
+	default:
+		return rebuildWaitForPods
+	}
 }
 
 // ensureBackendObject creates the backend's object, stamped with the hash of
@@ -125,6 +203,12 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 	if err != nil {
 		return err
 	}
+	hashWithExistingSuspend := ""
+	if run.specWithExistingSuspend != nil {
+		if hashWithExistingSuspend, err = buildHash(desired.GetName(), desired.GetLabels(), desired.GetAnnotations(), run.specWithExistingSuspend); err != nil {
+			return err
+		}
+	}
 	desired.SetAnnotations(labels.Merge(desired.GetAnnotations(), map[string]string{buildHashAnnotation: hash}))
 
 	if run.existing == nil {
@@ -134,13 +218,31 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, run.createdReason, "Create", "created %s %s", run.kind, desired.GetName())
 		return nil
 	}
-	rebuildable := ptr.Deref(tj.Spec.Suspend, false) || run.existingSuspended
-	if !rebuildable || run.existing.GetAnnotations()[buildHashAnnotation] == hash {
-		return nil
+	existingHash := run.existing.GetAnnotations()[buildHashAnnotation]
+	in := rebuildInputs{
+		BuildChanged:      existingHash != hash,
+		TrainJobSuspended: ptr.Deref(tj.Spec.Suspend, false),
+		ExistingSuspended: run.existingSuspended,
+		TemplatesMutable:  run.templatesMutable,
+		// Where templates are always mutable it does not matter.
+		OnlySuspendChanged: run.specWithExistingSuspend != nil && hashWithExistingSuspend == existingHash,
 	}
-	updated := run.rebuilt()
-	updated.SetLabels(maps.Clone(desired.GetLabels()))
-	updated.SetAnnotations(maps.Clone(desired.GetAnnotations()))
+	var updated client.Object
+	switch decideRebuild(in) {
+	case rebuildNone:
+		return nil
+	case rebuildWaitForPods:
+		log.FromContext(ctx).V(1).Info("the build changed: rebuilding once the suspended object's pods are gone", "kind", run.kind)
+		return nil
+	case rebuildSuspendFirst:
+		// The old build hash stays: the next pass still sees the rest
+		// of the build to apply.
+		updated = run.suspended()
+	case rebuildAll:
+		updated = run.rebuilt()
+		updated.SetLabels(maps.Clone(desired.GetLabels()))
+		updated.SetAnnotations(maps.Clone(desired.GetAnnotations()))
+	}
 	if err := r.Client.Update(ctx, updated); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			// Admission refused the rebuilt object (e.g. a runtime patch

@@ -39,6 +39,10 @@ type facts struct {
 	// PodCliques.
 	PodCliqueSet *copsev1alpha1.PodCliqueSet
 	PodCliques   []copsev1alpha1.PodClique
+	// PodsNotEnded counts, per clique of the PodCliqueSet, its pods that
+	// have not ended, terminating ones included: they may still hold their
+	// nodes' resources.
+	PodsNotEnded map[string]int
 	// NumNodes is the resolved trainer node count, nil before the runtime
 	// is resolved.
 	NumNodes *int32
@@ -95,7 +99,7 @@ func decide(f facts) decision {
 	case f.JobSet != nil:
 		mirrorJobsStatus(&status, f.JobSet)
 	case f.PodCliqueSet != nil:
-		status.JobsStatus = podCliqueSetJobsStatus(f.PodCliqueSet, f.PodCliques)
+		status.JobsStatus = podCliqueSetJobsStatus(f.PodCliqueSet, f.PodCliques, f.PodsNotEnded, tj.Status.JobsStatus)
 	}
 
 	if !finished(status) {

@@ -73,19 +73,28 @@ func restartsNote(pcs *copsev1alpha1.PodCliqueSet) string {
 // podCliqueSetJobsStatus counts, per replicated job, its Jobs as JobSet
 // does, where the job's one Job is its clique in the PodCliqueSet's one
 // replica. A clique counts as
-//   - succeeded once its PodClique has the Succeeded condition;
+//   - succeeded once its PodClique has the Succeeded condition, and, after
+//     a suspension, while it runs again (succeededBeforeSuspension): a
+//     JobSet keeps a completed Job through a suspension, and Kueue, which
+//     reclaims a succeeded job's quota, refuses to see that count shrink
+//     while it holds the quota (it would stop handling the TrainJob). It is
+//     also active while its pods run again;
 //   - failed when the PodCliqueSet failed and the root cause of its last
 //     failure was one of the clique's pods;
 //   - suspended while the PodCliqueSet is suspended and the clique has not
-//     finished;
+//     finished, and active as well while any of its pods has not ended
+//     (podsNotEnded, terminating pods included): Kueue releases a stopped
+//     TrainJob's quota once no job is active, and the nodes are free only
+//     once the pods are gone;
 //   - otherwise active while it has pods that have not ended, and ready
 //     when its ready and succeeded pods are at least its pod count.
 //
 // A clique without a PodClique yet (waiting for another to succeed, or
 // while its replica restarts) counts as nothing.
-func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique) []trainerv1alpha1.JobStatus {
+func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, podsNotEnded map[string]int, previous []trainerv1alpha1.JobStatus) []trainerv1alpha1.JobStatus {
 	current := currentPodCliques(pclqs)
 	suspended := ptr.Deref(pcs.Spec.Suspend, false)
+	carried := succeededBeforeSuspension(pcs, previous)
 	var out []trainerv1alpha1.JobStatus
 	for _, clique := range pcs.Spec.Template.Cliques {
 		if clique == nil {
@@ -99,8 +108,16 @@ func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alph
 		case pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed && pclq != nil &&
 			pcs.Status.LastFailure != nil && pcs.Status.LastFailure.PodClique == pclq.Name:
 			failed = 1
+		case carried[clique.Name]:
+			succeeded = 1
+			if podsNotEnded[clique.Name] > 0 {
+				active = 1
+			}
 		case suspended:
 			suspendedJobs = 1
+			if podsNotEnded[clique.Name] > 0 {
+				active = 1
+			}
 		case pclq != nil:
 			if pclq.Status.Replicas > 0 {
 				active = 1
@@ -113,6 +130,26 @@ func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alph
 			Name: clique.Name, Ready: ptr.To(ready), Succeeded: ptr.To(succeeded), Failed: ptr.To(failed),
 			Active: ptr.To(active), Suspended: ptr.To(suspendedJobs),
 		})
+	}
+	return out
+}
+
+// succeededBeforeSuspension names the cliques the previous jobsStatus
+// counted as succeeded, when the PodCliqueSet's replica was last recreated
+// by a suspension: their success stands although the suspension removed
+// their PodCliques and the resumed run starts them again. A Training
+// restart undoes it (the latest recreation is then the restart's).
+func succeededBeforeSuspension(pcs *copsev1alpha1.PodCliqueSet, previous []trainerv1alpha1.JobStatus) map[string]bool {
+	out := map[string]bool{}
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		if rec.ReplicaIndex != 0 || rec.Reason != copsev1alpha1.RecreationReasonSuspension {
+			continue
+		}
+		for _, job := range previous {
+			if ptr.Deref(job.Succeeded, 0) > 0 {
+				out[job.Name] = true
+			}
+		}
 	}
 	return out
 }

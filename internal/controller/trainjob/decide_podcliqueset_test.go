@@ -132,43 +132,80 @@ func TestPodCliqueSetJobsStatus(t *testing.T) {
 	failedPCS.Status.LastFailure = &copsev1alpha1.PodFailure{PodClique: "tj-0-node"}
 	suspendedPCS := podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0)
 	suspendedPCS.Spec.Suspend = ptr.To(true)
+	recreated := func(pcs *copsev1alpha1.PodCliqueSet, reason copsev1alpha1.RecreationReason) *copsev1alpha1.PodCliqueSet {
+		pcs = pcs.DeepCopy()
+		pcs.Status.ReplicaRecreations = []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Reason: reason, Attempt: 1}}
+		return pcs
+	}
+	launcherSucceeded := []trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 0, 1, 0)}
 	cases := []struct {
-		name   string
-		pcs    *copsev1alpha1.PodCliqueSet
-		pclqs  []copsev1alpha1.PodClique
-		expect []trainerv1alpha1.JobStatus
+		name     string
+		pcs      *copsev1alpha1.PodCliqueSet
+		pclqs    []copsev1alpha1.PodClique
+		pods     map[string]int // pods not ended, per clique
+		previous []trainerv1alpha1.JobStatus
+		expect   []trainerv1alpha1.JobStatus
 	}{
 		{"no PodCliques yet: one entry per clique, all zero",
-			podCliqueSet(copsev1alpha1.PodCliqueSetPhasePending, 0), nil,
+			podCliqueSet(copsev1alpha1.PodCliqueSetPhasePending, 0), nil, nil,
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 0, 0, 0)}},
 		{"running: active, ready once every pod is ready",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0),
 			[]copsev1alpha1.PodClique{podClique("launcher", 0, 1, 0, ""), podClique("node", 0, 2, 2, "")},
+			map[string]int{"launcher": 1, "node": 2},
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 1, 0), counts("node", 1, 0, 0, 1, 0)}},
 		{"ready counts succeeded pods too, as JobSet does",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0),
-			[]copsev1alpha1.PodClique{podClique("node", 0, 1, 1, "1")},
+			[]copsev1alpha1.PodClique{podClique("node", 0, 1, 1, "1")}, map[string]int{"node": 1},
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 1, 0, 0, 1, 0)}},
 		{"succeeded cliques count as succeeded only",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0),
-			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded), podClique("node", 0, 0, 0, "0-1", succeeded)},
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded), podClique("node", 0, 0, 0, "0-1", succeeded)}, nil,
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 1, 0, 0, 0)}},
 		{"failed: the clique of the root cause counts as failed",
 			failedPCS,
-			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, ""), podClique("node", 0, 0, 0, "")},
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, ""), podClique("node", 0, 0, 0, "")}, nil,
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 1, 0, 0)}},
-		{"suspended: every clique that has not finished",
+		{"suspended with every pod gone: every clique that has not finished is suspended, none active",
 			suspendedPCS,
-			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded)},
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, "0", succeeded)}, nil,
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 0, 0, 1)}},
+		{"suspended while pods are going away: their clique stays active (Kueue keeps the quota until they are gone)",
+			suspendedPCS,
+			[]copsev1alpha1.PodClique{podClique("launcher", 0, 0, 0, ""), podClique("node", 0, 0, 0, "")},
+			map[string]int{"node": 2},
+			nil,
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 1), counts("node", 0, 0, 0, 1, 1)}},
+		{"suspended, the PodCliques already deleted by the suspension but a pod still ending: active",
+			suspendedPCS, nil, map[string]int{"launcher": 1},
+			nil,
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 1, 1), counts("node", 0, 0, 0, 0, 1)}},
+		{"suspended: a clique that succeeded before the suspension stays succeeded (Kueue refuses reclaimable pods that shrink while it holds the quota)",
+			recreated(suspendedPCS, copsev1alpha1.RecreationReasonSuspension), nil, map[string]int{"node": 1}, launcherSucceeded,
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 0, 1, 1)}},
+		{"resumed: a clique that succeeded before the suspension and runs again stays succeeded, active while it runs",
+			recreated(podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0), copsev1alpha1.RecreationReasonSuspension),
+			[]copsev1alpha1.PodClique{podClique("launcher", 1, 1, 1, "")}, map[string]int{"launcher": 1}, launcherSucceeded,
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 1, 0), counts("node", 0, 0, 0, 0, 0)}},
+		{"a training restart undoes the earlier success: the clique runs again",
+			recreated(podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 1), copsev1alpha1.RecreationReasonTrainingRestart),
+			[]copsev1alpha1.PodClique{podClique("launcher", 1, 1, 1, "")}, map[string]int{"launcher": 1}, launcherSucceeded,
+			[]trainerv1alpha1.JobStatus{counts("launcher", 1, 0, 0, 1, 0), counts("node", 0, 0, 0, 0, 0)}},
 		{"a restart: the new attempt's PodClique counts, not the old one's",
 			podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 1),
-			[]copsev1alpha1.PodClique{podClique("node", 1, 2, 0, ""), podClique("node", 0, 2, 2, "")},
+			[]copsev1alpha1.PodClique{podClique("node", 1, 2, 0, ""), podClique("node", 0, 2, 2, "")}, map[string]int{"node": 4},
+			nil,
 			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 0, 1, 0)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.expect, podCliqueSetJobsStatus(tc.pcs, tc.pclqs)); diff != "" {
+			if diff := cmp.Diff(tc.expect, podCliqueSetJobsStatus(tc.pcs, tc.pclqs, tc.pods, tc.previous)); diff != "" {
 				t.Errorf("jobsStatus (-want +got):\n%s", diff)
 			}
 		})

@@ -27,6 +27,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -55,6 +56,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads;podgroups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
@@ -198,8 +200,10 @@ func (r *Reconciler) build(ctx context.Context, tj *trainerv1alpha1.TrainJob, ru
 	return builtObjects{jobSet: objects}, nil
 }
 
-// observe reads the backend's object: the JobSet, or the PodCliqueSet and
-// its PodCliques.
+// observe reads the backend's object: the JobSet, or the PodCliqueSet, its
+// PodCliques and how many of its pods have not ended. A PodCliqueSet's
+// status changes as its pods go away (its Suspended condition counts them),
+// which brings the TrainJob back: pods need no watch of their own.
 func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, backend trainerv1alpha1.RuntimeBackend, f *facts) error {
 	if backend != trainerv1alpha1.RuntimeBackendPodCliqueSet {
 		jobSet, err := r.getJobSet(ctx, tj)
@@ -220,7 +224,24 @@ func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 			f.PodCliques = append(f.PodCliques, pclq)
 		}
 	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(tj.Namespace), client.MatchingLabels(labels.ForPodCliqueSet(pcs.Name))); err != nil {
+		return fmt.Errorf("list the pods of PodCliqueSet %s: %w", pcs.Name, err)
+	}
+	f.PodsNotEnded = podsNotEnded(pods.Items)
 	return nil
+}
+
+// podsNotEnded counts, per clique template, the pods that have not ended
+// (terminating ones included), of every attempt.
+func podsNotEnded(pods []corev1.Pod) map[string]int {
+	out := map[string]int{}
+	for i := range pods {
+		if podstate.Of(&pods[i]).HoldsNode() {
+			out[pods[i].Labels[labels.CliqueTemplateKey]]++
+		}
+	}
+	return out
 }
 
 // deleteRun deletes the backend's object once the deadline passed (the

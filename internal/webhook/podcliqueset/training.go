@@ -32,11 +32,11 @@ var podTemplateChangeForbidden = fmt.Sprintf(
 //
 // One window is open, as the Job API opens it for suspended Jobs (KEP-2926,
 // mutable scheduling directives): while a workload is suspended with no
-// run in progress (schedulingDirectivesMutable), the scheduling directives
-// of its pod templates may change, and nothing else of them. That is what
-// a queue's admission or a TrainJob's runtimePatches change before the
-// workload (re)starts; the pods of the next run are built from the new
-// templates, and no running pod is affected.
+// run in progress (PodCliqueSet.SchedulingDirectivesMutable), the
+// scheduling directives of its pod templates may change, and nothing else
+// of them. That is what a queue's admission or a TrainJob's runtimePatches
+// change before the workload (re)starts; the pods of the next run are
+// built from the new templates, and no running pod is affected.
 //
 // The rules apply when either object is Training; the CRD keeps
 // workloadType from changing.
@@ -89,7 +89,7 @@ func validateTemplateReplicasUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) fie
 // reported here, since validateImmutableFields rejects them already.
 func validateGenerationHashUnchanged(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	forbidden := podTemplateChangeForbidden
-	if schedulingDirectivesMutable(old) {
+	if old.SchedulingDirectivesMutable() {
 		old, pcs = withoutSchedulingDirectives(old), withoutSchedulingDirectives(pcs)
 		forbidden = podTemplateChangeWhileSuspended
 	}
@@ -152,14 +152,6 @@ var podTemplateChangeWhileSuspended = fmt.Sprintf(
 	"while a %s workload is suspended and not running, only the scheduling directives of its pod templates may change "+
 		"(labels, annotations, nodeSelector, tolerations, affinity, schedulingGates)",
 	copsev1alpha1.WorkloadTypeTraining)
-
-// schedulingDirectivesMutable reports whether old is suspended with no run
-// in progress: spec.suspend is true and status.startTime is unset (the
-// PodCliqueSet controller clears it once a suspension has removed every
-// pod, and a workload created suspended never had one).
-func schedulingDirectivesMutable(old *copsev1alpha1.PodCliqueSet) bool {
-	return old.IsSuspended() && old.Status.StartTime == nil
-}
 
 // withoutSchedulingDirectives is a copy of pcs without what may change in
 // the window: its cliques' pod labels and annotations, and where their pods
