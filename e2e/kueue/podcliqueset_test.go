@@ -230,12 +230,15 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 	It("holds a Workload deleted under a running PodCliqueSet until its pods are gone and its templates restored, "+
 		"then queues the PodCliqueSet again with a new Workload", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-wldel", "2", false)
+		// Strict FIFO: the quota given back goes to the oldest waiting
+		// Workload first, not to one created after it.
+		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) { cq.Spec.QueueingStrategy = kueue.StrictFIFO })
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "orphaned", queues.ClusterQueue, 1, "1"))).To(Succeed())
 		readyPods(ctx, ns, "orphaned", 1)
 		old := workloadOf(ctx, Default, ns, "orphaned")
 		Expect(old.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
 
-		By("a second PodCliqueSet needs the whole quota: it waits for the first's to be given back")
+		By("a second PodCliqueSet needs the whole quota: it waits, first in the queue, for the first's to be given back")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "waiter", queues.ClusterQueue, 1, "2"))).To(Succeed())
 		expectAdmitted(ctx, ns, "waiter", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "insufficient unused quota for cpu")
 
@@ -271,7 +274,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			wl := workloadOf(ctx, g, ns, "orphaned")
 			g.Expect(wl.UID).NotTo(Equal(old.UID), "no new Workload yet")
 			g.Expect(wl.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
-			g.Expect(apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)).To(BeFalse(), "the new Workload got quota before the waiting one")
+			g.Expect(apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)).To(BeFalse(), "the new Workload got quota before the older waiting one")
 			for _, podSet := range wl.Spec.PodSets {
 				g.Expect(podSet.Template.Labels).NotTo(HaveKey(copsekueue.PodSetLabel), "pod set %s", podSet.Name)
 				g.Expect(podSet.Template.Spec.NodeSelector).To(BeEmpty(), "pod set %s", podSet.Name)
@@ -315,10 +318,10 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			// Kueue keeps it until the ClusterQueue (deleted next) is gone.
 			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, flavorB))).To(Succeed())
 		})
-		setFlavors(ctx, queues.ClusterQueue, func(flavors []kueue.FlavorQuotas) []kueue.FlavorQuotas {
-			b := *flavors[0].DeepCopy()
+		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) {
+			b := *cq.Spec.ResourceGroups[0].Flavors[0].DeepCopy()
 			b.Name = kueue.ResourceFlavorReference(flavorB.Name)
-			return append(flavors, b)
+			cq.Spec.ResourceGroups[0].Flavors = append(cq.Spec.ResourceGroups[0].Flavors, b)
 		})
 		Expect(framework.WaitKueueQueuesActive(ctx, env.Client, queues)).To(Succeed())
 
@@ -329,7 +332,9 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		old := workloadOf(ctx, Default, ns, "mover")
 
 		By("the first flavor leaves the ClusterQueue, and the Workload is deleted")
-		setFlavors(ctx, queues.ClusterQueue, func(flavors []kueue.FlavorQuotas) []kueue.FlavorQuotas { return flavors[1:] })
+		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) {
+			cq.Spec.ResourceGroups[0].Flavors = cq.Spec.ResourceGroups[0].Flavors[1:]
+		})
 		Expect(env.Client.Delete(ctx, old, client.Preconditions{UID: &old.UID})).To(Succeed())
 
 		By("the new Workload is admitted to the second flavor, and the PodCliqueSet runs on its nodes")
@@ -473,13 +478,13 @@ func events(ctx context.Context, namespace, pcsName, reason string) []string {
 	return out
 }
 
-// setFlavors changes the flavors of the ClusterQueue's resource group.
-func setFlavors(ctx context.Context, clusterQueue string, change func([]kueue.FlavorQuotas) []kueue.FlavorQuotas) {
+// updateClusterQueue changes the ClusterQueue's spec.
+func updateClusterQueue(ctx context.Context, name string, change func(*kueue.ClusterQueue)) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		cq := &kueue.ClusterQueue{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: clusterQueue}, cq)).To(Succeed())
-		cq.Spec.ResourceGroups[0].Flavors = change(cq.Spec.ResourceGroups[0].Flavors)
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+		change(cq)
 		g.Expect(env.Client.Update(ctx, cq)).To(Succeed())
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 }
