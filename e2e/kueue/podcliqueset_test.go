@@ -352,6 +352,42 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		Expect(apimeta.IsStatusConditionTrue(workloadOf(ctx, Default, ns, "mover").Status.Conditions, kueue.WorkloadFinished)).To(BeFalse())
 	})
 
+	It("deletes the Workload of a PodCliqueSet taken out of its queue once its pods are gone and its templates restored, "+
+		"then removes its Admitted condition", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-leave", "1", false)
+		Expect(env.Client.Create(ctx, trainingPCS(ns, "leaver", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		readyPods(ctx, ns, "leaver", 1)
+		old := workloadOf(ctx, Default, ns, "leaver")
+
+		By("suspended and taken out of its queue in one update")
+		Eventually(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "leaver")
+			pcs.Spec.Suspend = ptr.To(true)
+			delete(pcs.Labels, copsekueue.QueueNameLabel)
+			g.Expect(env.Client.Update(ctx, pcs)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			current := &kueue.Workload{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), current)
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			running := runPods(ctx, g, ns, "leaver", "0")
+			if apierrors.IsNotFound(err) && len(running) > 0 {
+				StopTrying(fmt.Sprintf("the Workload went while %d pods of the run held their nodes", len(running))).Now()
+			}
+			g.Expect(err).To(Satisfy(apierrors.IsNotFound), "the Workload is still there")
+		}).WithContext(ctx).WithTimeout(pcsWait).WithPolling(100 * time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			left := env.GetPodCliqueSet(ctx, g, ns, "leaver")
+			g.Expect(apimeta.FindStatusCondition(left.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)).To(BeNil())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		left := env.GetPodCliqueSet(ctx, Default, ns, "leaver")
+		Expect(left.IsSuspended()).To(BeTrue())
+		expectRestored(left)
+		Consistently(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old), &kueue.Workload{})).To(Satisfy(apierrors.IsNotFound), "a Workload was created again")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+	})
+
 	It("releases the Workload with its PodCliqueSet, and gives a PodCliqueSet created again under the same name a new one", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-gc", "1", false)
 		pcs := trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
