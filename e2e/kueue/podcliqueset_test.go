@@ -2,6 +2,7 @@ package kueue_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -22,6 +23,7 @@ import (
 	"github.com/copse-dev/copse/e2e/framework"
 	copsekueue "github.com/copse-dev/copse/internal/kueue"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // pcsWait bounds the waits of these specs: admission, pods starting and
@@ -225,47 +227,204 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		Expect(perClique).To(Equal(map[string]int32{"leader": 2, "prefill": 4, "decode": 8}))
 	})
 
-	It("suspends and requeues a PodCliqueSet whose Workload is deleted under it", func(ctx context.Context) {
+	It("holds a Workload deleted under a running PodCliqueSet until its pods are gone and its templates restored, "+
+		"then queues the PodCliqueSet again with a new Workload", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-wldel", "2", false)
+		// Strict FIFO: the quota given back goes to the oldest waiting
+		// Workload first, not to one created after it.
+		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) { cq.Spec.QueueingStrategy = kueue.StrictFIFO })
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "orphaned", queues.ClusterQueue, 1, "1"))).To(Succeed())
 		readyPods(ctx, ns, "orphaned", 1)
 		old := workloadOf(ctx, Default, ns, "orphaned")
+		Expect(old.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
 
+		By("a second PodCliqueSet needs the whole quota: it waits, first in the queue, for the first's to be given back")
+		Expect(env.Client.Create(ctx, trainingPCS(ns, "waiter", queues.ClusterQueue, 1, "2"))).To(Succeed())
+		expectAdmitted(ctx, ns, "waiter", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "insufficient unused quota for cpu")
+
+		By("the Workload is deleted: the finalizer keeps it, and its quota, until the pods of the run are gone")
 		Expect(env.Client.Delete(ctx, old, client.Preconditions{UID: &old.UID})).To(Succeed())
+		heldWhilePodsRan := false
 		Eventually(func(g Gomega) {
-			g.Expect(events(ctx, ns, "orphaned", copsekueue.EventEvicted)).To(ContainElement(ContainSubstring("missing")))
+			// Fresh reads from the API server, in this order: the quota given
+			// back (the waiting PodCliqueSet admitted, or the Workload gone)
+			// first, the pods of the run after. A pod of that run seen after
+			// the quota was given back broke the rule.
+			waiterAdmitted := isAdmitted(ctx, g, ns, "waiter")
+			current := &kueue.Workload{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), current)
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			oldGone := apierrors.IsNotFound(err) || current.UID != old.UID
+			running := runPods(ctx, g, ns, "orphaned", "0")
+			if len(running) > 0 && (oldGone || waiterAdmitted) {
+				StopTrying(fmt.Sprintf("the quota was given back (Workload gone: %v, the waiting PodCliqueSet admitted: %v) while %d pods of the run held their nodes",
+					oldGone, waiterAdmitted, len(running))).Now()
+			}
+			if !oldGone && len(running) > 0 && !current.DeletionTimestamp.IsZero() {
+				heldWhilePodsRan = true
+				g.Expect(current.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
+			}
+			g.Expect(oldGone).To(BeTrue(), "the deleted Workload is still there")
+		}).WithContext(ctx).WithTimeout(pcsWait).WithPolling(100 * time.Millisecond).Should(Succeed())
+		Expect(heldWhilePodsRan).To(BeTrue(), "the deleted Workload was never seen held by its finalizer while the pods of its run remained")
+
+		By("the quota went to the waiting PodCliqueSet; the new Workload waits, built from templates restored to what they were before the admission")
+		readyPods(ctx, ns, "waiter", 1)
+		Eventually(func(g Gomega) {
 			wl := workloadOf(ctx, g, ns, "orphaned")
 			g.Expect(wl.UID).NotTo(Equal(old.UID), "no new Workload yet")
+			g.Expect(wl.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
+			g.Expect(apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved)).To(BeFalse(), "the new Workload got quota before the older waiting one")
+			for _, podSet := range wl.Spec.PodSets {
+				g.Expect(podSet.Template.Labels).NotTo(HaveKey(copsekueue.PodSetLabel), "pod set %s", podSet.Name)
+				g.Expect(podSet.Template.Spec.NodeSelector).To(BeEmpty(), "pod set %s", podSet.Name)
+				g.Expect(podSet.Template.Spec.Tolerations).To(BeEmpty(), "pod set %s", podSet.Name)
+			}
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
-		// Events are delivered asynchronously.
+		pcs := env.GetPodCliqueSet(ctx, Default, ns, "orphaned")
+		Expect(pcs.IsSuspended()).To(BeTrue())
+		expectRestored(pcs)
+		Eventually(func() []string { return events(ctx, ns, "orphaned", copsekueue.EventEvicted) }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(ContainElement(ContainSubstring("being deleted")))
 		Eventually(func() []string { return events(ctx, ns, "orphaned", copsekueue.EventRequeued) }).
 			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 
-		By("the new Workload is admitted and the PodCliqueSet runs again, a new attempt, with no restart spent")
+		By("the waiting PodCliqueSet succeeds; the new Workload is admitted and the first runs again, a new attempt, with no restart spent")
+		for _, pod := range readyPods(ctx, ns, "waiter", 1) {
+			env.MakePodExit(ctx, &pod, "0")
+		}
 		pods := readyPods(ctx, ns, "orphaned", 1)
 		Expect(pods[0].Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"))
-		pcs := env.GetPodCliqueSet(ctx, Default, ns, "orphaned")
+		Expect(pods[0].Spec.Tolerations).To(ContainElement(flavorToleration))
+		pcs = env.GetPodCliqueSet(ctx, Default, ns, "orphaned")
 		Expect(pcs.Status.RestartCount).To(BeZero())
 		Expect(pcs.Status.LastFailure).To(BeNil())
 	})
 
-	It("deletes the Workload with its PodCliqueSet", func(ctx context.Context) {
+	It("starts a PodCliqueSet whose Workload was deleted on the flavor its new Workload is admitted to, "+
+		"another than the first one's", func(ctx context.Context) {
+		blockA, blockB := "zone-0-block-0", "zone-0-block-1"
+		ns, queues := newQueues(ctx, "kueue-pcs-flavors", "1", false, func(q *framework.KueueQueues) {
+			q.Flavor.NodeLabels = map[string]string{cluster.LabelType: cluster.TypeKwok, cluster.LabelBlock: blockA}
+		})
+		By("the ClusterQueue has a second flavor, on other nodes, after the first")
+		flavorB := &kueue.ResourceFlavor{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-b"},
+			Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{cluster.LabelType: cluster.TypeKwok, cluster.LabelBlock: blockB},
+				Tolerations: []corev1.Toleration{flavorToleration}},
+		}
+		Expect(env.Client.Create(ctx, flavorB)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			// Kueue keeps it until the ClusterQueue (deleted next) is gone.
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, flavorB))).To(Succeed())
+		})
+		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) {
+			b := *cq.Spec.ResourceGroups[0].Flavors[0].DeepCopy()
+			b.Name = kueue.ResourceFlavorReference(flavorB.Name)
+			cq.Spec.ResourceGroups[0].Flavors = append(cq.Spec.ResourceGroups[0].Flavors, b)
+		})
+		Expect(framework.WaitKueueQueuesActive(ctx, env.Client, queues)).To(Succeed())
+
+		By("the PodCliqueSet is admitted to the first flavor and runs on its nodes")
+		Expect(env.Client.Create(ctx, trainingPCS(ns, "mover", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		pods := readyPods(ctx, ns, "mover", 1)
+		Expect(pods[0].Spec.NodeSelector).To(HaveKeyWithValue(cluster.LabelBlock, blockA))
+		old := workloadOf(ctx, Default, ns, "mover")
+
+		By("the first flavor leaves the ClusterQueue, and the Workload is deleted")
+		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) {
+			cq.Spec.ResourceGroups[0].Flavors = cq.Spec.ResourceGroups[0].Flavors[1:]
+		})
+		Expect(env.Client.Delete(ctx, old, client.Preconditions{UID: &old.UID})).To(Succeed())
+
+		By("the new Workload is admitted to the second flavor, and the PodCliqueSet runs on its nodes")
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, ns, "mover")
+			g.Expect(wl.UID).NotTo(Equal(old.UID))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Admission.PodSetAssignments).To(HaveLen(1))
+			g.Expect(wl.Status.Admission.PodSetAssignments[0].Flavors).To(HaveKeyWithValue(corev1.ResourceCPU, kueue.ResourceFlavorReference(flavorB.Name)))
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		pods = readyPods(ctx, ns, "mover", 1)
+		Expect(pods[0].Spec.NodeSelector).To(HaveKeyWithValue(cluster.LabelBlock, blockB))
+		Expect(pods[0].Labels).To(HaveKeyWithValue(labels.AttemptKey, "1"))
+		expectAdmitted(ctx, ns, "mover", metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted, "")
+		Expect(apimeta.IsStatusConditionTrue(workloadOf(ctx, Default, ns, "mover").Status.Conditions, kueue.WorkloadFinished)).To(BeFalse())
+	})
+
+	It("deletes the Workload of a PodCliqueSet taken out of its queue once its pods are gone and its templates restored, "+
+		"then removes its Admitted condition", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-leave", "1", false)
+		Expect(env.Client.Create(ctx, trainingPCS(ns, "leaver", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		readyPods(ctx, ns, "leaver", 1)
+		old := workloadOf(ctx, Default, ns, "leaver")
+
+		By("suspended and taken out of its queue in one update")
+		Eventually(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "leaver")
+			pcs.Spec.Suspend = ptr.To(true)
+			delete(pcs.Labels, copsekueue.QueueNameLabel)
+			g.Expect(env.Client.Update(ctx, pcs)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			current := &kueue.Workload{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), current)
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			running := runPods(ctx, g, ns, "leaver", "0")
+			if apierrors.IsNotFound(err) && len(running) > 0 {
+				StopTrying(fmt.Sprintf("the Workload went while %d pods of the run held their nodes", len(running))).Now()
+			}
+			g.Expect(err).To(Satisfy(apierrors.IsNotFound), "the Workload is still there")
+		}).WithContext(ctx).WithTimeout(pcsWait).WithPolling(100 * time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			left := env.GetPodCliqueSet(ctx, g, ns, "leaver")
+			g.Expect(apimeta.FindStatusCondition(left.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)).To(BeNil())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		left := env.GetPodCliqueSet(ctx, Default, ns, "leaver")
+		Expect(left.IsSuspended()).To(BeTrue())
+		expectRestored(left)
+		Consistently(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old), &kueue.Workload{})).To(Satisfy(apierrors.IsNotFound), "a Workload was created again")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+	})
+
+	It("releases the Workload with its PodCliqueSet, and gives a PodCliqueSet created again under the same name a new one", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-gc", "1", false)
 		pcs := trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		var wl *kueue.Workload
-		Eventually(func(g Gomega) { wl = workloadOf(ctx, g, ns, "short-lived") }).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		readyPods(ctx, ns, "short-lived", 1)
+		wl := workloadOf(ctx, Default, ns, "short-lived")
+		Expect(wl.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
+
+		By("the PodCliqueSet is deleted while it runs: its Workload goes, not held by the finalizer")
 		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
 		Eventually(func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &kueue.Workload{})
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Satisfy(apierrors.IsNotFound))
+
+		By("deleted and created again at once under the same name: the earlier Workload goes and the new PodCliqueSet runs with its own")
+		again := trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
+		Expect(env.Client.Create(ctx, again)).To(Succeed())
+		readyPods(ctx, ns, "short-lived", 1)
+		earlier := workloadOf(ctx, Default, ns, "short-lived")
+		Expect(env.Client.Delete(ctx, again)).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Create(ctx, trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			current := workloadOf(ctx, g, ns, "short-lived")
+			g.Expect(current.UID).NotTo(Equal(earlier.UID))
+			g.Expect(metav1.IsControlledBy(current, env.GetPodCliqueSet(ctx, g, ns, "short-lived"))).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+		readyPods(ctx, ns, "short-lived", 1)
 	})
 })
 
 // newQueues creates a namespace and a ClusterQueue of cpu quota with one
 // flavor (nodes labelled type=kwok, flavorToleration), a LocalQueue in the
-// namespace, and the WorkloadPriorityClasses low (10) and high (1000).
-func newQueues(ctx context.Context, prefix, cpu string, preempt bool) (string, framework.KueueQueues) {
+// namespace, and the WorkloadPriorityClasses low (10) and high (1000);
+// adjust, if any, changes them before they are created.
+func newQueues(ctx context.Context, prefix, cpu string, preempt bool, adjust ...func(*framework.KueueQueues)) (string, framework.KueueQueues) {
 	GinkgoHelper()
 	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
 	Expect(err).NotTo(HaveOccurred())
@@ -277,6 +436,9 @@ func newQueues(ctx context.Context, prefix, cpu string, preempt bool) (string, f
 		PreemptLowerPriority: preempt,
 		Namespaces:           []string{ns},
 		PriorityClasses:      map[string]int32{ns + "-low": 10, ns + "-high": 1000},
+	}
+	for _, change := range adjust {
+		change(&queues)
 	}
 	Expect(framework.CreateKueueQueues(ctx, env.Client, queues)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) {
@@ -350,4 +512,48 @@ func events(ctx context.Context, namespace, pcsName, reason string) []string {
 		}
 	}
 	return out
+}
+
+// updateClusterQueue changes the ClusterQueue's spec.
+func updateClusterQueue(ctx context.Context, name string, change func(*kueue.ClusterQueue)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cq := &kueue.ClusterQueue{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+		change(cq)
+		g.Expect(env.Client.Update(ctx, cq)).To(Succeed())
+	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// isAdmitted reads whether the PodCliqueSet's Workload is admitted (false
+// when it has none).
+func isAdmitted(ctx context.Context, g Gomega, namespace, pcsName string) bool {
+	wl := &kueue.Workload{}
+	err := env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: copsekueue.WorkloadName(pcsName)}, wl)
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	return err == nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted)
+}
+
+// runPods are the pods of the PodCliqueSet's run attempt that may still
+// hold their nodes (not ended; terminating ones included).
+func runPods(ctx context.Context, g Gomega, namespace, pcsName, attempt string) []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range env.Pods(ctx, g, namespace, pcsName, client.MatchingLabels{labels.AttemptKey: attempt}) {
+		if podstate.Of(&pod).HoldsNode() {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// expectRestored: the PodCliqueSet's clique templates carry no admission
+// (no podset label, none of the flavor's node labels or tolerations), as
+// they were created.
+func expectRestored(pcs *copsev1alpha1.PodCliqueSet) {
+	GinkgoHelper()
+	for _, clique := range pcs.Spec.Template.Cliques {
+		Expect(clique.Labels).NotTo(HaveKey(copsekueue.PodSetLabel), "clique %s keeps the admission", clique.Name)
+		Expect(clique.Spec.PodSpec.NodeSelector).To(BeEmpty(), "clique %s", clique.Name)
+		Expect(clique.Spec.PodSpec.Tolerations).NotTo(ContainElement(flavorToleration), "clique %s", clique.Name)
+	}
 }

@@ -41,6 +41,10 @@ const (
 	StepFinishWorkload Step = "FinishWorkload"
 	// StepSetPodsReady writes Decision.Workload's status: PodsReady.
 	StepSetPodsReady Step = "SetPodsReady"
+	// StepRemoveFinalizer updates Decision.Workload: Kueue's finalizer
+	// kueue.x-k8s.io/resource-in-use removed, so that the Workload, and the
+	// quota it holds, may go.
+	StepRemoveFinalizer Step = "RemoveFinalizer"
 )
 
 // Event reasons on the PodCliqueSet.
@@ -60,7 +64,8 @@ type Event struct {
 
 // Inputs are everything Decide reads, gathered by the reconciler.
 type Inputs struct {
-	// PodCliqueSet carries the label kueue.x-k8s.io/queue-name.
+	// PodCliqueSet is the PodCliqueSet of the pass, nil when it is gone.
+	// Without the label kueue.x-k8s.io/queue-name it has left its queue.
 	PodCliqueSet *copsev1alpha1.PodCliqueSet
 	// Workload is the PodCliqueSet's Workload (WorkloadName, controlled by
 	// it); nil when there is none.
@@ -69,6 +74,11 @@ type Inputs struct {
 	// controls it (an earlier PodCliqueSet of the same name, not yet
 	// garbage collected). Workload is nil then.
 	WorkloadNameTaken bool
+	// Orphan is the Workload of WorkloadName whose controller is a
+	// PodCliqueSet of this name that is gone (Orphaned): PodCliqueSet is
+	// nil, or is a new PodCliqueSet of the same name (WorkloadNameTaken is
+	// then true).
+	Orphan *kueue.Workload
 	// Priority is the Workload's priority (ResolvePriority), or the error
 	// that it cannot be resolved.
 	Priority    Priority
@@ -101,6 +111,9 @@ type Decision struct {
 	// Admitted is the PodCliqueSet's Admitted condition once the step is
 	// written.
 	Admitted metav1.Condition
+	// RemoveAdmitted: the PodCliqueSet left its queue and its Workload is
+	// gone; its Admitted condition is removed rather than written.
+	RemoveAdmitted bool
 	// Event, if not nil, is recorded on the PodCliqueSet once the step is
 	// written.
 	Event *Event
@@ -117,26 +130,48 @@ const retryWait = 10 * time.Second
 
 // Decide is the next step of Kueue's Workload protocol for a PodCliqueSet
 // (docs/kueue.md), the order of Kueue's own job reconciler
-// (jobframework.ReconcileGenericJob): a finished Workload ends it; a
-// finished PodCliqueSet finishes its Workload; without a Workload (or with
-// one being deleted, or one that no longer matches) a running PodCliqueSet
-// is stopped, and once its pods are gone its templates are restored and a
-// Workload created; then PodsReady is kept current; an evicted Workload
-// stops the PodCliqueSet, and once its pods are gone gets its templates
-// restored and its reservation cleared; a suspended PodCliqueSet starts
-// when its Workload is admitted; a running one whose Workload is not
-// admitted is stopped.
+// (jobframework.ReconcileGenericJob): a Workload whose PodCliqueSet is gone
+// or being deleted, or that is finished, is released (its finalizer
+// removed); a finished PodCliqueSet finishes its Workload; a Workload being
+// deleted, or one that no longer matches, stops a running PodCliqueSet, and
+// once its pods are gone its templates are restored from that Workload
+// before it is released or deleted; without a Workload, a Workload is
+// created once the pods are gone; then PodsReady is kept current; an
+// evicted Workload stops the PodCliqueSet, and once its pods are gone gets
+// its templates restored and its reservation cleared; a suspended
+// PodCliqueSet starts when its Workload is admitted; a running one whose
+// Workload is not admitted is stopped.
 func Decide(in Inputs) Decision {
 	pcs, wl := in.PodCliqueSet, in.Workload
+	var d Decision
+	if pcs != nil {
+		d.Admitted = admittedCondition(pcs, wl, in.Now)
+	}
+	if in.Orphan != nil && holdsFinalizer(in.Orphan) {
+		if pcs != nil {
+			// The name stays taken until the Workload has gone.
+			d.Admitted = nameTaken(pcs, in.Now)
+			d.RetryAfter = retryWait
+		}
+		return d.release(in.Orphan, fmt.Sprintf("Workload %s belongs to a PodCliqueSet that is gone", in.Orphan.Name))
+	}
+	if pcs == nil {
+		return d.because("the PodCliqueSet is gone")
+	}
 	name := WorkloadName(pcs.Name)
 	running := !pcs.IsSuspended()
-	d := Decision{Admitted: admittedCondition(pcs, wl, in.Now)}
 
 	if !pcs.DeletionTimestamp.IsZero() {
-		return d.because("the PodCliqueSet is being deleted; its Workload goes with it")
+		if wl == nil {
+			return d.because("the PodCliqueSet is being deleted")
+		}
+		return d.release(wl, "the PodCliqueSet is being deleted; its Workload goes with it")
+	}
+	if QueueName(pcs) == "" {
+		return d.leave(in)
 	}
 	if wl != nil && IsFinished(wl) {
-		return d.because("the Workload is finished")
+		return d.release(wl, "the Workload is finished")
 	}
 	if pcs.Status.Phase.IsTerminal() {
 		if wl == nil {
@@ -164,7 +199,7 @@ func Decide(in Inputs) Decision {
 
 	switch {
 	case wl == nil && in.WorkloadNameTaken:
-		d.Admitted = pending(pcs, fmt.Sprintf("Workload %s belongs to another object (an earlier PodCliqueSet of this name?); waiting for it to go", name), in.Now)
+		d.Admitted = nameTaken(pcs, in.Now)
 		d.RetryAfter = retryWait
 		if running {
 			return d.stop(pcs, "its Workload's name is taken")
@@ -173,10 +208,12 @@ func Decide(in Inputs) Decision {
 	case wl == nil:
 		return d.withoutWorkload(in, podSets)
 	case !wl.DeletionTimestamp.IsZero():
+		why := fmt.Sprintf("Workload %s is being deleted", name)
+		d.Admitted = pending(pcs, why+"; the PodCliqueSet queues again with a new one once the pods of its run are gone", in.Now)
 		if running {
-			return d.stop(pcs, fmt.Sprintf("Workload %s is being deleted", name))
+			return d.stop(pcs, why)
 		}
-		return d.because("the Workload is being deleted")
+		return d.stopped(in, why)
 	}
 
 	want := BuildWorkload(pcs, podSets, in.Priority)
@@ -225,6 +262,59 @@ func Decide(in Inputs) Decision {
 		return d.because("waiting for Kueue to admit the Workload")
 	}
 	return d.start(in)
+}
+
+func nameTaken(pcs *copsev1alpha1.PodCliqueSet, now time.Time) metav1.Condition {
+	return pending(pcs, fmt.Sprintf("Workload %s belongs to another object (an earlier PodCliqueSet of this name?); waiting for it to go",
+		WorkloadName(pcs.Name)), now)
+}
+
+// stopped: the Workload is going (being deleted) under a stopped
+// PodCliqueSet. Its finalizer keeps it, and its quota, until the pods of
+// the run are gone and the templates restored from it; then it is released.
+func (d Decision) stopped(in Inputs, why string) Decision {
+	pcs, wl := in.PodCliqueSet, in.Workload
+	switch {
+	case in.PodsRemain:
+		return d.because(why + "; waiting for the pods of its run to go")
+	case CarriesAdmission(pcs, wl):
+		return d.restore(pcs, wl, why)
+	}
+	return d.release(wl, why+"; its pods are gone and the templates restored")
+}
+
+// leave: the PodCliqueSet left its queue (the label was removed while it
+// was suspended). Its Workload is deleted, and released once the pods of
+// the last run are gone and the templates restored; then the Admitted
+// condition goes. A PodCliqueSet its user resumed meanwhile runs outside
+// Kueue: it is not stopped, and the Workload is released at once.
+func (d Decision) leave(in Inputs) Decision {
+	pcs, wl := in.PodCliqueSet, in.Workload
+	if wl == nil {
+		d.RemoveAdmitted = true
+		return d.because("the PodCliqueSet left its queue; it has no Workload")
+	}
+	why := fmt.Sprintf("the PodCliqueSet left LocalQueue %s", wl.Spec.QueueName)
+	d.Admitted = pending(pcs, why+fmt.Sprintf("; Workload %s is deleted once the pods of its last run are gone", wl.Name), in.Now)
+	switch {
+	case wl.DeletionTimestamp.IsZero():
+		d.Step, d.Workload = StepDeleteWorkload, wl
+		return d.because(why)
+	case !pcs.IsSuspended():
+		return d.release(wl, why+" and runs without it")
+	}
+	return d.stopped(in, why)
+}
+
+// release removes Kueue's finalizer from wl, once nothing of the
+// PodCliqueSet needs it: the Workload, and its quota, may go. A Workload
+// without it (created before copse set it) needs nothing.
+func (d Decision) release(wl *kueue.Workload, why string) Decision {
+	if !holdsFinalizer(wl) {
+		return d.because(why)
+	}
+	d.Step, d.Workload = StepRemoveFinalizer, withoutFinalizer(wl)
+	return d.because(why + "; released")
 }
 
 func evictedBecause(wl *kueue.Workload, eviction metav1.Condition) string {

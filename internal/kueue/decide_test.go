@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -38,20 +40,63 @@ func TestDecide(t *testing.T) {
 	}{
 		// Ending.
 		{
-			name: "a PodCliqueSet being deleted: nothing, its Workload goes with it",
-			in:   Inputs{PodCliqueSet: deleting(running(queued())), Workload: admitted(workloadOf(queued()))},
+			name:  "a PodCliqueSet being deleted: its Workload's finalizer is removed, the garbage collector deletes it",
+			in:    Inputs{PodCliqueSet: deleting(running(queued())), Workload: admitted(workloadOf(queued())), PodsRemain: true},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name: "a PodCliqueSet being deleted, its Workload made without the finalizer: nothing",
+			in:   Inputs{PodCliqueSet: deleting(running(queued())), Workload: withoutFinalizer(admitted(workloadOf(queued())))},
 			want: want{step: StepNone, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted},
 		},
 		{
-			name: "a finished Workload: nothing more, the condition stays",
+			name:  "the PodCliqueSet is gone: its Workload's finalizer is removed",
+			in:    Inputs{Orphan: deletingWorkload(admitted(workloadOf(queued())))},
+			want:  want{step: StepRemoveFinalizer},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name: "the PodCliqueSet is gone, its Workload without the finalizer: nothing",
+			in:   Inputs{Orphan: withoutFinalizer(admitted(workloadOf(queued())))},
+			want: want{step: StepNone},
+		},
+		{
+			name: "the PodCliqueSet is gone and had no Workload: nothing",
+			in:   Inputs{},
+			want: want{step: StepNone},
+		},
+		{
+			name: "the Workload of an earlier PodCliqueSet of the same name holds the name: its finalizer is removed",
+			in: Inputs{PodCliqueSet: queued(), WorkloadNameTaken: true,
+				Orphan: withOwnerUID(deletingWorkload(admitted(workloadOf(queued()))), "earlier-uid")},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, message: "another object", retry: true},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name: "the Workload of an earlier PodCliqueSet released: wait for it to go",
+			in: Inputs{PodCliqueSet: queued(), WorkloadNameTaken: true,
+				Orphan: withoutFinalizer(withOwnerUID(deletingWorkload(admitted(workloadOf(queued()))), "earlier-uid"))},
+			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, message: "another object", retry: true},
+		},
+		{
+			name: "a finished Workload: its finalizer is removed, the condition stays",
 			in: Inputs{PodCliqueSet: withAdmitted(succeeded(running(queued())), metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted),
 				Workload: finished(admitted(workloadOf(queued())), kueue.WorkloadFinishedReasonSucceeded)},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name: "a finished Workload released: nothing more",
+			in: Inputs{PodCliqueSet: withAdmitted(succeeded(running(queued())), metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted),
+				Workload: withoutFinalizer(finished(admitted(workloadOf(queued())), kueue.WorkloadFinishedReasonSucceeded))},
 			want: want{step: StepNone, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted},
 		},
 		{
-			name: "a Workload finished because it failed to start: the condition says so",
-			in:   Inputs{PodCliqueSet: queued(), Workload: finished(admitted(workloadOf(queued())), ReasonFailedToStart)},
-			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonFailedToStart, message: "cannot be applied"},
+			name:  "a Workload finished because it failed to start: released; the condition says so",
+			in:    Inputs{PodCliqueSet: queued(), Workload: finished(admitted(workloadOf(queued())), ReasonFailedToStart)},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonFailedToStart, message: "cannot be applied"},
+			check: wantReleased("wl-uid"),
 		},
 		{
 			name: "the PodCliqueSet succeeded: its Workload is finished, Succeeded",
@@ -157,15 +202,92 @@ func TestDecide(t *testing.T) {
 			in:   Inputs{PodCliqueSet: running(queued()), WorkloadNameTaken: true, PodsRemain: true},
 			want: want{step: StepStop, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, event: EventEvicted, retry: true},
 		},
+
+		// The Workload is being deleted (by a user, by Kueue's retention):
+		// its finalizer holds it, and its quota, until the PodCliqueSet is
+		// stopped, its pods are gone and its templates restored from it.
 		{
-			name: "the Workload is being deleted under a running PodCliqueSet: stopped",
-			in:   Inputs{PodCliqueSet: started(queued()), Workload: deletingWorkload(admitted(workloadOf(queued()))), PodsRemain: true},
-			want: want{step: StepStop, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted, event: EventEvicted},
+			name:  "the Workload is being deleted under a running PodCliqueSet: stopped",
+			in:    Inputs{PodCliqueSet: started(queued()), Workload: deletingWorkload(admitted(workloadOf(queued()))), PodsRemain: true},
+			want:  want{step: StepStop, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, message: "being deleted", event: EventEvicted},
+			check: func(t *testing.T, d Decision) { wantSuspended(t, d.PodCliqueSet, true) },
 		},
 		{
-			name: "the Workload is being deleted, suspended: wait for it to go",
-			in:   Inputs{PodCliqueSet: queued(), Workload: deletingWorkload(pendingIn(workloadOf(queued())))},
+			name: "the Workload is being deleted, stopped, pods still going: wait, the finalizer holds the quota",
+			in:   Inputs{PodCliqueSet: suspended(started(queued())), Workload: deletingWorkload(admitted(workloadOf(queued()))), PodsRemain: true},
+			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, message: "pods"},
+		},
+		{
+			name: "the Workload is being deleted, pods gone: the templates are restored from it",
+			in:   Inputs{PodCliqueSet: suspended(started(queued())), Workload: deletingWorkload(admitted(workloadOf(queued())))},
+			want: want{step: StepRestore, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+			check: func(t *testing.T, d Decision) {
+				wantTemplatesOf(t, d.PodCliqueSet, queued())
+				wantSuspended(t, d.PodCliqueSet, true)
+			},
+		},
+		{
+			name:  "the Workload is being deleted, templates restored: its finalizer is removed",
+			in:    Inputs{PodCliqueSet: queued(), Workload: deletingWorkload(admitted(workloadOf(queued())))},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name: "the Workload is being deleted and released, suspended: wait for it to go",
+			in:   Inputs{PodCliqueSet: queued(), Workload: withoutFinalizer(deletingWorkload(pendingIn(workloadOf(queued()))))},
 			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+		},
+
+		// The queue label was removed (while suspended): the Workload is
+		// deleted, and released once the pods are gone and the templates
+		// restored; then the Admitted condition goes.
+		{
+			name: "the queue label removed: the Workload is deleted",
+			in:   Inputs{PodCliqueSet: withQueue(queued(), ""), Workload: admitted(workloadOf(queued()))},
+			want: want{step: StepDeleteWorkload, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, message: "left"},
+			check: func(t *testing.T, d Decision) {
+				if d.Workload.UID != "wl-uid" {
+					t.Errorf("deletes %s, want the stored Workload", d.Workload.UID)
+				}
+			},
+		},
+		{
+			name: "the queue label removed, the Workload being deleted, pods still going: wait",
+			in:   Inputs{PodCliqueSet: withQueue(suspended(started(queued())), ""), Workload: deletingWorkload(admitted(workloadOf(queued()))), PodsRemain: true},
+			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+		},
+		{
+			name:  "the queue label removed, the Workload being deleted, pods gone: the templates are restored",
+			in:    Inputs{PodCliqueSet: withQueue(suspended(started(queued())), ""), Workload: deletingWorkload(admitted(workloadOf(queued())))},
+			want:  want{step: StepRestore, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+			check: func(t *testing.T, d Decision) { wantTemplatesOf(t, d.PodCliqueSet, queued()) },
+		},
+		{
+			name:  "the queue label removed, the Workload being deleted, templates restored: its finalizer is removed",
+			in:    Inputs{PodCliqueSet: withQueue(queued(), ""), Workload: deletingWorkload(admitted(workloadOf(queued())))},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name:  "the queue label removed and the PodCliqueSet resumed by its user: released, never stopped",
+			in:    Inputs{PodCliqueSet: withQueue(started(queued()), ""), Workload: deletingWorkload(admitted(workloadOf(queued()))), PodsRemain: true},
+			want:  want{step: StepRemoveFinalizer, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+			check: wantReleased("wl-uid"),
+		},
+		{
+			name: "the queue label removed, the Workload gone: the Admitted condition is removed",
+			in:   Inputs{PodCliqueSet: withAdmitted(withQueue(queued(), ""), metav1.ConditionFalse, copsev1alpha1.ReasonPending)},
+			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending},
+			check: func(t *testing.T, d Decision) {
+				if !d.RemoveAdmitted {
+					t.Error("the Admitted condition is kept")
+				}
+			},
+		},
+		{
+			name: "a Workload made without the finalizer (before copse set it) runs as before",
+			in:   Inputs{PodCliqueSet: started(queued()), Workload: withoutFinalizer(admitted(workloadOf(queued()))), PodsRemain: true},
+			want: want{step: StepNone, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted},
 		},
 
 		// The Workload no longer matches.
@@ -390,11 +512,20 @@ func TestDecide(t *testing.T) {
 			if d.Step != tc.want.step {
 				t.Fatalf("step %q (%s), want %q", d.Step, d.Why, tc.want.step)
 			}
-			if d.Admitted.Type != copsev1alpha1.ConditionTypeAdmitted || d.Admitted.Status != tc.want.status || d.Admitted.Reason != tc.want.reason {
+			switch {
+			case tc.in.PodCliqueSet == nil:
+				// No PodCliqueSet, no condition to write.
+				if d.Admitted != (metav1.Condition{}) {
+					t.Errorf("Admitted %+v for a PodCliqueSet that is gone", d.Admitted)
+				}
+			case d.Admitted.Type != copsev1alpha1.ConditionTypeAdmitted || d.Admitted.Status != tc.want.status || d.Admitted.Reason != tc.want.reason:
 				t.Errorf("Admitted %s/%s (%q), want %s/%s", d.Admitted.Status, d.Admitted.Reason, d.Admitted.Message, tc.want.status, tc.want.reason)
 			}
 			if !strings.Contains(d.Admitted.Message, tc.want.message) {
 				t.Errorf("Admitted message %q does not contain %q", d.Admitted.Message, tc.want.message)
+			}
+			if d.RemoveAdmitted && tc.in.PodCliqueSet != nil && QueueName(tc.in.PodCliqueSet) != "" {
+				t.Error("the Admitted condition of a queued PodCliqueSet is removed")
 			}
 			switch {
 			case tc.want.event == "" && d.Event != nil:
@@ -413,9 +544,14 @@ func TestDecide(t *testing.T) {
 				if d.PodCliqueSet == tc.in.PodCliqueSet {
 					t.Error("the input PodCliqueSet was changed in place")
 				}
-			case StepCreateWorkload, StepDeleteWorkload, StepClearReservation, StepFinishWorkload, StepSetPodsReady:
+			case StepCreateWorkload, StepDeleteWorkload, StepClearReservation, StepFinishWorkload, StepSetPodsReady, StepRemoveFinalizer:
 				if d.Workload == nil {
 					t.Fatal("no Workload to write")
+				}
+				if d.Workload == tc.in.Workload || d.Workload == tc.in.Orphan {
+					if d.Step != StepDeleteWorkload {
+						t.Error("the input Workload was changed in place")
+					}
 				}
 			}
 			if tc.check != nil {
@@ -466,6 +602,58 @@ func TestDecideTakesEachStepOnce(t *testing.T) {
 	}
 }
 
+// TestDecideReplacesADeletedWorkload follows a Workload deleted under its
+// running PodCliqueSet: its finalizer holds it until the PodCliqueSet is
+// stopped, its pods are gone and its templates restored from it; only then
+// is it released, and the next Workload is built from templates that carry
+// no admission.
+func TestDecideReplacesADeletedWorkload(t *testing.T) {
+	pcs := started(queued())
+	wl := deletingWorkload(admitted(workloadOf(queued())))
+	podsRemain := true
+	var steps []Step
+passes:
+	for range 10 {
+		d := Decide(Inputs{PodCliqueSet: pcs, Workload: wl, Flavors: flavors(), PodsRemain: podsRemain, Now: now})
+		if d.Step == StepNone {
+			if !podsRemain {
+				break
+			}
+			// The PodCliqueSet controller removes the pods.
+			podsRemain = false
+			continue
+		}
+		steps = append(steps, d.Step)
+		switch d.Step {
+		case StepStop, StepRestore:
+			pcs = d.PodCliqueSet
+		case StepRemoveFinalizer:
+			if wl != nil && podsRemain {
+				t.Fatal("the Workload was released while the pods of its run remain")
+			}
+			// Released, the Workload goes.
+			wl = nil
+		case StepCreateWorkload:
+			wl = d.Workload
+			for _, podSet := range wl.Spec.PodSets {
+				spec := podSet.Template.Spec
+				if _, merged := podSet.Template.Labels[PodSetLabel]; merged || len(spec.NodeSelector) > 0 || len(spec.Tolerations) > 0 {
+					t.Errorf("the new Workload's pod set %s carries the old admission: labels %v, nodeSelector %v, tolerations %v",
+						podSet.Name, podSet.Template.Labels, spec.NodeSelector, spec.Tolerations)
+				}
+			}
+			// It queues; the rest is TestDecideTakesEachStepOnce's.
+			break passes
+		default:
+			t.Fatalf("unexpected step %s (%s)", d.Step, d.Why)
+		}
+	}
+	want := []Step{StepStop, StepRestore, StepRemoveFinalizer, StepCreateWorkload}
+	if strings.Join(stepNames(steps), ",") != strings.Join(stepNames(want), ",") {
+		t.Errorf("steps %v, want %v", steps, want)
+	}
+}
+
 func stepNames(steps []Step) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
@@ -484,6 +672,31 @@ func deletingWorkload(wl *kueue.Workload) *kueue.Workload {
 	wl = wl.DeepCopy()
 	wl.DeletionTimestamp = &metav1.Time{Time: now}
 	return wl
+}
+
+// withOwnerUID is wl controlled by a PodCliqueSet of the same name and
+// another UID: an earlier one.
+func withOwnerUID(wl *kueue.Workload, uid types.UID) *kueue.Workload {
+	wl = wl.DeepCopy()
+	wl.OwnerReferences[0].UID = uid
+	return wl
+}
+
+// wantReleased: the step removes the finalizer of the Workload of uid, and
+// nothing else.
+func wantReleased(uid types.UID) func(t *testing.T, d Decision) {
+	return func(t *testing.T, d Decision) {
+		t.Helper()
+		if d.Workload.UID != uid {
+			t.Errorf("releases Workload %s, want %s", d.Workload.UID, uid)
+		}
+		if slices.Contains(d.Workload.Finalizers, kueue.ResourceInUseFinalizerName) {
+			t.Errorf("finalizers %v still hold %s", d.Workload.Finalizers, kueue.ResourceInUseFinalizerName)
+		}
+		if d.Workload.ResourceVersion == "" {
+			t.Error("the update carries no resourceVersion")
+		}
+	}
 }
 
 func suspended(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {

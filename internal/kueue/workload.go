@@ -143,8 +143,9 @@ func PodSets(pcs *copsev1alpha1.PodCliqueSet, topology map[string]*kueue.PodSetT
 }
 
 // BuildWorkload is the Workload pcs queues with: WorkloadName, in pcs's
-// namespace, controlled by pcs (it goes when pcs goes), labelled as copse's,
-// with pcs's pod sets, its LocalQueue and its priority.
+// namespace, controlled by pcs (it goes when pcs goes), held by Kueue's
+// finalizer kueue.x-k8s.io/resource-in-use (Decide releases it), labelled
+// as copse's, with pcs's pod sets, its LocalQueue and its priority.
 func BuildWorkload(pcs *copsev1alpha1.PodCliqueSet, podSets []kueue.PodSet, priority Priority) *kueue.Workload {
 	return &kueue.Workload{
 		TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: WorkloadGVK.Kind},
@@ -155,6 +156,7 @@ func BuildWorkload(pcs *copsev1alpha1.PodCliqueSet, podSets []kueue.PodSet, prio
 			OwnerReferences: []metav1.OwnerReference{
 				*metav1.NewControllerRef(pcs, copsev1alpha1.SchemeGroupVersion.WithKind("PodCliqueSet")),
 			},
+			Finalizers: []string{kueue.ResourceInUseFinalizerName},
 		},
 		Spec: kueue.WorkloadSpec{
 			PodSets:          podSets,

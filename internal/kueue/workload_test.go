@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,6 +143,44 @@ func TestBuildWorkload(t *testing.T) {
 	}
 	if wl.Spec.Active != nil {
 		t.Errorf("active %v: left to Kueue's default (true)", *wl.Spec.Active)
+	}
+	if !slices.Equal(wl.Finalizers, []string{kueue.ResourceInUseFinalizerName}) {
+		t.Errorf("finalizers %v, want %s: the Workload and its quota stay until copse releases them", wl.Finalizers, kueue.ResourceInUseFinalizerName)
+	}
+}
+
+func TestOrphaned(t *testing.T) {
+	wl := workloadOf(queued())
+	recreated := queued()
+	recreated.UID = "new-uid"
+	notPCS := wl.DeepCopy()
+	notPCS.OwnerReferences[0].Kind = "Job"
+	notPCS.OwnerReferences[0].APIVersion = "batch/v1"
+	otherGroup := wl.DeepCopy()
+	otherGroup.OwnerReferences[0].APIVersion = "example.com/v1"
+	uncontrolled := wl.DeepCopy()
+	uncontrolled.OwnerReferences[0].Controller = nil
+	tests := []struct {
+		name    string
+		wl      *kueue.Workload
+		pcsName string
+		pcs     *copsev1alpha1.PodCliqueSet
+		want    bool
+	}{
+		{name: "its PodCliqueSet exists", wl: wl, pcsName: "llm", pcs: queued(), want: false},
+		{name: "its PodCliqueSet is gone", wl: wl, pcsName: "llm", pcs: nil, want: true},
+		{name: "a new PodCliqueSet of the same name (another UID)", wl: wl, pcsName: "llm", pcs: recreated, want: true},
+		{name: "controlled by a PodCliqueSet of another name", wl: wl, pcsName: "other", pcs: nil, want: false},
+		{name: "controlled by another kind", wl: notPCS, pcsName: "llm", pcs: nil, want: false},
+		{name: "controlled by a PodCliqueSet of another group", wl: otherGroup, pcsName: "llm", pcs: nil, want: false},
+		{name: "owned but not controlled", wl: uncontrolled, pcsName: "llm", pcs: nil, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Orphaned(tc.wl, tc.pcsName, tc.pcs); got != tc.want {
+				t.Errorf("Orphaned = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -57,37 +57,40 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile takes one step of the protocol for a PodCliqueSet.
+// Reconcile takes one step of the protocol for a PodCliqueSet. A request
+// for a PodCliqueSet that is gone (the garbage collector's deletion of its
+// Workload maps to it) still finds that Workload, to release it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("podcliqueset", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
 
 	pcs := &copsev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
-		// A deleted PodCliqueSet's Workload goes through its owner reference.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("get PodCliqueSet %s: %w", req.NamespacedName, err)
+		}
+		pcs = nil
 	}
-	wl, nameTaken, err := r.workloadOf(ctx, pcs)
+	wl, orphan, nameTaken, err := r.workloadOf(ctx, req.NamespacedName, pcs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if kueue.QueueName(pcs) == "" {
-		return r.leaveKueue(ctx, pcs, wl)
-	}
-
-	in, err := r.gather(ctx, pcs, wl, nameTaken)
-	if err != nil {
-		return ctrl.Result{}, err
+	in := kueue.Inputs{Orphan: orphan}
+	if pcs != nil {
+		if in, err = r.gather(ctx, pcs, wl, nameTaken); err != nil {
+			return ctrl.Result{}, err
+		}
+		in.Orphan = orphan
 	}
 	d := kueue.Decide(in)
-	logger = logger.WithValues("workload", kueue.WorkloadName(pcs.Name), "step", d.Step, "why", d.Why)
+	logger = logger.WithValues("workload", kueue.WorkloadName(req.Name), "step", d.Step, "why", d.Why)
 	ctx = log.IntoContext(ctx, logger)
 
 	written, refusal, err := r.apply(ctx, pcs, d)
@@ -99,10 +102,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if d.Step != kueue.StepNone || refusal != nil {
+		logger.Info("took a step of the Kueue protocol", "refused", refusal != nil)
+	} else {
+		logger.V(1).Info("nothing to write")
+	}
+	if pcs == nil {
+		// No PodCliqueSet to record an event or a condition on.
+		return ctrl.Result{RequeueAfter: d.RetryAfter}, nil
+	}
 	result := ctrl.Result{RequeueAfter: d.RetryAfter}
-	condition := d.Admitted
+	condition := &d.Admitted
 	if refusal != nil {
-		condition = kueue.Refused(pcs, refusal, r.Clock.Now())
+		refused := kueue.Refused(pcs, refusal, r.Clock.Now())
+		condition = &refused
 		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, kueue.EventWorkloadRefused, string(d.Step), "%s", condition.Message)
 		result = ctrl.Result{RequeueAfter: refusedRetry}
 	} else if d.Event != nil {
@@ -112,12 +125,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.Recorder.Eventf(written, nil, eventType, d.Event.Reason, string(d.Step), "%s", d.Event.Message)
 	}
-	if d.Step != kueue.StepNone || refusal != nil {
-		logger.Info("took a step of the Kueue protocol", "refused", refusal != nil)
-	} else {
-		logger.V(1).Info("nothing to write")
+	if d.RemoveAdmitted {
+		condition = nil
 	}
-	if err := r.writeCondition(ctx, written, &condition); err != nil {
+	if err := r.writeCondition(ctx, written, condition); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 		}
@@ -126,21 +137,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, nil
 }
 
-// workloadOf reads the Workload of pcs from the cache: nil when there is
-// none; nameTaken when one of that name is controlled by another object.
-func (r *Reconciler) workloadOf(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (wl *kueuev1beta2.Workload, nameTaken bool, err error) {
-	wl = &kueuev1beta2.Workload{}
-	key := client.ObjectKey{Namespace: pcs.Namespace, Name: kueue.WorkloadName(pcs.Name)}
-	if err := r.Client.Get(ctx, key, wl); err != nil {
+// workloadOf reads the Workload named after the PodCliqueSet key from the
+// cache. wl is pcs's own (pcs, nil when it is gone, controls it); orphan is
+// one whose controller is a PodCliqueSet of that name that is gone
+// (kueue.Orphaned); nameTaken: pcs exists and the Workload of its name is
+// not its own.
+func (r *Reconciler) workloadOf(ctx context.Context, key client.ObjectKey, pcs *copsev1alpha1.PodCliqueSet) (wl, orphan *kueuev1beta2.Workload, nameTaken bool, err error) {
+	found := &kueuev1beta2.Workload{}
+	wlKey := client.ObjectKey{Namespace: key.Namespace, Name: kueue.WorkloadName(key.Name)}
+	if err := r.Client.Get(ctx, wlKey, found); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
-		return nil, false, fmt.Errorf("get Workload %s: %w", key, err)
+		return nil, nil, false, fmt.Errorf("get Workload %s: %w", wlKey, err)
 	}
-	if !metav1.IsControlledBy(wl, pcs) {
-		return nil, true, nil
+	switch {
+	case pcs != nil && metav1.IsControlledBy(found, pcs):
+		return found, nil, false, nil
+	case kueue.Orphaned(found, key.Name, pcs):
+		return nil, found, pcs != nil, nil
 	}
-	return wl, false, nil
+	return nil, nil, pcs != nil, nil
 }
 
 // gather reads every input of kueue.Decide.
@@ -237,6 +254,14 @@ func (r *Reconciler) apply(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet,
 			return nil, nil, fmt.Errorf("delete Workload %s/%s: %w", d.Workload.Namespace, d.Workload.Name, err)
 		}
 		return pcs, nil, nil
+	case kueue.StepRemoveFinalizer:
+		// The metadata, carrying the resourceVersion it was read at, as
+		// Kueue's own job reconciler releases a Workload.
+		if err := r.Client.Update(ctx, d.Workload.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("remove the finalizer %s of Workload %s/%s: %w",
+				kueuev1beta2.ResourceInUseFinalizerName, d.Workload.Namespace, d.Workload.Name, err)
+		}
+		return pcs, nil, nil
 	case kueue.StepClearReservation, kueue.StepFinishWorkload, kueue.StepSetPodsReady:
 		// The whole status, carrying the resourceVersion it was read at: a
 		// change Kueue made meanwhile makes this a conflict, never a loss.
@@ -253,25 +278,6 @@ func (r *Reconciler) apply(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet,
 // refused again.
 func refusedByAPIServer(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
-}
-
-// leaveKueue handles a PodCliqueSet without the queue label (removed while
-// it was suspended): its Workload is deleted and its Admitted condition
-// removed.
-func (r *Reconciler) leaveKueue(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, wl *kueuev1beta2.Workload) (ctrl.Result, error) {
-	if wl != nil && wl.DeletionTimestamp.IsZero() {
-		if err := r.Client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("delete Workload %s/%s of a PodCliqueSet no longer queued: %w", wl.Namespace, wl.Name, err)
-		}
-		log.FromContext(ctx).Info("deleted the Workload of a PodCliqueSet that left its queue", "workload", wl.Name)
-	}
-	if err := r.writeCondition(ctx, pcs, nil); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
 }
 
 // writeCondition sets the PodCliqueSet's Admitted condition to cond (nil

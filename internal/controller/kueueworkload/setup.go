@@ -1,6 +1,7 @@
 package kueueworkload
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,12 +16,15 @@ import (
 )
 
 // SetupWithManager registers the controller. It reacts to PodCliqueSets
-// that carry the queue label, or carried it before an update (so that a
-// removed label deletes the Workload), to their whole status (phase,
-// startTime, availability: the pods going away after a suspension), and
-// to every change of the Workloads they control, Kueue's admissions and
-// evictions among them, and to a change of a ClusterTopologyBinding their
-// constraints name (their pod sets' topology requests). ResourceFlavors, WorkloadPriorityClasses and
+// that carry the queue label, or carried it before an update, or still
+// carry the Admitted condition (one that left its queue, until its Workload
+// is gone), to their whole status (phase, startTime, availability: the pods
+// going away after a suspension), to every change of the Workloads they
+// control, Kueue's admissions and evictions among them, and the garbage
+// collector's deletion of a Workload whose PodCliqueSet is gone (the
+// request names the PodCliqueSet, which the reconciler does not find; it
+// releases the Workload), and to a change of a ClusterTopologyBinding
+// their constraints name (their pod sets' topology requests). ResourceFlavors, WorkloadPriorityClasses and
 // PriorityClasses are read, not watched: a pass waiting for a missing one
 // retries on its own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
@@ -33,14 +37,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Complete(r)
 }
 
-// queued passes the events of PodCliqueSets with the queue label, and the
-// update that removes it.
+// queued passes the events of PodCliqueSets with the queue label or the
+// Admitted condition, and the update that removes the label.
 func queued() predicate.Funcs {
-	labelled := func(obj client.Object) bool { return obj != nil && kueue.QueueName(obj) != "" }
+	tracked := func(obj client.Object) bool {
+		if obj == nil {
+			return false
+		}
+		if kueue.QueueName(obj) != "" {
+			return true
+		}
+		pcs, ok := obj.(*copsev1alpha1.PodCliqueSet)
+		return ok && meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted) != nil
+	}
 	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return labelled(e.Object) },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return labelled(e.Object) },
-		GenericFunc: func(e event.GenericEvent) bool { return labelled(e.Object) },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return labelled(e.ObjectOld) || labelled(e.ObjectNew) },
+		CreateFunc:  func(e event.CreateEvent) bool { return tracked(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return tracked(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return tracked(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return tracked(e.ObjectOld) || tracked(e.ObjectNew) },
 	}
 }
