@@ -244,14 +244,33 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 			env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled, topologyWait)
 		})
 
-		It("refuses to queue packing Kueue cannot express, naming the field", func(ctx context.Context) {
-			pcs := rackPacked(ns, "three-cliques", bindingName, queues.ClusterQueue, 1, 1)
-			pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques,
-				framework.CliqueTemplate("prefill", 1, framework.PodSpec(1)), framework.CliqueTemplate("decode", 1, framework.PodSpec(1)))
-			env.CreatePodCliqueSet(ctx, pcs, topologyWait)
-			refused := env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypeAdmitted, metav1.ConditionFalse, copsev1alpha1.ReasonWorkloadRefused, topologyWait)
-			Expect(refused.Message).To(ContainSubstring("spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing"))
-			Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: copsekueue.WorkloadName(pcs.Name)},
+		It("refuses packing Kueue cannot express at creation, naming the field, and reports it on a PodCliqueSet that joins a queue later", func(ctx context.Context) {
+			threeCliques := func(name string) *copsev1alpha1.PodCliqueSet {
+				pcs := rackPacked(ns, name, bindingName, queues.ClusterQueue, 1, 1)
+				pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques,
+					framework.CliqueTemplate("prefill", 1, framework.PodSpec(1)), framework.CliqueTemplate("decode", 1, framework.PodSpec(1)))
+				return pcs
+			}
+			const inexpressible = "spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing"
+
+			By("created in a queue: the webhook refuses it")
+			err := env.Client.Create(ctx, threeCliques("three-cliques"))
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "created, or refused for another reason: %v", err)
+			Expect(err.Error()).To(ContainSubstring(inexpressible))
+
+			By("created suspended outside any queue, then given the queue label: the Kueue controller refuses to queue it")
+			later := threeCliques("joins-later")
+			delete(later.Labels, copsekueue.QueueNameLabel)
+			later.Spec.Suspend = ptr.To(true)
+			env.CreatePodCliqueSet(ctx, later, topologyWait)
+			Eventually(func(g Gomega) {
+				current := env.GetPodCliqueSet(ctx, g, ns, later.Name)
+				current.Labels = map[string]string{copsekueue.QueueNameLabel: queues.ClusterQueue}
+				g.Expect(env.Client.Update(ctx, current)).To(Succeed())
+			}).WithContext(ctx).WithTimeout(topologyWait).Should(Succeed())
+			refused := env.ExpectPodCliqueSetCondition(ctx, ns, later.Name, copsev1alpha1.ConditionTypeAdmitted, metav1.ConditionFalse, copsev1alpha1.ReasonWorkloadRefused, topologyWait)
+			Expect(refused.Message).To(ContainSubstring(inexpressible))
+			Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: copsekueue.WorkloadName(later.Name)},
 				&kueue.Workload{}))).To(BeTrue(), "a Workload was made")
 		})
 	})

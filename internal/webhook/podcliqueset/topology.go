@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/kueue"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -39,7 +40,10 @@ func ValidateTopology(pcs *copsev1alpha1.PodCliqueSet, binding *copsev1alpha1.Cl
 
 // validateTopology reads the binding the PodCliqueSet names, as the
 // controllers do (topology.Lookup), and turns every problem into a field
-// error. A PodCliqueSet without constraints costs no read. The binding is
+// error; so is packing Kueue cannot express (kueue.TopologyRequests) for a
+// PodCliqueSet queued through Kueue, which the Kueue Workload controller
+// would otherwise only report on its Admitted condition after creation. A
+// PodCliqueSet without constraints costs no read. The binding is
 // read from the API server (Reader), so that one created a moment ago is
 // found; a failed read is an internal error, never an admission.
 func (v Validator) validateTopology(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (field.ErrorList, error) {
@@ -52,11 +56,15 @@ func (v Validator) validateTopology(ctx context.Context, pcs *copsev1alpha1.PodC
 	if v.Reader == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("no API reader to read the ClusterTopologyBinding of PodCliqueSet %s/%s", pcs.Namespace, pcs.Name))
 	}
-	_, problems, err := topology.Lookup(ctx, v.Reader, pcs, true)
+	packing, problems, err := topology.Lookup(ctx, v.Reader, pcs, true)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return problemErrors(problems), nil
+	errs := problemErrors(problems)
+	if len(errs) == 0 && v.KueueEnabled && kueue.QueueName(pcs) != "" {
+		_, errs = kueue.TopologyRequests(pcs, packing)
+	}
+	return errs, nil
 }
 
 func problemErrors(problems []topology.Problem) field.ErrorList {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/kueue"
 	"github.com/copse-dev/copse/internal/webhook/webhooktest"
 )
 
@@ -113,5 +114,31 @@ func TestValidatorTopology(t *testing.T) {
 	}
 	if _, err := (Validator{Limits: webhooktest.DefaultLimits, TopologyAwareScheduling: true}).ValidateCreate(ctx, pcs); !apierrors.IsInternalError(err) {
 		t.Errorf("create with no reader = %v, want an internal error", err)
+	}
+}
+
+// TestValidatorRefusesPackingKueueCannotExpress: a new PodCliqueSet queued
+// through Kueue whose packing Kueue cannot express (here the replica's
+// several cliques packed in one rack, more than Kueue's pod set group of a
+// leader and its workers) is refused at creation, naming the field; the
+// same PodCliqueSet outside a queue, or with Kueue off, is not.
+func TestValidatorRefusesPackingKueueCannotExpress(t *testing.T) {
+	ctx := context.Background()
+	queued := packed(pack("fleet", "rack"), nil, nil)
+	queued.Labels = map[string]string{kueue.QueueNameLabel: "team-a"}
+	unqueued := packed(pack("fleet", "rack"), nil, nil)
+	on := Validator{Limits: webhooktest.DefaultLimits, TopologyAwareScheduling: true, KueueEnabled: true, Reader: webhooktest.Reader(t, fleet())}
+	off := on
+	off.KueueEnabled = false
+
+	_, err := on.ValidateCreate(ctx, queued)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing") {
+		t.Errorf("create in a queue = %v, want Invalid naming spec.template.topologyConstraint", err)
+	}
+	if _, err := on.ValidateCreate(ctx, unqueued); err != nil {
+		t.Errorf("create outside a queue = %v, want allowed", err)
+	}
+	if _, err := off.ValidateCreate(ctx, queued); err != nil {
+		t.Errorf("create in a queue with Kueue off = %v, want allowed", err)
 	}
 }
