@@ -40,6 +40,11 @@ type ReplicaResource struct {
 	// another controller creates (a scaling group's PodCliques): the
 	// PodCliqueSet controller then only observes and recreates them.
 	Desired func(in ReplicaInputs) []client.Object
+	// Refresh brings an existing object (a copy the caller may change)
+	// towards desired, the object Desired built under the same name, and
+	// reports whether it changed and must be written. Nil for kinds whose
+	// objects are never updated once created.
+	Refresh func(existing, desired client.Object) bool
 	// RecreatedWithReplica: deleted with the replica's run on a recreation.
 	RecreatedWithReplica bool
 	// MakesPods: the kind's objects make pods, themselves or through the

@@ -19,9 +19,9 @@ import (
 // converge makes every replica that may run (lifecycle.MayCreatePods) have
 // exactly the objects each row of the resource table wants for it: missing
 // ones are created, ones the row no longer wants (a scaled-in group's gang)
-// are deleted. Replicas at or beyond spec.replicas lose all their objects.
-// Objects a scaling group controls are left to it. Existing objects are not
-// updated: template changes are not rolled out (Training rejects them).
+// are deleted, and existing ones of a row with a Refresh are updated when it
+// says they changed. Replicas at or beyond spec.replicas lose all their
+// objects. Objects a scaling group controls are left to it.
 func (r *Reconciler) converge(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
 	groupReplicas := obs.groupReplicas()
 	var errs []error
@@ -49,19 +49,24 @@ func (r *Reconciler) converge(ctx context.Context, pcs *copsev1alpha1.PodCliqueS
 	return errors.Join(errs...)
 }
 
-// convergeRow creates the desired objects that do not exist and deletes the
-// existing ones of the PodCliqueSet that are not desired.
+// convergeRow creates the desired objects that do not exist, refreshes the
+// existing ones (row.Refresh), and deletes the existing ones of the
+// PodCliqueSet that are not desired.
 func (r *Reconciler) convergeRow(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, row blueprint.ReplicaResource,
 	desired, existing []client.Object, budget *writeBudget) error {
-	present := map[string]bool{}
+	present := map[string]client.Object{}
 	for _, obj := range existing {
-		present[obj.GetName()] = true
+		present[obj.GetName()] = obj
 	}
 	wanted := map[string]bool{}
 	var errs []error
 	for _, obj := range desired {
 		wanted[obj.GetName()] = true
-		if present[obj.GetName()] || !budget.take(1) {
+		if current, ok := present[obj.GetName()]; ok {
+			errs = append(errs, r.refreshObject(ctx, pcs, row, current, obj, budget))
+			continue
+		}
+		if !budget.take(1) {
 			continue
 		}
 		if err := controllerutil.SetControllerReference(pcs, obj, r.Scheme); err != nil {
@@ -80,6 +85,24 @@ func (r *Reconciler) convergeRow(ctx context.Context, pcs *copsev1alpha1.PodCliq
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// refreshObject writes row.Refresh's changes to an existing object the
+// PodCliqueSet controls, with an optimistic lock: a change decided on a stale
+// copy fails with a conflict and is made again on the next pass.
+func (r *Reconciler) refreshObject(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, row blueprint.ReplicaResource,
+	current, desired client.Object, budget *writeBudget) error {
+	if row.Refresh == nil || !metav1.IsControlledBy(current, pcs) || !current.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	updated, ok := current.DeepCopyObject().(client.Object)
+	if !ok || !row.Refresh(updated, desired) || !budget.take(1) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("update %s %s: %w", row.Kind, updated.GetName(), err)
+	}
+	return nil
 }
 
 // deleteObject deletes one object the PodCliqueSet no longer wants, with a
