@@ -441,19 +441,7 @@ func newQueues(ctx context.Context, prefix, cpu string, preempt bool, adjust ...
 		change(&queues)
 	}
 	Expect(framework.CreateKueueQueues(ctx, env.Client, queues)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) {
-		var list copsev1alpha1.PodCliqueSetList
-		Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		for i := range list.Items {
-			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &list.Items[i]))).To(Succeed())
-		}
-		Eventually(func(g Gomega) {
-			var workloads kueue.WorkloadList
-			g.Expect(env.Client.List(ctx, &workloads, client.InNamespace(ns))).To(Succeed())
-			g.Expect(workloads.Items).To(BeEmpty())
-		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
-		Expect(framework.DeleteKueueQueues(ctx, env.Client, queues)).To(Succeed())
-	})
+	DeferCleanup(func(ctx context.Context) { releaseQueues(ctx, ns, queues, pcsWait) })
 	return ns, queues
 }
 

@@ -55,7 +55,7 @@ var _ = Describe("One GPU quota shared by TrainJobs on both backends and PodCliq
 			PriorityClasses:      map[string]int32{ns + "-low": 10, ns + "-mid": 100, ns + "-high": 1000},
 		}
 		Expect(framework.CreateKueueQueues(ctx, env.Client, queues)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { deleteSharedNamespace(ctx, ns, queues) })
+		DeferCleanup(func(ctx context.Context) { releaseQueues(ctx, ns, queues, sharedWait) })
 		for _, backend := range []trainerv1alpha1.RuntimeBackend{trainerv1alpha1.RuntimeBackendJobSet, trainerv1alpha1.RuntimeBackendPodCliqueSet} {
 			Expect(env.Client.Create(ctx, gpuRuntime(ns, backend))).To(Succeed())
 		}
@@ -307,25 +307,4 @@ func sampleGPUs(ctx context.Context, namespace string) (reserved, held int64, er
 		}
 	}
 	return reserved, held, nil
-}
-
-// deleteSharedNamespace deletes the spec's TrainJobs and PodCliqueSets,
-// waits for their Workloads to go, then the queues.
-func deleteSharedNamespace(ctx context.Context, namespace string, queues framework.KueueQueues) {
-	var tjs trainerv1alpha1.TrainJobList
-	Expect(env.Client.List(ctx, &tjs, client.InNamespace(namespace))).To(Succeed())
-	for i := range tjs.Items {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &tjs.Items[i], client.PropagationPolicy(metav1.DeletePropagationForeground)))).To(Succeed())
-	}
-	var pcss copsev1alpha1.PodCliqueSetList
-	Expect(env.Client.List(ctx, &pcss, client.InNamespace(namespace))).To(Succeed())
-	for i := range pcss.Items {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &pcss.Items[i]))).To(Succeed())
-	}
-	Eventually(func(g Gomega) {
-		var workloads kueue.WorkloadList
-		g.Expect(env.Client.List(ctx, &workloads, client.InNamespace(namespace))).To(Succeed())
-		g.Expect(workloads.Items).To(BeEmpty())
-	}).WithContext(ctx).WithTimeout(sharedWait).Should(Succeed())
-	Expect(framework.DeleteKueueQueues(ctx, env.Client, queues)).To(Succeed())
 }
