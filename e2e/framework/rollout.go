@@ -175,7 +175,51 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 	if err := s.env.Client.List(ctx, &pods, client.InNamespace(s.namespace), selector); err != nil {
 		return fmt.Errorf("sample: list pods of %s/%s: %w", s.namespace, s.name, err)
 	}
+	sum := summarize(pcs, pclqs.Items, pods.Items)
 
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hashes := TemplateHashes(pcs)
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if _, seen := s.pods[pod.UID]; seen {
+			continue
+		}
+		r, _ := labels.Index(pod.Labels, labels.ReplicaKey)
+		clique, hash := pod.Labels[labels.CliqueTemplateKey], pod.Labels[labels.PodTemplateHashKey]
+		s.pods[pod.UID] = PodSighting{Name: pod.Name, Replica: r, Clique: clique, Hash: hash, FirstSeen: at, Current: hash != "" && hash == hashes[clique]}
+	}
+	smp := RolloutSample{At: at, Replacing: sum.replacing, MostDisruptedGroupReplicas: sum.mostDisruptedGroupReplicas}
+	if pcs.Status.UpdateProgress != nil {
+		for _, u := range pcs.Status.UpdateProgress.CurrentlyUpdating {
+			smp.CurrentlyUpdating = append(smp.CurrentlyUpdating, u.ReplicaIndex)
+		}
+	}
+	for r := 0; r < int(pcs.Spec.Replicas); r++ {
+		if sum.available[r] {
+			s.everAvailable[r] = true
+		} else if s.everAvailable[r] {
+			smp.Unavailable = append(smp.Unavailable, r)
+		}
+	}
+	s.samples = append(s.samples, smp)
+	return nil
+}
+
+// summary is what one look at a PodCliqueSet's objects shows.
+type summary struct {
+	// available: per replica below spec.replicas, the availability rule of
+	// RolloutSample.Unavailable.
+	available map[int]bool
+	// replacing: as RolloutSample.Replacing, ascending.
+	replacing []int
+	// mostDisruptedGroupReplicas: as RolloutSample.MostDisruptedGroupReplicas.
+	mostDisruptedGroupReplicas int
+}
+
+// summarize computes a summary from the PodCliqueSet's spec, its PodCliques
+// and its pods alone.
+func summarize(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, pods []corev1.Pod) summary {
 	hashes := TemplateHashes(pcs)
 	groupOf := map[string]int{} // clique name -> index in PodCliqueScalingGroupConfigs
 	for i, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
@@ -192,7 +236,7 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 		}
 		return replicas[r]
 	}
-	atGroup := func(r int, k groupKey) *tally {
+	ofGroupReplica := func(r int, k groupKey) *tally {
 		if groups[r] == nil {
 			groups[r] = map[groupKey]*tally{}
 		}
@@ -201,8 +245,8 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 		}
 		return groups[r][k]
 	}
-	for i := range pclqs.Items {
-		pclq := &pclqs.Items[i]
+	for i := range pclqs {
+		pclq := &pclqs[i]
 		r, ok := labels.Index(pclq.Labels, labels.ReplicaKey)
 		if !ok || !pclq.DeletionTimestamp.IsZero() {
 			continue
@@ -211,37 +255,27 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 		if pcsg := pclq.Labels[labels.ScalingGroupKey]; pcsg != "" {
 			j, _ := labels.Index(pclq.Labels, labels.ScalingGroupReplicaKey)
 			k := groupKey{pcsg, j}
-			atGroup(r, k).expected += int(pclq.Spec.Replicas)
+			ofGroupReplica(r, k).expected += int(pclq.Spec.Replicas)
 			groupTemplate[k] = groupOf[pclq.Labels[labels.CliqueTemplateKey]]
 		}
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := range pods {
+		pod := &pods[i]
 		r, ok := labels.Index(pod.Labels, labels.ReplicaKey)
-		if !ok {
-			continue
+		if !ok || !pod.DeletionTimestamp.IsZero() || IsTerminal(pod) {
+			continue // a pod on its way out is missing, not outdated
 		}
 		clique := pod.Labels[labels.CliqueTemplateKey]
 		hash := pod.Labels[labels.PodTemplateHashKey]
-		current := hash != "" && hash == hashes[clique]
-		if _, seen := s.pods[pod.UID]; !seen {
-			s.pods[pod.UID] = PodSighting{Name: pod.Name, Replica: r, Clique: clique, Hash: hash, FirstSeen: at, Current: current}
-		}
-		if !pod.DeletionTimestamp.IsZero() || IsTerminal(pod) {
-			continue // on its way out: missing, not outdated
-		}
 		counts := []*tally{ofReplica(r)}
 		if pcsg := pod.Labels[labels.ScalingGroupKey]; pcsg != "" {
 			j, _ := labels.Index(pod.Labels, labels.ScalingGroupReplicaKey)
 			k := groupKey{pcsg, j}
-			counts = append(counts, atGroup(r, k))
+			counts = append(counts, ofGroupReplica(r, k))
 			groupTemplate[k] = groupOf[clique]
 		}
 		for _, t := range counts {
-			if current {
+			if hash != "" && hash == hashes[clique] {
 				t.current++
 			} else {
 				t.outdated++
@@ -253,26 +287,17 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 		}
 	}
 
-	smp := RolloutSample{At: at}
-	if pcs.Status.UpdateProgress != nil {
-		for _, u := range pcs.Status.UpdateProgress.CurrentlyUpdating {
-			smp.CurrentlyUpdating = append(smp.CurrentlyUpdating, u.ReplicaIndex)
-		}
-	}
+	sum := summary{available: map[int]bool{}}
 	for r := 0; r < int(pcs.Spec.Replicas); r++ {
-		if available(pcs, ofReplica(r), groups[r], groupTemplate) {
-			s.everAvailable[r] = true
-		} else if s.everAvailable[r] {
-			smp.Unavailable = append(smp.Unavailable, r)
-		}
+		sum.available[r] = available(pcs, ofReplica(r), groups[r], groupTemplate)
 	}
 	for r, t := range replicas {
 		missing := t.expected - t.current - t.outdated
 		if t.outdated > 0 && (t.current > 0 || missing > 0) {
-			smp.Replacing = append(smp.Replacing, r)
+			sum.replacing = append(sum.replacing, r)
 		}
 	}
-	sort.Ints(smp.Replacing)
+	sort.Ints(sum.replacing)
 	for _, perGroup := range groups {
 		disrupted := map[string]int{}
 		for k, t := range perGroup {
@@ -281,11 +306,10 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 			}
 		}
 		for _, n := range disrupted {
-			smp.MostDisruptedGroupReplicas = max(smp.MostDisruptedGroupReplicas, n)
+			sum.mostDisruptedGroupReplicas = max(sum.mostDisruptedGroupReplicas, n)
 		}
 	}
-	s.samples = append(s.samples, smp)
-	return nil
+	return sum
 }
 
 // available applies the availability rule of RolloutSample.Unavailable to
