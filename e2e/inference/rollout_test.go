@@ -156,6 +156,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			for _, pclq := range podCliques(ctx, g, ns, "serve") {
 				clique := pclq.Labels[labels.CliqueTemplateKey]
 				g.Expect(pclq.Labels).To(HaveKeyWithValue(labels.PodTemplateHashKey, hashes[clique]), "PodClique %s", pclq.Name)
+				g.Expect(pclq.Labels).To(HaveKeyWithValue(versionLabel, "2"), "PodClique %s", pclq.Name)
 				g.Expect(pclq.Spec.PodSpec.Containers[0].Image).To(Equal(image("2")), "PodClique %s", pclq.Name)
 				g.Expect(pclq.Spec.PodSpec.Affinity).To(Equal(pcs.CliqueTemplate(clique).Spec.PodSpec.Affinity), "PodClique %s", pclq.Name)
 			}
