@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -253,4 +254,34 @@ func TestDecideRollout(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRolloutEvents(t *testing.T) {
+	pcs := testPCSForRollout()
+	got := rolloutEvents(pcs, rolloutDecision{hash: "h2", started: true, replicaStarted: 1, replicaUpdated: 0, completed: false})
+	var reasons []string
+	for _, e := range got {
+		reasons = append(reasons, e.reason)
+	}
+	want := []string{EventRollingUpdateStarted, EventReplicaUpdated, EventReplicaUpdateStarted}
+	if !slices.Equal(reasons, want) {
+		t.Errorf("events %v, want %v", reasons, want)
+	}
+	got = rolloutEvents(pcs, rolloutDecision{hash: "h2", replicaStarted: -1, replicaUpdated: 1, completed: true})
+	reasons = nil
+	for _, e := range got {
+		reasons = append(reasons, e.reason)
+	}
+	if want := []string{EventReplicaUpdated, EventRollingUpdateCompleted}; !slices.Equal(reasons, want) {
+		t.Errorf("events %v, want %v", reasons, want)
+	}
+	if got := rolloutEvents(pcs, rolloutDecision{hash: "h2", replicaStarted: -1, replicaUpdated: -1}); len(got) != 0 {
+		t.Errorf("a pass that changed nothing reported %v", got)
+	}
+}
+
+func testPCSForRollout() *copsev1alpha1.PodCliqueSet {
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	pcs.Spec.Replicas = 2
+	return pcs
 }
