@@ -48,9 +48,9 @@ import (
 // Grove keeps RU-13, RU-14, RU-15, RU-17 and RU-21 commented out as flaky;
 // they are not ported.
 const (
-	// rolloutWait bounds a whole rollout of a few replicas on simulated
+	// rolloutTimeout bounds a whole rollout of a few replicas on simulated
 	// nodes, machine load included.
-	rolloutWait = 2 * time.Minute
+	rolloutTimeout = 2 * time.Minute
 	// onDeleteQuiet is how long an OnDelete PodCliqueSet is watched for a
 	// pod copse should not delete (Grove's OnDelete tests wait 10s).
 	onDeleteQuiet = 10 * time.Second
@@ -111,7 +111,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				g.Expect(framework.IsReady(&pod)).To(BeTrue())
 				replica0[pod.UID] = true
 			}
-		}).WithContext(ctx).WithTimeout(rolloutWait).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
 		Expect(currentlyUpdating(ctx, Default, ns, "serve")).NotTo(BeEmpty(), "the rollout ended before the operator could be killed in it")
 
 		By("SIGKILLing the operator, leaving it down for a few seconds, and starting it again")
@@ -160,7 +160,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				g.Expect(pclq.Spec.PodSpec.Containers[0].Image).To(Equal(image("2")), "PodClique %s", pclq.Name)
 				g.Expect(pclq.Spec.PodSpec.Affinity).To(Equal(pcs.CliqueTemplate(clique).Spec.PodSpec.Affinity), "PodClique %s", pclq.Name)
 			}
-		}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 
 		By("no pod is deleted or replaced for 10s")
 		Consistently(func(g Gomega) {
@@ -198,7 +198,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			}
 			g.Expect(liveUIDs(ctx, g, ns, "serve")).To(Equal(before))
 			expectOnDeleteUpdateRecorded(ctx, g, ns, "serve")
-		}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 	})
 
 	It("OnDelete scale-in removes pods of the old template before pods of the new one (Grove OD-3)", func(ctx context.Context) {
@@ -213,7 +213,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 
 		By("changing the template, then deleting the pod of the highest index: it comes back updated")
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "2") })
-		Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, ns, "serve") }).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+		Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, ns, "serve") }).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 		victim := podAt(ctx, ns, "serve", 0, "router", "2")
 		Expect(env.Client.Delete(ctx, victim)).To(Succeed())
 		updated := expectReplaced(ctx, ns, "serve", victim, 3)
@@ -226,7 +226,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			g.Expect(pods).To(HaveLen(2))
 			g.Expect(env.Pods(ctx, g, ns, "serve")).To(HaveLen(2), "a pod is still being deleted")
 			g.Expect(liveUIDs(ctx, g, ns, "serve")).To(HaveKey(updated.UID), "scale-in removed the pod of the new template")
-		}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 	})
 
 	It("switches between OnDelete and RollingRecreate: only RollingRecreate replaces pods (Grove OD-9)", func(ctx context.Context) {
@@ -306,7 +306,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				pending++
 			}
 			g.Expect(pending).To(Equal(4), "pods of replica 0's base gang (2 routers, group replica 0)")
-		}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 		Consistently(func(g Gomega) {
 			live := liveUIDs(ctx, g, ns, "serve")
 			for uid := range untouched {
@@ -330,7 +330,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				g.Expect(pod.DeletionTimestamp).To(BeNil())
 				g.Expect(pod.Spec.NodeName).To(BeEmpty())
 			}
-		}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 		replica0 := liveUIDs(ctx, Default, ns, "serve", client.MatchingLabels{labels.ReplicaKey: "0"})
 
 		By("updating: replica 1, which has no scheduled pod, is updated first, and replica 0 waits")
@@ -338,7 +338,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "3") })
 		Eventually(func(g Gomega) {
 			g.Expect(currentlyUpdating(ctx, g, ns, "serve")).NotTo(BeEmpty())
-		}).WithContext(ctx).WithTimeout(rolloutWait).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(currentlyUpdating(ctx, g, ns, "serve")).To(Equal([]int32{1}))
 			g.Expect(liveUIDs(ctx, g, ns, "serve", client.MatchingLabels{labels.ReplicaKey: "0"})).To(Equal(replica0))
@@ -372,7 +372,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				}
 			}
 			g.Expect(updated).To(BeNumerically(">", 0))
-		}).WithContext(ctx).WithTimeout(rolloutWait).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "3") })
 
 		expectSettled(ctx, ns, "serve", 2*servingPods, true)
@@ -638,7 +638,7 @@ func waitRolloutUnderWay(ctx context.Context, namespace, name string, replicas [
 		} else {
 			g.Expect(updating).To(Equal(replicas))
 		}
-	}).WithContext(ctx).WithTimeout(rolloutWait).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
 }
 
 // updatingSequence lists the distinct non-empty values currentlyUpdating
@@ -717,7 +717,7 @@ func expectReplaced(ctx context.Context, namespace, pcsName string, victim *core
 			g.Expect(framework.IsReady(pod)).To(BeTrue(), "pod %s not Ready", pod.Name)
 		}
 		g.Expect(replacement).NotTo(BeNil(), "no replacement for %s", victim.Name)
-	}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 	return replacement
 }
 
@@ -777,7 +777,7 @@ func expectSettled(ctx context.Context, namespace, name string, pods int, update
 					"currentPodCliqueSetGenerationHash of PodCliqueScalingGroup %s", pcsg.Name)
 			}
 		}
-	}).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 	return pcs
 }
 
@@ -800,7 +800,7 @@ func expectNothingReplaced(ctx context.Context, namespace, name, version string)
 	GinkgoHelper()
 	before := liveUIDs(ctx, Default, namespace, name)
 	updateSpec(ctx, namespace, name, func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, version) })
-	Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, namespace, name) }).WithContext(ctx).WithTimeout(rolloutWait).Should(Succeed())
+	Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, namespace, name) }).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
 	Consistently(func(g Gomega) {
 		g.Expect(env.Pods(ctx, g, namespace, name)).To(HaveLen(len(before)))
 		g.Expect(liveUIDs(ctx, g, namespace, name)).To(Equal(before))
