@@ -49,11 +49,11 @@ type RolloutSample struct {
 	// Replicas never seen available (still starting after a scale-out, or
 	// down before sampling began) are not counted.
 	Unavailable []int
-	// Replacing are the replicas that have both live pods of an outdated
-	// template and pods of the current template or missing pods: the
-	// replicas whose pods are being replaced. A pod being deleted counts as
-	// missing. Current means the hash of its clique's template in the spec
-	// read in the same sample.
+	// Replacing are the replicas whose pods are being replaced: they have
+	// live pods of an outdated template, and missing pods or, in a clique
+	// with outdated pods, pods of the current template. A pod being deleted
+	// counts as missing. Current means the hash of its clique's template in
+	// the spec read in the same sample.
 	Replacing []int
 	// MostDisruptedGroupReplicas is, over every PodCliqueScalingGroup, the
 	// most group replicas of one group that lack a Ready pod at once.
@@ -152,13 +152,35 @@ type groupKey struct {
 
 // tally counts the pods of one replica or of one group replica: expected
 // (the sum of its PodCliques' replicas), live ones of the current and of an
-// outdated template, and Ready ones per clique.
+// outdated template, in all and per clique, and Ready ones per clique.
 type tally struct {
 	expected, current, outdated, ready int
+	currentByClique, outdatedByClique  map[string]int
 	readyByClique                      map[string]int
 }
 
-func newTally() *tally { return &tally{readyByClique: map[string]int{}} }
+func newTally() *tally {
+	return &tally{currentByClique: map[string]int{}, outdatedByClique: map[string]int{}, readyByClique: map[string]int{}}
+}
+
+// replacing: the pods counted are being replaced: some are outdated, and
+// others are missing or, in the same clique, of the current template. (A
+// clique whose template did not change has current pods next to the
+// outdated pods of another clique from the start: that is no replacement.)
+func (t *tally) replacing() bool {
+	if t.outdated == 0 {
+		return false
+	}
+	if t.expected > t.current+t.outdated {
+		return true
+	}
+	for clique, n := range t.outdatedByClique {
+		if n > 0 && t.currentByClique[clique] > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 func (s *RolloutSampler) sample(ctx context.Context) error {
 	at := time.Now()
@@ -277,8 +299,10 @@ func summarize(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique,
 		for _, t := range counts {
 			if hash != "" && hash == hashes[clique] {
 				t.current++
+				t.currentByClique[clique]++
 			} else {
 				t.outdated++
+				t.outdatedByClique[clique]++
 			}
 			if IsReady(pod) {
 				t.ready++
@@ -292,8 +316,7 @@ func summarize(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique,
 		sum.available[r] = available(pcs, ofReplica(r), groups[r], groupTemplate)
 	}
 	for r, t := range replicas {
-		missing := t.expected - t.current - t.outdated
-		if t.outdated > 0 && (t.current > 0 || missing > 0) {
+		if t.replacing() {
 			sum.replacing = append(sum.replacing, r)
 		}
 	}

@@ -141,6 +141,22 @@ func TestSummarize(t *testing.T) {
 			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0, 1}},
 		},
 		{
+			name: "only the decode clique changed: nothing is being replaced yet",
+			states: map[string]podState{
+				"0/decode@0": {outdated: true}, "0/decode@1": {outdated: true},
+				"1/decode@0": {outdated: true}, "1/decode@1": {outdated: true},
+			},
+			want: summary{available: map[int]bool{0: true, 1: true}},
+		},
+		{
+			name: "only the decode clique changed: replica 1's group replica 0 replaced",
+			states: map[string]podState{
+				"0/decode@0": {outdated: true}, "0/decode@1": {outdated: true},
+				"1/decode@1": {outdated: true},
+			},
+			want: summary{available: map[int]bool{0: true, 1: true}, replacing: []int{1}},
+		},
+		{
 			name:   "one router of two Ready with minAvailable 2",
 			states: map[string]podState{"1/router/1": {notReady: true}},
 			want:   summary{available: map[int]bool{0: true, 1: false}},
