@@ -49,11 +49,13 @@ type RolloutSample struct {
 	// Replicas never seen available (still starting after a scale-out, or
 	// down before sampling began) are not counted.
 	Unavailable []int
-	// Replacing are the replicas whose pods are being replaced: they have
-	// live pods of an outdated template, and missing pods or, in a clique
-	// with outdated pods, pods of the current template. A pod being deleted
-	// counts as missing. Current means the hash of its clique's template in
-	// the spec read in the same sample.
+	// Replacing are the replicas whose pods are being replaced: from a
+	// sample where a replica has live pods of an outdated template, and
+	// missing pods or, in a clique with outdated pods, pods of the current
+	// template, until it has all its pods again (as many as its PodCliques'
+	// replicas), all of the current template. A pod being deleted counts as
+	// missing. Current means the hash of its clique's template in the spec
+	// read in the same sample.
 	Replacing []int
 	// MostDisruptedGroupReplicas is, over every PodCliqueScalingGroup, the
 	// most group replicas of one group that lack a Ready pod at once.
@@ -90,6 +92,7 @@ type RolloutSampler struct {
 	mu            sync.Mutex
 	samples       []RolloutSample
 	everAvailable map[int]bool
+	replacing     map[int]bool
 	pods          map[types.UID]PodSighting
 	errs          []error
 }
@@ -101,7 +104,7 @@ func (e *Env) StartRolloutSampler(ctx context.Context, namespace, name string) *
 	ctx, cancel := context.WithCancel(ctx)
 	s := &RolloutSampler{
 		env: e, namespace: namespace, name: name, cancel: cancel, done: make(chan struct{}),
-		everAvailable: map[int]bool{}, pods: map[types.UID]PodSighting{},
+		everAvailable: map[int]bool{}, replacing: map[int]bool{}, pods: map[types.UID]PodSighting{},
 	}
 	go func() {
 		defer close(s.done)
@@ -211,7 +214,7 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 		clique, hash := pod.Labels[labels.CliqueTemplateKey], pod.Labels[labels.PodTemplateHashKey]
 		s.pods[pod.UID] = PodSighting{Name: pod.Name, Replica: r, Clique: clique, Hash: hash, FirstSeen: at, Current: hash != "" && hash == hashes[clique]}
 	}
-	smp := RolloutSample{At: at, Replacing: sum.replacing, MostDisruptedGroupReplicas: sum.mostDisruptedGroupReplicas}
+	smp := RolloutSample{At: at, Replacing: stillReplacing(s.replacing, sum), MostDisruptedGroupReplicas: sum.mostDisruptedGroupReplicas}
 	if pcs.Status.UpdateProgress != nil {
 		for _, u := range pcs.Status.UpdateProgress.CurrentlyUpdating {
 			smp.CurrentlyUpdating = append(smp.CurrentlyUpdating, u.ReplicaIndex)
@@ -228,13 +231,37 @@ func (s *RolloutSampler) sample(ctx context.Context) error {
 	return nil
 }
 
+// stillReplacing updates the replicas being replaced (see
+// RolloutSample.Replacing) with a new summary and returns them, ascending:
+// those the summary sees starting or going on, and those seen before that
+// are not complete yet.
+func stillReplacing(replacing map[int]bool, sum summary) []int {
+	for _, r := range sum.replacing {
+		replacing[r] = true
+	}
+	var out []int
+	for r := range replacing {
+		if sum.complete[r] && !slices.Contains(sum.replacing, r) {
+			delete(replacing, r)
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Ints(out)
+	return out
+}
+
 // summary is what one look at a PodCliqueSet's objects shows.
 type summary struct {
 	// available: per replica below spec.replicas, the availability rule of
 	// RolloutSample.Unavailable.
 	available map[int]bool
-	// replacing: as RolloutSample.Replacing, ascending.
+	// replacing: the replicas starting or going on being replaced (see
+	// RolloutSample.Replacing), ascending.
 	replacing []int
+	// complete: per replica seen, it has all its pods, live and of the
+	// current template.
+	complete map[int]bool
 	// mostDisruptedGroupReplicas: as RolloutSample.MostDisruptedGroupReplicas.
 	mostDisruptedGroupReplicas int
 }
@@ -311,7 +338,7 @@ func summarize(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique,
 		}
 	}
 
-	sum := summary{available: map[int]bool{}}
+	sum := summary{available: map[int]bool{}, complete: map[int]bool{}}
 	for r := 0; r < int(pcs.Spec.Replicas); r++ {
 		sum.available[r] = available(pcs, ofReplica(r), groups[r], groupTemplate)
 	}
@@ -319,6 +346,7 @@ func summarize(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique,
 		if t.replacing() {
 			sum.replacing = append(sum.replacing, r)
 		}
+		sum.complete[r] = t.outdated == 0 && t.current >= t.expected
 	}
 	sort.Ints(sum.replacing)
 	for _, perGroup := range groups {

@@ -96,12 +96,12 @@ func TestSummarize(t *testing.T) {
 		{
 			name:   "every pod Ready on the current template",
 			states: map[string]podState{},
-			want:   summary{available: map[int]bool{0: true, 1: true}},
+			want:   summary{available: map[int]bool{0: true, 1: true}, complete: map[int]bool{0: true, 1: true}},
 		},
 		{
 			name:   "every pod Ready on an outdated template: nothing is being replaced",
 			states: allOutdated(1, allOutdated(0, map[string]podState{})),
-			want:   summary{available: map[int]bool{0: true, 1: true}},
+			want:   summary{available: map[int]bool{0: true, 1: true}, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name: "replica 0's base gang deleted, its group replica 1 still outdated",
@@ -110,7 +110,7 @@ func TestSummarize(t *testing.T) {
 				"0/prefill@0": {outdated: true, deleting: true}, "0/decode@0": {missing: true},
 				"0/prefill@1": {outdated: true}, "0/decode@1": {outdated: true},
 			}),
-			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0}, mostDisruptedGroupReplicas: 1},
+			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0}, mostDisruptedGroupReplicas: 1, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name: "replica 0's base gang recreated, not Ready yet",
@@ -118,19 +118,19 @@ func TestSummarize(t *testing.T) {
 				"0/router/0": {notReady: true}, "0/router/1": {notReady: true}, "0/prefill@0": {notReady: true}, "0/decode@0": {notReady: true},
 				"0/prefill@1": {outdated: true}, "0/decode@1": {outdated: true},
 			}),
-			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0}, mostDisruptedGroupReplicas: 1},
+			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0}, mostDisruptedGroupReplicas: 1, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name: "replica 0's group replica 1 being replaced while the rest is Ready: available, still being replaced",
 			states: allOutdated(1, map[string]podState{
 				"0/prefill@1": {outdated: true, deleting: true}, "0/decode@1": {outdated: true},
 			}),
-			want: summary{available: map[int]bool{0: true, 1: true}, replacing: []int{0}, mostDisruptedGroupReplicas: 1},
+			want: summary{available: map[int]bool{0: true, 1: true}, replacing: []int{0}, mostDisruptedGroupReplicas: 1, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name:   "replica 0's last outdated pods deleted: no longer being replaced, pods still missing",
 			states: allOutdated(1, map[string]podState{"0/prefill@1": {outdated: true, deleting: true}, "0/decode@1": {missing: true}}),
-			want:   summary{available: map[int]bool{0: true, 1: true}, mostDisruptedGroupReplicas: 1},
+			want:   summary{available: map[int]bool{0: true, 1: true}, mostDisruptedGroupReplicas: 1, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name: "two replicas being replaced at once",
@@ -138,7 +138,7 @@ func TestSummarize(t *testing.T) {
 				"0/router/0": {outdated: true}, "0/router/1": {missing: true},
 				"1/decode@1": {outdated: true},
 			},
-			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0, 1}},
+			want: summary{available: map[int]bool{0: false, 1: true}, replacing: []int{0, 1}, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name: "only the decode clique changed: nothing is being replaced yet",
@@ -146,7 +146,7 @@ func TestSummarize(t *testing.T) {
 				"0/decode@0": {outdated: true}, "0/decode@1": {outdated: true},
 				"1/decode@0": {outdated: true}, "1/decode@1": {outdated: true},
 			},
-			want: summary{available: map[int]bool{0: true, 1: true}},
+			want: summary{available: map[int]bool{0: true, 1: true}, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name: "only the decode clique changed: replica 1's group replica 0 replaced",
@@ -154,17 +154,17 @@ func TestSummarize(t *testing.T) {
 				"0/decode@0": {outdated: true}, "0/decode@1": {outdated: true},
 				"1/decode@1": {outdated: true},
 			},
-			want: summary{available: map[int]bool{0: true, 1: true}, replacing: []int{1}},
+			want: summary{available: map[int]bool{0: true, 1: true}, replacing: []int{1}, complete: map[int]bool{0: false, 1: false}},
 		},
 		{
 			name:   "one router of two Ready with minAvailable 2",
 			states: map[string]podState{"1/router/1": {notReady: true}},
-			want:   summary{available: map[int]bool{0: true, 1: false}},
+			want:   summary{available: map[int]bool{0: true, 1: false}, complete: map[int]bool{0: true, 1: true}},
 		},
 		{
 			name:   "both group replicas lack a Ready pod",
 			states: map[string]podState{"0/decode@0": {notReady: true}, "0/prefill@1": {notReady: true}},
-			want:   summary{available: map[int]bool{0: false, 1: true}, mostDisruptedGroupReplicas: 2},
+			want:   summary{available: map[int]bool{0: false, 1: true}, mostDisruptedGroupReplicas: 2, complete: map[int]bool{0: true, 1: true}},
 		},
 	}
 	for _, tt := range tests {
@@ -174,6 +174,28 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("summarize() = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStillReplacing(t *testing.T) {
+	replacing := map[int]bool{}
+	steps := []struct {
+		sum  summary
+		want []int
+	}{
+		{summary{complete: map[int]bool{0: false, 1: false}}, nil},
+		{summary{replacing: []int{0}, complete: map[int]bool{0: false, 1: false}}, []int{0}},
+		// Replica 0's last outdated pods deleted: still being replaced
+		// until it has all its pods again.
+		{summary{complete: map[int]bool{0: false, 1: false}}, []int{0}},
+		{summary{replacing: []int{1}, complete: map[int]bool{0: false, 1: false}}, []int{0, 1}},
+		{summary{replacing: []int{1}, complete: map[int]bool{0: true, 1: false}}, []int{1}},
+		{summary{complete: map[int]bool{0: true, 1: true}}, nil},
+	}
+	for i, step := range steps {
+		if got := stillReplacing(replacing, step.sum); !reflect.DeepEqual(got, step.want) {
+			t.Errorf("step %d: stillReplacing() = %v, want %v", i, got, step.want)
+		}
 	}
 }
 
