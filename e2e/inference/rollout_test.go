@@ -54,6 +54,10 @@ const (
 	// onDeleteQuiet is how long an OnDelete PodCliqueSet is watched for a
 	// pod copse should not delete (Grove's OnDelete tests wait 10s).
 	onDeleteQuiet = 10 * time.Second
+	// poll is how often the specs look while they wait: often enough for
+	// steps of a second, rarely enough to leave the API server to the
+	// controllers on 2 cores.
+	poll = 200 * time.Millisecond
 	// stalled is how long a rollout that cannot progress is watched.
 	stalled = 4 * time.Second
 	// versionLabel is the template label each version sets, so that an
@@ -160,7 +164,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				g.Expect(pclq.Spec.PodSpec.Containers[0].Image).To(Equal(image("2")), "PodClique %s", pclq.Name)
 				g.Expect(pclq.Spec.PodSpec.Affinity).To(Equal(pcs.CliqueTemplate(clique).Spec.PodSpec.Affinity), "PodClique %s", pclq.Name)
 			}
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 
 		By("no pod is deleted or replaced for 10s")
 		Consistently(func(g Gomega) {
@@ -198,7 +202,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			}
 			g.Expect(liveUIDs(ctx, g, ns, "serve")).To(Equal(before))
 			expectOnDeleteUpdateRecorded(ctx, g, ns, "serve")
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 	})
 
 	It("OnDelete scale-in removes pods of the old template before pods of the new one (Grove OD-3)", func(ctx context.Context) {
@@ -213,7 +217,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 
 		By("changing the template, then deleting the pod of the highest index: it comes back updated")
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "2") })
-		Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, ns, "serve") }).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+		Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, ns, "serve") }).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 		victim := podAt(ctx, ns, "serve", 0, "router", "2")
 		Expect(env.Client.Delete(ctx, victim)).To(Succeed())
 		updated := expectReplaced(ctx, ns, "serve", victim, 3)
@@ -223,7 +227,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		scalePodCliques(ctx, ns, "serve", "router", 2)
 		Eventually(func(g Gomega) {
 			g.Expect(env.Pods(ctx, g, ns, "serve")).To(HaveLen(2), "pods, terminating ones included")
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 		Expect(liveUIDs(ctx, Default, ns, "serve")).To(HaveKey(updated.UID), "scale-in removed the pod of the new template")
 	})
 
@@ -304,7 +308,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				pending++
 			}
 			g.Expect(pending).To(Equal(4), "pods of replica 0's base gang (2 routers, group replica 0)")
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			live := liveUIDs(ctx, g, ns, "serve")
 			for uid := range untouched {
@@ -328,7 +332,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				g.Expect(pod.DeletionTimestamp).To(BeNil())
 				g.Expect(pod.Spec.NodeName).To(BeEmpty())
 			}
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 		replica0 := liveUIDs(ctx, Default, ns, "serve", client.MatchingLabels{labels.ReplicaKey: "0"})
 
 		By("updating: replica 1, which has no scheduled pod, is updated first, and replica 0 waits")
@@ -715,7 +719,7 @@ func expectReplaced(ctx context.Context, namespace, pcsName string, victim *core
 			g.Expect(framework.IsReady(pod)).To(BeTrue(), "pod %s not Ready", pod.Name)
 		}
 		g.Expect(replacement).NotTo(BeNil(), "no replacement for %s", victim.Name)
-	}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 	return replacement
 }
 
@@ -775,7 +779,7 @@ func expectSettled(ctx context.Context, namespace, name string, pods int, update
 					"currentPodCliqueSetGenerationHash of PodCliqueScalingGroup %s", pcsg.Name)
 			}
 		}
-	}).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 	return pcs
 }
 
@@ -798,7 +802,7 @@ func expectNothingReplaced(ctx context.Context, namespace, name, version string)
 	GinkgoHelper()
 	before := liveUIDs(ctx, Default, namespace, name)
 	updateSpec(ctx, namespace, name, func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, version) })
-	Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, namespace, name) }).WithContext(ctx).WithTimeout(rolloutTimeout).Should(Succeed())
+	Eventually(func(g Gomega) { expectOnDeleteUpdateRecorded(ctx, g, namespace, name) }).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
 	Consistently(func(g Gomega) {
 		g.Expect(env.Pods(ctx, g, namespace, name)).To(HaveLen(len(before)))
 		g.Expect(liveUIDs(ctx, g, namespace, name)).To(Equal(before))
@@ -841,5 +845,5 @@ func expectEvents(ctx context.Context, namespace, name string, reasons ...string
 			events := env.EventsWithReason(ctx, g, namespace, reason)
 			g.Expect(slices.ContainsFunc(events, func(ev eventsv1.Event) bool { return ev.Regarding.Name == name })).To(BeTrue(), "no %s event for %s", reason, name)
 		}
-	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 }
