@@ -44,8 +44,10 @@ type rolloutReplica struct {
 	// scheduledPods counts its pods bound to a node (Grove's first
 	// criterion: a replica with none is updated first).
 	scheduledPods int
-	// breached: a member reports MinAvailableBreached=True.
-	breached bool
+	// breached: a member reports MinAvailableBreached=True; available:
+	// every member reports it False (the replica counts in
+	// availableReplicas).
+	breached, available bool
 	// recreating: a recreation (gang termination) of the replica is under
 	// way or decided this pass; it builds the replica afresh from the
 	// current spec, so the rollout leaves it alone.
@@ -103,8 +105,8 @@ type rolloutDecision struct {
 //     base gang is available with new pods, the scaling-group replicas
 //     above minAvailable (a gang each): those not available at once, the
 //     available ones one at a time, only while every other gang of the
-//     replica is available. It is done when it has no old pod left and every
-//     gang is available.
+//     replica is available. It is done when it has no old pod left, every
+//     gang is available and its members report it available.
 //   - The next replica is, as Grove picks it: one without scheduled pods,
 //     then a breached one, then the lowest index; replicas being recreated
 //     and replicas removed by a scale-in are skipped. None left: the update
@@ -250,9 +252,11 @@ func nextGangPods(r rolloutReplica) []podstate.Summary {
 }
 
 // replicaUpdated: the replica has all its PodCliques, each carrying its
-// template, no old pod that runs, and every gang available.
+// template, no old pod that runs, every gang available, and its members
+// report it available, so that the next replica's update never starts
+// while this one still counts as unavailable.
 func replicaUpdated(r rolloutReplica) bool {
-	if !r.complete || hasOldPods(r) {
+	if !r.complete || !r.available || hasOldPods(r) {
 		return false
 	}
 	for _, c := range r.cliques {

@@ -40,7 +40,7 @@ func rc(name, gang string, base bool, groupReplica int, state string) rolloutCli
 // gang, decode group replicas 1 and 2 in gangs of their own.
 func rr(index int, frontend, group0, group1, group2 string) rolloutReplica {
 	p := func(s string) string { return "r" + string(rune('0'+index)) + "-" + s }
-	return rolloutReplica{index: index, complete: true, scheduledPods: 4, cliques: []rolloutClique{
+	return rolloutReplica{index: index, complete: true, available: true, scheduledPods: 4, cliques: []rolloutClique{
 		rc(p("frontend"), p("base"), true, 0, frontend),
 		rc(p("decode-0"), p("base"), true, 0, group0),
 		rc(p("decode-1"), p("decode-1"), false, 1, group1),
@@ -136,6 +136,12 @@ func TestDecideRollout(t *testing.T) {
 				replicas: []rolloutReplica{allNew(0), allOld(1)}},
 			currentlyUpdating: []int{1}, replicaStarted: 1, replicaUpdated: 0,
 			deleted: []string{"r1-frontend-pod", "r1-decode-0-pod"},
+		},
+		{
+			name: "a replica with new pods ready that its members do not report available yet is not done",
+			in: rolloutInputs{recordedHash: ptr.To("h2"), computedHash: "h2", progress: inProgress(0, earlier),
+				replicas: []rolloutReplica{func() rolloutReplica { r := allNew(0); r.available = false; return r }(), allOld(1)}},
+			currentlyUpdating: []int{0}, replicaStarted: -1, replicaUpdated: -1,
 		},
 		{
 			name: "the last replica done ends the update",

@@ -70,7 +70,7 @@ func rolloutReplicasOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed 
 	for r := range out {
 		out[r] = rolloutReplica{index: r, recreating: recreating[r]}
 		if r < len(assessed) {
-			out[r].breached = assessed[r].breached
+			out[r].breached, out[r].available = assessed[r].breached, assessed[r].available
 		}
 	}
 	for _, pclq := range obs.podCliques {
