@@ -157,6 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		desired:      int(pclq.Spec.Replicas),
 		minAvailable: int(pclq.MinAvailable()),
 		training:     training,
+		templateHash: pclq.Labels[labels.PodTemplateHashKey],
 		blocked:      blocked,
 		pods:         owned,
 		creating:     creatingIndices(pending),
