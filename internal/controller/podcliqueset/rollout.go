@@ -92,8 +92,10 @@ type rolloutDecision struct {
 //
 //   - The first pass records the hash; a different hash later starts an
 //     update (updateStartedAt). OnDelete ends it at once (updateEndedAt =
-//     updateStartedAt): the specs follow the template, pods are replaced
-//     when someone deletes them. A Training workload never rolls.
+//     updateStartedAt), once every PodClique carries the template (until
+//     then the recorded hash stays): the specs follow the template, pods
+//     are replaced when someone deletes them. A Training workload never
+//     rolls.
 //   - RollingRecreate updates one replica at a time, recorded in
 //     currentlyUpdating before any of its pods is deleted. A newer hash in
 //     the middle keeps the replica being updated (it is the one already
@@ -122,6 +124,13 @@ func decideRollout(in rolloutInputs) rolloutDecision {
 		return d
 	}
 	if *in.recordedHash != in.computedHash {
+		if in.onDelete && !templateTaken(in.replicas) {
+			// OnDelete ends an update as it starts, so it starts once every
+			// PodClique carries the template: a pod deleted after
+			// updateEndedAt shows always comes back with it.
+			d.hash = *in.recordedHash
+			return d
+		}
 		d.started = true
 		next := &grovecorev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: now}
 		if in.onDelete {
@@ -267,6 +276,22 @@ func replicaUpdated(r rolloutReplica) bool {
 	for _, g := range gangsOf(r) {
 		if !g.available(true) {
 			return false
+		}
+	}
+	return true
+}
+
+// templateTaken: every PodClique of the replicas not being recreated
+// carries its template.
+func templateTaken(replicas []rolloutReplica) bool {
+	for _, r := range replicas {
+		if r.recreating {
+			continue
+		}
+		for _, c := range r.cliques {
+			if !c.specCurrent {
+				return false
+			}
 		}
 	}
 	return true

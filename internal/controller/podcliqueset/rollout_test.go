@@ -71,6 +71,8 @@ func TestDecideRollout(t *testing.T) {
 		deleted                        []string
 		ended                          bool
 		noProgress                     bool
+		// hash is the hash to record; "" means the computed one.
+		hash string
 	}{
 		{
 			name:       "the first pass records the hash and starts nothing",
@@ -189,6 +191,12 @@ func TestDecideRollout(t *testing.T) {
 			started: true, ended: true, replicaStarted: -1, replicaUpdated: -1,
 		},
 		{
+			name: "OnDelete: the update starts (and ends) only once every PodClique carries the template",
+			in: rolloutInputs{recordedHash: ptr.To("h1"), computedHash: "h2", onDelete: true,
+				replicas: []rolloutReplica{allOld(0), rr(1, "old", "old", "old", "stale")}},
+			hash: "h1", noProgress: true, replicaStarted: -1, replicaUpdated: -1,
+		},
+		{
 			name: "a newer hash mid-rollout keeps the replica being updated and counts afresh",
 			in: rolloutInputs{recordedHash: ptr.To("h2"), computedHash: "h3", progress: inProgress(1, earlier),
 				replicas: []rolloutReplica{rr(0, "stale", "stale", "stale", "stale"), rr(1, "stale", "stale", "old", "old")}},
@@ -219,8 +227,12 @@ func TestDecideRollout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.in.now = rolloutNow
 			d := decideRollout(tt.in)
-			if d.hash != tt.in.computedHash {
-				t.Errorf("hash %q, want %q", d.hash, tt.in.computedHash)
+			wantHash := tt.in.computedHash
+			if tt.hash != "" {
+				wantHash = tt.hash
+			}
+			if d.hash != wantHash {
+				t.Errorf("hash %q, want %q", d.hash, wantHash)
 			}
 			if d.started != tt.started || d.completed != tt.completed || d.replicaStarted != tt.replicaStarted || d.replicaUpdated != tt.replicaUpdated {
 				t.Errorf("started %v completed %v replicaStarted %d replicaUpdated %d, want %v %v %d %d",
