@@ -77,6 +77,8 @@ func Pod(pc PodContext) (*corev1.Pod, error) {
 func podAnnotations(pclqAnnotations map[string]string) map[string]string {
 	out := maps.Clone(pclqAnnotations)
 	delete(out, corev1.LastAppliedConfigAnnotation)
+	// The PodClique's own bookkeeping, not the pod's.
+	delete(out, labels.TemplateReplicasAnnotation)
 	if len(out) == 0 {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/generationhash"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/naming"
@@ -44,7 +45,7 @@ func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, replica int, group grovecorev
 			Namespace:   pcs.Namespace,
 			Name:        naming.ScalingGroup(pcs.Name, replica, group.Name),
 			Labels:      labels.Merge(labels.ForReplica(pcs.Name, replica), attemptLabel(attempt), map[string]string{labels.ComponentKey: labels.ComponentScalingGroup}),
-			Annotations: copyMap(group.Annotations),
+			Annotations: labels.Merge(group.Annotations, templateReplicas(copsev1alpha1.ScalingGroupReplicas(group), group.ScaleConfig != nil)),
 		},
 		Spec: grovecorev1alpha1.PodCliqueScalingGroupSpec{
 			Replicas:     copsev1alpha1.ScalingGroupReplicas(group),
@@ -91,8 +92,9 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 	// The user's template labels go first so that copse's keys always win:
 	// a template label can never redirect a selector.
 	objLabels := labels.Merge(clique.Labels, copseLabels, attemptLabel(attempt), map[string]string{
-		labels.PodCliqueKey:      name,
-		labels.CliqueTemplateKey: clique.Name,
+		labels.PodCliqueKey:       name,
+		labels.CliqueTemplateKey:  clique.Name,
+		labels.PodTemplateHashKey: generationhash.PodTemplateHash(pcs, clique),
 	})
 	spec := *clique.Spec.DeepCopy()
 	if spec.MinAvailable == nil {
@@ -104,7 +106,7 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 			Namespace:   pcs.Namespace,
 			Name:        name,
 			Labels:      objLabels,
-			Annotations: podCliqueAnnotations(pcs, clique),
+			Annotations: labels.Merge(podCliqueAnnotations(pcs, clique), templateReplicas(spec.Replicas, spec.ScaleConfig != nil)),
 		},
 		Spec: spec,
 	}
@@ -126,6 +128,16 @@ func podCliqueAnnotations(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1al
 // the first, n after the replica's n-th recreation.
 func attemptLabel(attempt int32) map[string]string {
 	return map[string]string{labels.AttemptKey: strconv.Itoa(int(max(attempt, 0)))}
+}
+
+// templateReplicas records the template's replica count an object was
+// built or last refreshed with (labels.TemplateReplicasAnnotation); none for
+// an autoscaled object, whose count the scale subresource owns.
+func templateReplicas(n int32, autoscaled bool) map[string]string {
+	if autoscaled {
+		return nil
+	}
+	return map[string]string{labels.TemplateReplicasAnnotation: strconv.Itoa(int(n))}
 }
 
 func copyMap(m map[string]string) map[string]string {

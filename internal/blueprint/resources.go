@@ -90,6 +90,11 @@ func ReplicaResources() []ReplicaResource {
 				}
 				return out
 			},
+			Refresh: func(existing, desired client.Object) bool {
+				e, okE := existing.(*copsev1alpha1.PodCliqueScalingGroup)
+				d, okD := desired.(*copsev1alpha1.PodCliqueScalingGroup)
+				return okE && okD && RefreshScalingGroup(e, d)
+			},
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},
@@ -106,6 +111,11 @@ func ReplicaResources() []ReplicaResource {
 					out = append(out, StandalonePodClique(in.PodCliqueSet, in.Replica, clique, in.Attempt, in.Packing))
 				}
 				return out
+			},
+			Refresh: func(existing, desired client.Object) bool {
+				e, okE := existing.(*copsev1alpha1.PodClique)
+				d, okD := desired.(*copsev1alpha1.PodClique)
+				return okE && okD && RefreshPodClique(e, d)
 			},
 			RecreatedWithReplica: true,
 			MakesPods:            true,

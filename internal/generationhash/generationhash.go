@@ -99,6 +99,13 @@ func GenerationHash(pcs *copsev1alpha1.PodCliqueSet) string {
 	return Hash(Cliques(pcs)...)
 }
 
+// PodTemplateHash is the hash of one clique's pod template: the value of
+// the grove.io/pod-template-hash label of its PodCliques and their pods. It
+// changes exactly when the clique's pods have to be replaced.
+func PodTemplateHash(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec) string {
+	return Hash(Clique(pcs, clique))
+}
+
 // Hash returns the hash of the given clique templates, in the given order.
 // GenerationHash is Hash(Cliques(pcs)...); the hash of a single clique,
 // Hash(Clique(pcs, clique)), identifies that clique's pod template.

@@ -151,3 +151,24 @@ func TestCliquesAreSortedAndEffective(t *testing.T) {
 		t.Error("GenerationHash is not Hash(Cliques(pcs)...)")
 	}
 }
+
+func TestPodTemplateHashFollowsItsOwnCliqueOnly(t *testing.T) {
+	base := pcs()
+	leader, worker := PodTemplateHash(base, base.Spec.Template.Cliques[0]), PodTemplateHash(base, base.Spec.Template.Cliques[1])
+	if leader == worker {
+		t.Fatalf("two different cliques share the hash %q", leader)
+	}
+	changed := pcs(func(p *copsev1alpha1.PodCliqueSet) {
+		p.Spec.Template.Cliques[1].Spec.PodSpec.Containers[0].Image = "example.com/train:2"
+	})
+	if got := PodTemplateHash(changed, changed.Spec.Template.Cliques[0]); got != leader {
+		t.Errorf("the leader's hash changed with the worker's image: %q -> %q", leader, got)
+	}
+	if got := PodTemplateHash(changed, changed.Spec.Template.Cliques[1]); got == worker {
+		t.Errorf("the worker's hash did not change with its image: %q", got)
+	}
+	scaled := pcs(func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[1].Spec.Replicas = 5 })
+	if got := PodTemplateHash(scaled, scaled.Spec.Template.Cliques[1]); got != worker {
+		t.Errorf("the worker's hash changed with its replica count: %q -> %q", worker, got)
+	}
+}

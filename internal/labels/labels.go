@@ -40,6 +40,13 @@ const (
 // a downward-API volume and lets the pod's containers start once it is open.
 const StartupGateAnnotation = "copse.dev/startup-gate"
 
+// TemplateReplicasAnnotation, on a PodClique or PodCliqueScalingGroup,
+// holds the replica count of the PodCliqueSet template that copse last
+// applied to it. A template count different from it is a change of the
+// template, applied to spec.replicas; otherwise spec.replicas is left to
+// whoever scaled the object (kubectl scale, an autoscaler).
+const TemplateReplicasAnnotation = "copse.dev/template-replicas"
+
 // ManagedByValue marks objects copse manages.
 const ManagedByValue = "copse-operator"
 

@@ -55,6 +55,11 @@ type Summary struct {
 	HasOutcomeFinalizer bool
 	// ControllerUID is the UID of the pod's controller owner, if any.
 	ControllerUID types.UID
+	// TemplateHash is the hash of the pod template the pod was made from
+	// (labels.PodTemplateHashKey); "" for a pod made before copse set it.
+	TemplateHash string
+	// Gang is the gang the pod's PodClique put it in (labels.PodGangKey).
+	Gang string
 }
 
 // Failure is why a pod failed: the first container that terminated with a
@@ -125,6 +130,8 @@ func Of(pod *corev1.Pod) Summary {
 		ScheduleGated: len(pod.Spec.SchedulingGates) > 0,
 		Ready:         podReady(pod),
 		StartupGate:   pod.Annotations[labels.StartupGateAnnotation],
+		TemplateHash:  pod.Labels[labels.PodTemplateHashKey],
+		Gang:          pod.Labels[labels.PodGangKey],
 	}
 	if pod.DeletionTimestamp != nil {
 		s.DeletionDeadline = pod.DeletionTimestamp.Time

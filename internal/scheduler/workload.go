@@ -70,10 +70,33 @@ func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
 			}
 			return out
 		},
+		Refresh: func(existing, desired client.Object) bool {
+			e, okE := existing.(*schedulingv1beta1.PodGroup)
+			d, okD := desired.(*schedulingv1beta1.PodGroup)
+			return okE && okD && refreshMinCount(e, d)
+		},
 		// A new run of the replica is a new gang: its pods are scheduled
 		// all-or-nothing again, and the old run's pods never count.
 		RecreatedWithReplica: true,
 	}}
+}
+
+// refreshMinCount gives an existing PodGroup the gang's minCount now (a
+// minAvailable changed in the template). The Workload API lets a
+// PodGroup's schedulingPolicy change in place (only its workloadRef and
+// schedulingConstraints are immutable, k8s.io/api scheduling/v1beta1), and
+// kube-scheduler reads the PodGroup when it next places a pod of it. A
+// PodGroup of another run of its replica is left alone.
+func refreshMinCount(existing, desired *schedulingv1beta1.PodGroup) bool {
+	if existing.Labels[labels.AttemptKey] != desired.Labels[labels.AttemptKey] {
+		return false
+	}
+	have, want := existing.Spec.SchedulingPolicy.Gang, desired.Spec.SchedulingPolicy.Gang
+	if have == nil || want == nil || have.MinCount == want.MinCount {
+		return false
+	}
+	have.MinCount = want.MinCount
+	return true
 }
 
 // SyncPodCliqueSet implements Backend: the PodCliqueSet's Workload.

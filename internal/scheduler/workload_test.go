@@ -12,6 +12,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -173,6 +174,35 @@ func TestPodGroupTopologyConstraints(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantTemplates, gotTemplates); diff != "" {
 				t.Errorf("Workload template constraints (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRefreshMinCount(t *testing.T) {
+	group := func(attempt string, minCount int32) *schedulingv1beta1.PodGroup {
+		pg := &schedulingv1beta1.PodGroup{}
+		pg.Labels = map[string]string{labels.AttemptKey: attempt}
+		pg.Spec.SchedulingPolicy = gangPolicy(minCount)
+		return pg
+	}
+	tests := []struct {
+		name              string
+		existing, desired *schedulingv1beta1.PodGroup
+		changed           bool
+		want              int32
+	}{
+		{name: "same minCount", existing: group("0", 4), desired: group("0", 4), want: 4},
+		{name: "a new minAvailable changes minCount in place", existing: group("0", 4), desired: group("0", 3), changed: true, want: 3},
+		{name: "another run's gang is left alone", existing: group("1", 4), desired: group("0", 3), want: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := refreshMinCount(tt.existing, tt.desired); got != tt.changed {
+				t.Errorf("changed = %v, want %v", got, tt.changed)
+			}
+			if got := tt.existing.Spec.SchedulingPolicy.Gang.MinCount; got != tt.want {
+				t.Errorf("minCount %d, want %d", got, tt.want)
 			}
 		})
 	}

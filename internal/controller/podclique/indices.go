@@ -31,14 +31,24 @@ func podsToCreate(desired int, occupied []int) []int {
 }
 
 // podsToDelete picks the surplus pods to remove on scale-in, cheapest loss
-// first: pods not scheduled, then pods not ready, then the highest indices,
-// so a shrinking clique keeps its lowest, healthiest members.
-func podsToDelete(surplus int, candidates []podstate.Summary) []podstate.Summary {
+// first: pods not scheduled, then pods not ready, then pods of another
+// template than templateHash (the PodClique's; "" when it has none), as
+// Grove's scale-in prefers outdated pods, then the highest indices, so a
+// shrinking clique keeps its lowest, healthiest, newest members.
+func podsToDelete(surplus int, candidates []podstate.Summary, templateHash string) []podstate.Summary {
 	if surplus <= 0 {
 		return nil
 	}
 	ordered := slices.Clone(candidates)
-	slices.SortFunc(ordered, deleteFirst)
+	slices.SortFunc(ordered, func(a, b podstate.Summary) int {
+		if a.Scheduled != b.Scheduled || a.Ready != b.Ready {
+			return deleteFirst(a, b)
+		}
+		if outdatedA, outdatedB := a.TemplateHash != templateHash, b.TemplateHash != templateHash; templateHash != "" && outdatedA != outdatedB {
+			return boolFirst(outdatedA, outdatedB)
+		}
+		return deleteFirst(a, b)
+	})
 	return ordered[:min(surplus, len(ordered))]
 }
 

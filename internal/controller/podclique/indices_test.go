@@ -46,10 +46,13 @@ func TestPodsToDelete(t *testing.T) {
 		{"not ready before ready", 1, []podstate.Summary{p(0), p(1, notReady), p(2)}, []string{"pod-1"}},
 		{"unscheduled before not ready", 2, []podstate.Summary{p(0, notReady), p(1), p(2, unscheduled), p(3)}, []string{"pod-2", "pod-0"}},
 		{"surplus larger than candidates", 5, []podstate.Summary{p(0), p(1)}, []string{"pod-1", "pod-0"}},
+		{"old template before new, as Grove", 2, []podstate.Summary{hashed(p(0), "old"), hashed(p(1), "old"), hashed(p(2), "new")}, []string{"pod-1", "pod-0"}},
+		{"no template label counts as old", 1, []podstate.Summary{p(0), hashed(p(1), "new")}, []string{"pod-0"}},
+		{"not ready new before ready old", 1, []podstate.Summary{hashed(p(0), "old"), hashed(p(1, notReady), "new")}, []string{"pod-1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := podsToDelete(c.surplus, c.candidates)
+			got := podsToDelete(c.surplus, c.candidates, "new")
 			if diff := cmp.Diff(c.want, podNames(got)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -59,7 +62,7 @@ func TestPodsToDelete(t *testing.T) {
 
 func TestPodsToDeleteLeavesCandidatesAlone(t *testing.T) {
 	candidates := []podstate.Summary{p(0), p(1), p(2)}
-	podsToDelete(1, candidates)
+	podsToDelete(1, candidates, "")
 	if diff := cmp.Diff([]string{"pod-0", "pod-1", "pod-2"}, podNames(candidates)); diff != "" {
 		t.Errorf("candidates reordered (-want +got):\n%s", diff)
 	}
@@ -88,4 +91,10 @@ func TestOnePodPerIndex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hashed is pod with the template hash label's value.
+func hashed(pod podstate.Summary, hash string) podstate.Summary {
+	pod.TemplateHash = hash
+	return pod
 }

@@ -48,6 +48,9 @@ type planInput struct {
 	desired      int
 	minAvailable int
 	training     bool
+	// templateHash is the PodClique's pod template hash: scale-in removes
+	// pods of other templates first.
+	templateHash string
 	// blocked forbids new pods: no index is filled and no ended pod is
 	// replaced. Deletions that keep the clique in shape (a second pod on an
 	// index, a pod without an index, scale-in) still happen.
@@ -179,7 +182,7 @@ func planPods(in planInput) podPlan {
 	}
 
 	if len(in.creating) == 0 {
-		for _, p := range podsToDelete(len(kept)+succeededCount-in.desired, kept) {
+		for _, p := range podsToDelete(len(kept)+succeededCount-in.desired, kept, in.templateHash) {
 			plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeScaleIn})
 		}
 	}

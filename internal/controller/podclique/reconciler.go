@@ -157,6 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		desired:      int(pclq.Spec.Replicas),
 		minAvailable: int(pclq.MinAvailable()),
 		training:     training,
+		templateHash: pclq.Labels[labels.PodTemplateHashKey],
 		blocked:      blocked,
 		pods:         owned,
 		creating:     creatingIndices(pending),
@@ -171,7 +172,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		plan = podPlan{}
 	}
 
-	status := computeStatus(pclq, statusInput{pods: owned, workload: ws, completion: completion, replaced: plan.replace, startOrder: order, now: metav1.NewTime(now)})
+	status := computeStatus(pclq, statusInput{pods: owned, workload: ws, completion: completion, replaced: plan.replace, startOrder: order,
+		template: templateStateOf(pcs, pclq), now: metav1.NewTime(now)})
 	if err := r.writeStatus(ctx, pclq, status); err != nil {
 		if apierrors.IsConflict(err) {
 			log.V(1).Info("status computed from a stale PodClique; retrying")

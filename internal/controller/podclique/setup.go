@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,7 +109,9 @@ func (r *Reconciler) cliquesOf(ctx context.Context, obj client.Object) []reconci
 }
 
 // mayCreatePodsChanged passes the PodCliqueSet updates after which a
-// PodClique may get pods it was refused, or must stop getting them.
+// PodClique may get pods it was refused, or must stop getting them, and
+// those with a new generation hash (the PodCliques' update status follows
+// it).
 func mayCreatePodsChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -117,7 +120,8 @@ func mayCreatePodsChanged() predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, okOld := e.ObjectOld.(*copsev1alpha1.PodCliqueSet)
 			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodCliqueSet)
-			return okOld && okNew && lifecycle.MayCreatePodsChanged(old, cur)
+			return okOld && okNew && (lifecycle.MayCreatePodsChanged(old, cur) ||
+				!ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash))
 		},
 	}
 }

@@ -34,13 +34,15 @@ type statusInput struct {
 	replaced []podstate.Summary
 	// startOrder is where the clique stands in its replica's start order.
 	startOrder startOrder
-	now        metav1.Time
+	// template is what the update fields are judged against.
+	template templateState
+	now      metav1.Time
 }
 
 // computeStatus returns the PodClique's status. It is the only place the
-// status is computed. Fields this controller does not own (updatedReplicas,
-// hashes, update progress, lastErrors, conditions of other types) are
-// carried over. Only pods that are neither ended nor terminating are counted
+// status is computed. Fields this controller does not own (lastErrors,
+// conditions of other types) are carried over; the update fields are
+// updateStatus's. Only pods that are neither ended nor terminating are counted
 // in the replica fields. now stamps the conditions whose status changes.
 //
 // The conditions depend on the workload type, so they are left as they are
@@ -60,6 +62,7 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	status.ScheduledReplicas = int32(counts.Scheduled)
 	status.ScheduleGatedReplicas = int32(counts.Gated)
 	status.Selector = ptr.To(podSelector(pclq.Name))
+	updateStatus(&status, pclq, in.template, in.pods, in.now)
 	if !in.workload.known {
 		return status
 	}

@@ -20,11 +20,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
@@ -55,7 +61,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=grove.io,resources=podcliques,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -83,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	status := computeStatus(pcsg, cliques)
+	updateStatus(&status, pcsg, generationOf(pcs), cliques, metav1.NewTime(r.now()))
 	var recreate groupRecreations
 	if !pcs.IsTraining() {
 		// Training restarts the whole replica instead (the PodCliqueSet
@@ -181,9 +188,9 @@ func (r *Reconciler) recreateGroupReplicas(ctx context.Context, pcsg *copsev1alp
 // their old cliques to be gone.
 func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup,
 	existing []copsev1alpha1.PodClique, recreating []int) error {
-	present := map[string]bool{}
-	for _, c := range existing {
-		present[c.Name] = true
+	present := map[string]*copsev1alpha1.PodClique{}
+	for i := range existing {
+		present[existing[i].Name] = &existing[i]
 	}
 	skip := map[int]bool{}
 	for _, j := range recreating {
@@ -210,7 +217,8 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 				continue
 			}
 			pclq := blueprint.GroupedPodClique(pcs, pcsg, j, template, packing)
-			if present[pclq.Name] {
+			if current := present[pclq.Name]; current != nil {
+				errs = append(errs, r.refreshPodClique(ctx, pcs, pcsg, current, pclq))
 				continue
 			}
 			if err := controllerutil.SetControllerReference(pcsg, pclq, r.Scheme); err != nil {
@@ -236,6 +244,27 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 	return errors.Join(errs...)
 }
 
+// refreshPodClique brings an existing PodClique of the group towards the
+// template (blueprint.RefreshPodClique): its pod template, minAvailable and
+// replicas follow the PodCliqueSet's, as the standalone ones do. The write
+// carries the resourceVersion read, so a change decided on a stale copy is
+// refused with a conflict and made again on the next pass. A Training
+// workload's PodCliques never change once created.
+func (r *Reconciler) refreshPodClique(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup,
+	current, desired *copsev1alpha1.PodClique) error {
+	if pcs.IsTraining() || !current.DeletionTimestamp.IsZero() || !metav1.IsControlledBy(current, pcsg) {
+		return nil
+	}
+	updated := current.DeepCopy()
+	if !blueprint.RefreshPodClique(updated, desired) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("update PodClique %s to the template: %w", current.Name, err)
+	}
+	return nil
+}
+
 // groupReplicaOf is the clique's group replica index, -1 without one.
 func groupReplicaOf(c *copsev1alpha1.PodClique) int {
 	if j, ok := labels.Index(c.Labels, labels.ScalingGroupReplicaKey); ok {
@@ -245,7 +274,8 @@ func groupReplicaOf(c *copsev1alpha1.PodClique) int {
 }
 
 // SetupWithManager registers the controller; a PodClique's status change
-// can change the group's availability.
+// can change the group's availability, and a PodCliqueSet's new spec or
+// generation hash is what the group's PodCliques and update status follow.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -254,6 +284,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		Named(ControllerName).
 		For(&copsev1alpha1.PodCliqueScalingGroup{}).
 		Owns(&copsev1alpha1.PodClique{}).
+		Watches(&copsev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf), builder.WithPredicates(templateChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(r)
+}
+
+// groupsOf maps a PodCliqueSet to its PodCliqueScalingGroups.
+func (r *Reconciler) groupsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list copsev1alpha1.PodCliqueScalingGroupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(obj.GetName())}); err != nil {
+		log.FromContext(ctx).Error(err, "list the PodCliqueScalingGroups of a PodCliqueSet", "podcliqueset", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// templateChanged passes PodCliqueSet updates with a new spec or a new
+// generation hash.
+func templateChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*copsev1alpha1.PodCliqueSet)
+			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodCliqueSet)
+			return okOld && okNew && (old.Generation != cur.Generation ||
+				!ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash))
+		},
+	}
 }

@@ -92,7 +92,9 @@ func (r *Reconciler) convergeRow(ctx context.Context, pcs *copsev1alpha1.PodCliq
 // copy fails with a conflict and is made again on the next pass.
 func (r *Reconciler) refreshObject(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, row blueprint.ReplicaResource,
 	current, desired client.Object, budget *writeBudget) error {
-	if row.Refresh == nil || !metav1.IsControlledBy(current, pcs) || !current.GetDeletionTimestamp().IsZero() {
+	// A Training workload's objects never change once created: its pod
+	// templates are immutable, and its counts are what its run is judged on.
+	if row.Refresh == nil || pcs.IsTraining() || !metav1.IsControlledBy(current, pcs) || !current.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
 	updated, ok := current.DeepCopyObject().(client.Object)

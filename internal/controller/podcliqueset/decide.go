@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -317,7 +318,8 @@ type passDecision struct {
 // decide gathers the inputs of the workload type's pure decision function.
 // startTime is the workload's start as this pass sets it (nil before);
 // currentRun holds the replicas with objects or pods of their current run.
-// A suspended workload that has not ended takes no other decision than its
+// An Inference replica a rolling update is replacing (currentlyUpdating)
+// is not gang-terminated. A suspended workload that has not ended takes no other decision than its
 // suspensions: no gang termination, restart or failure, and no restart is
 // consumed.
 func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inProgress, currentRun map[int]bool, startTime *time.Time, now time.Time) passDecision {
@@ -326,7 +328,16 @@ func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inPro
 			restartCount: pcs.Status.RestartCount, causeReplica: -1}
 	}
 	if !pcs.IsTraining() {
-		g := decideGangTerminations(replicas, inProgress, pcs.TerminationDelay(), now)
+		// The replica a rolling update is replacing is below minAvailable
+		// on purpose; as in Grove, gang termination leaves it to the update.
+		exempt := maps.Clone(inProgress)
+		if exempt == nil {
+			exempt = map[int]bool{}
+		}
+		if p := pcs.Status.UpdateProgress; rollingUpdateInProgress(p) && !onDelete(pcs) && len(p.CurrentlyUpdating) > 0 {
+			exempt[int(p.CurrentlyUpdating[0].ReplicaIndex)] = true
+		}
+		g := decideGangTerminations(replicas, exempt, pcs.TerminationDelay(), now)
 		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
 			restartCount: pcs.Status.RestartCount, causeReplica: -1, requeueAfter: g.requeueAfter}
 	}

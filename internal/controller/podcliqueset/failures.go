@@ -15,6 +15,7 @@ const (
 	errCodeSyncChildren    grovecorev1alpha1.ErrorCode = "ERR_SYNC_CHILDREN"
 	errCodeSyncGangs       grovecorev1alpha1.ErrorCode = "ERR_SYNC_GANGS"
 	errCodeTerminatePods   grovecorev1alpha1.ErrorCode = "ERR_TERMINATE_PODS"
+	errCodeRollingUpdate   grovecorev1alpha1.ErrorCode = "ERR_ROLLING_UPDATE"
 )
 
 // stepFailures collects the errors of one reconcile pass by step, so that

@@ -56,7 +56,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=grove.io,resources=podcliques;podcliquescalinggroups,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=grove.io,resources=podcliques;podcliquescalinggroups,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -71,7 +71,9 @@ type Reconciler struct {
 //	events    for the transitions the write made durable
 //	act       on the written status: delete the old runs of replicas being
 //	          recreated, terminate a failed workload's pods, create what
-//	          replicas that may run lack, sync the backend's objects
+//	          replicas that may run lack and bring existing objects to the
+//	          template, sync the backend's objects, delete the old pods of
+//	          the replica a rolling update records as currentlyUpdating
 //
 // Every destructive action follows a durable decision: it is taken from the
 // status as written, so a crash at any line resumes the same decision.
@@ -106,16 +108,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	startTime := startTimeCandidate(pcs, replicas, now)
 	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, r.resources()), startTime, now)
 	newRecreations := r.planRecreations(pcs, obs, d.recreate, d.reason, now)
+	rolloutIn := rolloutInputsOf(pcs, obs, replicas, recreatingReplicas(progress.inProgress, newRecreations), now)
+	rollout := decideRollout(rolloutIn)
 
 	status := computeStatus(pcs, statusInputs{
-		observed:       obs,
-		replicas:       replicas,
-		progress:       progress,
-		newRecreations: newRecreations,
-		decision:       d,
-		startTime:      startTime,
-		now:            now,
-		gangKind:       r.gangKind(),
+		observed:        obs,
+		replicas:        replicas,
+		progress:        progress,
+		newRecreations:  newRecreations,
+		decision:        d,
+		startTime:       startTime,
+		now:             now,
+		gangKind:        r.gangKind(),
+		rollout:         rollout,
+		rolloutReplicas: rolloutIn.replicas,
 	})
 	previous := pcs.Status.DeepCopy()
 	written, err := r.writeStatus(ctx, pcs, status)
@@ -127,8 +133,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.recordEvents(written, previous, replicas, newRecreations)
+	r.recordRolloutEvents(written, rollout)
 
-	result, failures := r.act(ctx, written, obs)
+	result, failures := r.act(ctx, written, obs, rollout)
 	if err := r.noteFailures(ctx, written, failures, now); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -140,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // act carries out what the written status says: it is durable, so acting
 // on it is safe whatever happens next.
-func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed) (ctrl.Result, stepFailures) {
+func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, rollout rolloutDecision) (ctrl.Result, stepFailures) {
 	var failures stepFailures
 	budget := newBudget(r.writeBudget())
 	result := ctrl.Result{}
@@ -161,6 +168,7 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 	} else {
 		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
 		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))
+		failures.add(errCodeRollingUpdate, r.deleteOldPods(ctx, pcs, rollout, budget))
 	}
 	result = requeueIfCut(budget)
 	if at := overdueCheckAt(pcs, obs); !at.IsZero() {

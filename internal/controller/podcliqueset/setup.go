@@ -17,6 +17,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -90,7 +91,8 @@ func (r *Reconciler) namingPodCliqueSets(ctx context.Context, binding client.Obj
 
 // podProgressed passes pod deletions and the updates that can change a
 // decision: a new phase, a first container start (Running means started),
-// a deletion timestamp (an awaited pod may become overdue). A pod's other
+// readiness (a rolling update waits for gangs to be available), a deletion
+// timestamp (an awaited pod may become overdue). A pod's other
 // status updates do not matter to the PodCliqueSet.
 func podProgressed() predicate.Funcs {
 	return predicate.Funcs{
@@ -105,6 +107,7 @@ func podProgressed() predicate.Funcs {
 			}
 			return oldPod.Status.Phase != newPod.Status.Phase ||
 				started(oldPod) != started(newPod) ||
+				podstate.Of(oldPod).Ready != podstate.Of(newPod).Ready ||
 				(oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil)
 		},
 	}

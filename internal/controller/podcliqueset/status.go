@@ -47,6 +47,10 @@ type statusInputs struct {
 	// gangKind is the resource table's row of the backend's gangs
 	// (PodGroup), "" without gang scheduling: PodGangsScheduled is then absent.
 	gangKind string
+	// rollout is this pass's rollout step; rolloutReplicas what it was
+	// decided on.
+	rollout         rolloutDecision
+	rolloutReplicas []rolloutReplica
 }
 
 // computeStatus derives the PodCliqueSet's whole status from one pass's
@@ -86,6 +90,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		started = started || a.started || a.succeeded
 	}
 	status.AvailableReplicas = available
+	rolloutStatus(&status, pcs, in.observed, in.rollout, in.rolloutReplicas)
 	meta.SetStatusCondition(&status.Conditions, breachCondition(pcs, available, breachedReplicas))
 
 	d := in.decision

@@ -18,7 +18,8 @@ import (
 // fields, trainingSpec.successPolicy: a workload's success criteria are
 // part of its definition, and a change could end a running workload, or
 // take back a success already written. Pod templates and replica counts
-// may change; the controllers roll them out. spec.suspend may change at
+// may change, and for Inference minAvailable too; the controllers roll them
+// out. spec.suspend may change at
 // any time: that is what it is for.
 func validateImmutableFields(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	oldTemplate, template := &old.Spec.Template, &pcs.Spec.Template
@@ -28,15 +29,16 @@ func validateImmutableFields(old, pcs *copsev1alpha1.PodCliqueSet) field.ErrorLi
 	errs = append(errs, apivalidation.ValidateImmutableField(template.TopologyConstraint, oldTemplate.TopologyConstraint, templatePath.Child("topologyConstraint"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(template.ResourceClaimTemplates, oldTemplate.ResourceClaimTemplates, templatePath.Child("resourceClaimTemplates"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(template.ResourceSharing, oldTemplate.ResourceSharing, templatePath.Child("resourceSharing"))...)
-	errs = append(errs, validateCliquesUnchanged(oldTemplate, template)...)
-	errs = append(errs, validateScalingGroupsUnchanged(oldTemplate, template)...)
+	training := pcs.IsTraining()
+	errs = append(errs, validateCliquesUnchanged(oldTemplate, template, training)...)
+	errs = append(errs, validateScalingGroupsUnchanged(oldTemplate, template, training)...)
 	return errs
 }
 
 // validateCliquesUnchanged keeps the set of cliques, and their order when
 // the start order depends on it (InOrder starts them in list order,
 // Explicit's dependencies were checked against it).
-func validateCliquesUnchanged(oldTemplate, template *grovecorev1alpha1.PodCliqueSetTemplateSpec) field.ErrorList {
+func validateCliquesUnchanged(oldTemplate, template *grovecorev1alpha1.PodCliqueSetTemplateSpec, training bool) field.ErrorList {
 	oldIndex := map[string]int{}
 	var oldNames []string
 	for i, clique := range oldTemplate.Cliques {
@@ -67,7 +69,7 @@ func validateCliquesUnchanged(oldTemplate, template *grovecorev1alpha1.PodClique
 				"cliques cannot be reordered when %s is %s: %q was at index %d",
 				templatePath.Child("cliqueStartupType"), *template.StartupType, clique.Name, j)))
 		}
-		errs = append(errs, validateCliqueUnchanged(oldTemplate.Cliques[j], clique, path)...)
+		errs = append(errs, validateCliqueUnchanged(oldTemplate.Cliques[j], clique, path, training)...)
 	}
 	for _, name := range oldNames {
 		if !present[name] {
@@ -77,11 +79,16 @@ func validateCliquesUnchanged(oldTemplate, template *grovecorev1alpha1.PodClique
 	return errs
 }
 
-func validateCliqueUnchanged(old, clique *grovecorev1alpha1.PodCliqueTemplateSpec, path *field.Path) field.ErrorList {
+// validateCliqueUnchanged keeps what a clique is. minAvailable may change
+// for Inference: it is rolled out to the PodCliques and gangs (the
+// controllers' refresh); a Training workload's gangs stay as created.
+func validateCliqueUnchanged(old, clique *grovecorev1alpha1.PodCliqueTemplateSpec, path *field.Path, training bool) field.ErrorList {
 	specPath := path.Child("spec")
 	var errs field.ErrorList
 	errs = append(errs, apivalidation.ValidateImmutableField(clique.Spec.RoleName, old.Spec.RoleName, specPath.Child("roleName"))...)
-	errs = append(errs, apivalidation.ValidateImmutableField(clique.Spec.MinAvailable, old.Spec.MinAvailable, specPath.Child("minAvailable"))...)
+	if training {
+		errs = append(errs, apivalidation.ValidateImmutableField(clique.Spec.MinAvailable, old.Spec.MinAvailable, specPath.Child("minAvailable"))...)
+	}
 	errs = append(errs, apivalidation.ValidateImmutableField(clique.Spec.StartsAfter, old.Spec.StartsAfter, specPath.Child("startsAfter"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(clique.Spec.PodSpec.SchedulerName, old.Spec.PodSpec.SchedulerName, specPath.Child("podSpec", "schedulerName"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(clique.TopologyConstraint, old.TopologyConstraint, path.Child("topologyConstraint"))...)
@@ -90,8 +97,9 @@ func validateCliqueUnchanged(old, clique *grovecorev1alpha1.PodCliqueTemplateSpe
 }
 
 // validateScalingGroupsUnchanged keeps the set of scaling groups and their
-// members; the order of either list carries no meaning.
-func validateScalingGroupsUnchanged(oldTemplate, template *grovecorev1alpha1.PodCliqueSetTemplateSpec) field.ErrorList {
+// members; the order of either list carries no meaning. minAvailable may
+// change for Inference, as a clique's.
+func validateScalingGroupsUnchanged(oldTemplate, template *grovecorev1alpha1.PodCliqueSetTemplateSpec, training bool) field.ErrorList {
 	oldByName := map[string]*grovecorev1alpha1.PodCliqueScalingGroupConfig{}
 	var oldNames []string
 	for g := range oldTemplate.PodCliqueScalingGroupConfigs {
@@ -115,7 +123,9 @@ func validateScalingGroupsUnchanged(oldTemplate, template *grovecorev1alpha1.Pod
 			errs = append(errs, field.Invalid(path.Child("cliqueNames"), group.CliqueNames, fmt.Sprintf(
 				"field is immutable: the members of a scaling group cannot change after creation (were %q)", old.CliqueNames)))
 		}
-		errs = append(errs, apivalidation.ValidateImmutableField(group.MinAvailable, old.MinAvailable, path.Child("minAvailable"))...)
+		if training {
+			errs = append(errs, apivalidation.ValidateImmutableField(group.MinAvailable, old.MinAvailable, path.Child("minAvailable"))...)
+		}
 		errs = append(errs, apivalidation.ValidateImmutableField(group.TopologyConstraint, old.TopologyConstraint, path.Child("topologyConstraint"))...)
 		errs = append(errs, apivalidation.ValidateImmutableField(group.ResourceSharing, old.ResourceSharing, path.Child("resourceSharing"))...)
 	}

@@ -100,9 +100,15 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "a clique's roleName", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[0].Spec.RoleName = "head"
 		}), want: []string{`spec.template.cliques[0].spec.roleName: Invalid value: "head": field is immutable`}},
-		{name: "a clique's minAvailable", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
+		{name: "a Training clique's minAvailable", old: validOf(copsev1alpha1.WorkloadTypeTraining), new: validOf(copsev1alpha1.WorkloadTypeTraining, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[1].Spec.MinAvailable = ptr.To[int32](2)
 		}), want: []string{"spec.template.cliques[1].spec.minAvailable: Invalid value: 2: field is immutable"}},
+		{name: "an Inference clique's minAvailable may change", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].Spec.MinAvailable = ptr.To[int32](2)
+		})},
+		{name: "an Inference clique's minAvailable is still checked against its replicas", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[1].Spec.MinAvailable = ptr.To(p.Spec.Template.Cliques[1].Spec.Replicas + 1)
+		}), want: []string{"spec.template.cliques[1].spec.minAvailable: Invalid value"}},
 		{name: "a clique's startsAfter", old: valid(explicitStartup), new: valid(explicitStartup, startsAfter(1, "leader")),
 			want: []string{`spec.template.cliques[1].spec.startsAfter: Invalid value: ["leader"]: field is immutable`}},
 		{name: "a clique's scheduler", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
@@ -142,10 +148,19 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "a scaling group's members", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].CliqueNames = []string{"worker", "router"}
 		}), want: []string{`spec.template.podCliqueScalingGroups[0].cliqueNames: Invalid value: ["worker","router"]: field is immutable: the members of a scaling group cannot change after creation (were ["worker"])`}},
-		{name: "a scaling group's minAvailable", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
+		{name: "a Training scaling group's minAvailable", old: validOf(copsev1alpha1.WorkloadTypeTraining, func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](3)
+		}), new: validOf(copsev1alpha1.WorkloadTypeTraining, func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](3)
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](2)
 		}), want: []string{"spec.template.podCliqueScalingGroups[0].minAvailable: Invalid value: 2: field is immutable"}},
+		{name: "an Inference scaling group's minAvailable may change", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](3)
+			p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](2)
+		})},
+		{name: "an Inference scaling group's minAvailable is still checked against its replicas", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](5)
+		}), want: []string{"spec.template.podCliqueScalingGroups[0].minAvailable: Invalid value"}},
 		{name: "a scaling group's topology constraint", old: valid(), new: valid(func(p *copsev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = rackConstraint()
 		}), want: []string{"spec.template.podCliqueScalingGroups[0].topologyConstraint: Invalid value"}},
