@@ -110,5 +110,6 @@ func ReplicaResources() []ReplicaResource {
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},
+		Autoscalers(),
 	}
 }
