@@ -122,11 +122,19 @@ func TestRefreshAutoscaler(t *testing.T) {
 	desiredOf := func(config grovecorev1alpha1.AutoScalingConfig) *autoscalingv2.HorizontalPodAutoscaler {
 		return ReplicaAutoscalers(autoscaled(&config, nil), 0)[0].(*autoscalingv2.HorizontalPodAutoscaler)
 	}
+	// serverDefaults does what the API server does to a written autoscaler
+	// without metrics (pkg/apis/autoscaling/v2/defaults.go).
+	serverDefaults := func(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+		if len(hpa.Spec.Metrics) == 0 {
+			hpa.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](80)}}}}
+		}
+	}
 	// stored is what the API server keeps of a created autoscaler: its
 	// empty metrics defaulted, a label someone else added.
 	stored := func(config grovecorev1alpha1.AutoScalingConfig) *autoscalingv2.HorizontalPodAutoscaler {
 		hpa := desiredOf(config)
-		hpa.Spec.Metrics = storedMetrics(hpa.Spec.Metrics)
+		serverDefaults(hpa)
 		hpa.Labels["team"] = "nlp"
 		return hpa
 	}
@@ -166,7 +174,7 @@ func TestRefreshAutoscaler(t *testing.T) {
 				return
 			}
 			// Once written and defaulted again, it matches: no second write.
-			existing.Spec.Metrics = storedMetrics(existing.Spec.Metrics)
+			serverDefaults(existing)
 			if RefreshAutoscaler(existing.DeepCopy(), desired) {
 				t.Errorf("a refreshed autoscaler still differs: %+v", existing.Spec)
 			}
