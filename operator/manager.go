@@ -6,6 +6,7 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copselabels "github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/mnnvl"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -85,6 +86,8 @@ func cachedByObject(cfg *configv1alpha1.OperatorConfiguration) map[client.Object
 	out := map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Label: managedByCopse},
 		&corev1.ConfigMap{}: {Label: managedByCopse},
+		// copse's autoscalers only, not every HorizontalPodAutoscaler.
+		&autoscalingv2.HorizontalPodAutoscaler{}: {Label: managedByCopse},
 	}
 	if cfg.MNNVL.Enabled {
 		// Only when enabled: the kind may not be served otherwise.

@@ -89,6 +89,9 @@ func controllerManagerArgs(l layout, p Ports) []string {
 		// would mark every node NotReady after 40s and evict its pods.
 		// Without it nodes stay schedulable for as long as the cluster runs.
 		"--controllers=" + strings.Join([]string{"*", "-node-lifecycle-controller"}, ","),
+		// The HPA controller acts on every autoscaler each second instead of
+		// every 15: specs wait for it in seconds.
+		"--horizontal-pod-autoscaler-sync-period=1s",
 		"--feature-gates=" + featureGates,
 		"--profiling=false",
 	}

@@ -120,5 +120,6 @@ func ReplicaResources() []ReplicaResource {
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},
+		Autoscalers(),
 	}
 }

@@ -25,6 +25,7 @@ const (
 	PodIndexKey            = grovecommon.LabelPodCliquePodIndex
 	PodGangKey             = grovecommon.LabelPodGang // the gang (PodGroup) a PodClique's pods join
 	PodTemplateHashKey     = grovecommon.LabelPodTemplateHash
+	AppNameKey             = grovecommon.LabelAppNameKey // an object's own name, on HorizontalPodAutoscalers as Grove sets it
 	// CliqueTemplateKey is the clique's name in the PodCliqueSet template
 	// ("worker"), as opposed to PodCliqueKey, the PodClique object's name.
 	CliqueTemplateKey = "copse.dev/clique"
@@ -56,6 +57,7 @@ const (
 	ComponentPodCliqueOfSet   = grovecommon.LabelComponentNamePodCliqueSetPodClique
 	ComponentPodCliqueOfGroup = grovecommon.LabelComponentNamePodCliqueScalingGroupPodClique
 	ComponentScalingGroup     = grovecommon.LabelComponentNamePodCliqueScalingGroup
+	ComponentAutoscaler       = grovecommon.LabelComponentNameHorizontalPodAutoscaler
 	// ComponentPodGroup and ComponentWorkload are copse's own: Grove has no
 	// Workload API objects.
 	ComponentPodGroup = "podgroup"

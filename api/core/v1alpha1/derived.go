@@ -132,6 +132,17 @@ func ScalingGroupMinAvailable(group grovecorev1alpha1.PodCliqueScalingGroupConfi
 	return DefaultScalingGroupMinAvailable
 }
 
+// AutoScalingMinReplicas is the minReplicas of an autoscaling config: its
+// own, else the template replica count of the clique or scaling group it
+// scales (as the defaulting webhook sets it, and as Grove defaults it), and
+// that default never below 1, the least a HorizontalPodAutoscaler accepts.
+func AutoScalingMinReplicas(config grovecorev1alpha1.AutoScalingConfig, templateReplicas int32) int32 {
+	if config.MinReplicas != nil {
+		return *config.MinReplicas
+	}
+	return max(templateReplicas, 1)
+}
+
 // MinAvailable is the PodCliqueScalingGroup object's minAvailable.
 func (pcsg *PodCliqueScalingGroup) MinAvailable() int32 {
 	if pcsg.Spec.MinAvailable != nil {
