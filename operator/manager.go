@@ -7,6 +7,7 @@ import (
 	copselabels "github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/mnnvl"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -85,6 +86,9 @@ func cachedByObject(cfg *configv1alpha1.OperatorConfiguration) map[client.Object
 	out := map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Label: managedByCopse},
 		&corev1.ConfigMap{}: {Label: managedByCopse},
+		// resourceSharing's claims, not those the claim controller makes
+		// for every pod with a ResourceClaimTemplate.
+		&resourcev1.ResourceClaim{}: {Label: managedByCopse},
 	}
 	if cfg.MNNVL.Enabled {
 		// Only when enabled: the kind may not be served otherwise.

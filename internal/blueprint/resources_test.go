@@ -13,6 +13,9 @@ func TestReplicaResourcesDeletedBy(t *testing.T) {
 		// The kinds that make pods go with every recreation, a suspension's too.
 		"PodCliqueScalingGroup": {copsev1alpha1.RecreationReasonGangTermination: true, copsev1alpha1.RecreationReasonTrainingRestart: true, copsev1alpha1.RecreationReasonSuspension: true},
 		"PodClique":             {copsev1alpha1.RecreationReasonGangTermination: true, copsev1alpha1.RecreationReasonTrainingRestart: true, copsev1alpha1.RecreationReasonSuspension: true},
+		// Claims outlive the replica's runs, as Grove's: the new run's pods
+		// use the same claims.
+		"ResourceClaim": {copsev1alpha1.RecreationReasonGangTermination: false, copsev1alpha1.RecreationReasonTrainingRestart: false, copsev1alpha1.RecreationReasonSuspension: false},
 	}
 	rows := ReplicaResources()
 	if len(rows) != len(want) {

@@ -49,6 +49,9 @@ const (
 	ComponentPodCliqueOfSet   = grovecommon.LabelComponentNamePodCliqueSetPodClique
 	ComponentPodCliqueOfGroup = grovecommon.LabelComponentNamePodCliqueScalingGroupPodClique
 	ComponentScalingGroup     = grovecommon.LabelComponentNamePodCliqueScalingGroup
+	// ComponentResourceClaim marks the ResourceClaims of resourceSharing,
+	// at every level.
+	ComponentResourceClaim = grovecommon.LabelComponentNameResourceClaim
 	// ComponentPodGroup and ComponentWorkload are copse's own: Grove has no
 	// Workload API objects.
 	ComponentPodGroup = "podgroup"
