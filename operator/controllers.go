@@ -77,6 +77,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Decorators: append([]blueprint.PodDecorator{
 			backend.PodDecorator(),
 			lifecycle.OutcomeFinalizer(),
+			blueprint.SharedClaims(),
 			blueprint.StartupGate(cfg.StartupGate.Image),
 		}, append(mnnvlParts.decorators, kueueDecorators(cfg.Kueue)...)...),
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),

@@ -8,6 +8,7 @@ import (
 	"github.com/copse-dev/copse/internal/mnnvl"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -88,6 +89,9 @@ func cachedByObject(cfg *configv1alpha1.OperatorConfiguration) map[client.Object
 		&corev1.ConfigMap{}: {Label: managedByCopse},
 		// copse's autoscalers only, not every HorizontalPodAutoscaler.
 		&autoscalingv2.HorizontalPodAutoscaler{}: {Label: managedByCopse},
+		// resourceSharing's claims, not those the claim controller makes
+		// for every pod with a ResourceClaimTemplate.
+		&resourcev1.ResourceClaim{}: {Label: managedByCopse},
 	}
 	if cfg.MNNVL.Enabled {
 		// Only when enabled: the kind may not be served otherwise.

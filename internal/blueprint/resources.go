@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -21,6 +22,9 @@ type ReplicaInputs struct {
 	// Packing is the PodCliqueSet's topology packing as it can be applied
 	// now (topology.Lookup): gangs' topology keys, PodCliques' pod affinity.
 	Packing topology.Resolved
+	// ClaimTemplates are the ResourceClaimTemplate objects resourceSharing
+	// names that exist (resourcesharing.Gather).
+	ClaimTemplates resourcesharing.External
 }
 
 // ReplicaResource is one row of the table of kinds the PodCliqueSet
@@ -40,6 +44,13 @@ type ReplicaResource struct {
 	// another controller creates (a scaling group's PodCliques): the
 	// PodCliqueSet controller then only observes and recreates them.
 	Desired func(in ReplicaInputs) []client.Object
+	// Shared builds the kind's objects that belong to no replica but to the
+	// PodCliqueSet as a whole (a claim every replica shares), from
+	// in.PodCliqueSet and in.ClaimTemplates (in.Replica is -1). They carry
+	// no replica label; the controller creates the missing ones and deletes
+	// those it no longer wants while the workload runs, and recreations
+	// never touch them. Nil for kinds that are only per replica.
+	Shared func(in ReplicaInputs) []client.Object
 	// Refresh brings an existing object (a copy the caller may change)
 	// towards desired, the object Desired built under the same name, and
 	// reports whether it changed and must be written. Nil for kinds whose
@@ -68,6 +79,9 @@ func (r ReplicaResource) DeletedBy(reason copsev1alpha1.RecreationReason) bool {
 // adds its own rows (internal/scheduler).
 func ReplicaResources() []ReplicaResource {
 	return []ReplicaResource{
+		// First, so that a replica's claims are created before the
+		// PodCliques that make the pods using them.
+		ResourceClaims(),
 		{
 			Kind:      "Service",
 			NewObject: func() client.Object { return &corev1.Service{} },

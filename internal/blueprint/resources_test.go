@@ -15,6 +15,9 @@ func TestReplicaResourcesDeletedBy(t *testing.T) {
 		"PodClique":             {copsev1alpha1.RecreationReasonGangTermination: true, copsev1alpha1.RecreationReasonTrainingRestart: true, copsev1alpha1.RecreationReasonSuspension: true},
 		// Autoscalers target their objects by name, whatever the run (as in Grove).
 		"HorizontalPodAutoscaler": {copsev1alpha1.RecreationReasonGangTermination: false, copsev1alpha1.RecreationReasonTrainingRestart: false, copsev1alpha1.RecreationReasonSuspension: false},
+		// Claims outlive the replica's runs, as Grove's: the new run's pods
+		// use the same claims.
+		"ResourceClaim": {copsev1alpha1.RecreationReasonGangTermination: false, copsev1alpha1.RecreationReasonTrainingRestart: false, copsev1alpha1.RecreationReasonSuspension: false},
 	}
 	rows := ReplicaResources()
 	if len(rows) != len(want) {

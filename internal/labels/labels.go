@@ -58,6 +58,9 @@ const (
 	ComponentPodCliqueOfGroup = grovecommon.LabelComponentNamePodCliqueScalingGroupPodClique
 	ComponentScalingGroup     = grovecommon.LabelComponentNamePodCliqueScalingGroup
 	ComponentAutoscaler       = grovecommon.LabelComponentNameHorizontalPodAutoscaler
+	// ComponentResourceClaim marks the ResourceClaims of resourceSharing,
+	// at every level.
+	ComponentResourceClaim = grovecommon.LabelComponentNameResourceClaim
 	// ComponentPodGroup and ComponentWorkload are copse's own: Grove has no
 	// Workload API objects.
 	ComponentPodGroup = "podgroup"

@@ -12,6 +12,8 @@
 //	pod hostname         <podclique>-<index>
 //	base gang (PodGroup) <pcs>-<r>
 //	scaled gang          <pcs>-<r>-<group>-<j>
+//	shared claim         <owner>-all-<template>     (resourceSharing, scope AllReplicas)
+//	replica claim        <owner>-<i>-<template>     (resourceSharing, scope PerReplica)
 package naming
 
 import (
@@ -75,4 +77,19 @@ func PreludeGang(pcs string, replica int) string {
 // HeadlessServiceFQDN is the DNS name of a replica's headless Service.
 func HeadlessServiceFQDN(service, namespace string) string {
 	return fmt.Sprintf("%s.%s.svc.cluster.local", service, namespace)
+}
+
+// SharedClaim is the ResourceClaim of a resourceSharing entry with scope
+// AllReplicas: one for the owner (the PodCliqueSet, a PodCliqueScalingGroup
+// or a PodClique object, by its name), shared by all its replicas. The
+// literal "all" keeps it apart from every PerReplica name, as in Grove.
+func SharedClaim(owner, template string) string {
+	return owner + "-all-" + template
+}
+
+// ReplicaClaim is the ResourceClaim of a resourceSharing entry with scope
+// PerReplica for replica index of its owner: a PodCliqueSet replica, a
+// scaling-group replica or a pod index of a PodClique.
+func ReplicaClaim(owner string, index int, template string) string {
+	return owner + "-" + strconv.Itoa(index) + "-" + template
 }

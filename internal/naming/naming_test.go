@@ -16,6 +16,11 @@ func TestGeneratedNames(t *testing.T) {
 		{BaseGang("llm", 0), "llm-0"},
 		{ScaledGang("llm-0-decode", 3), "llm-0-decode-3"},
 		{HeadlessServiceFQDN("llm-0", "ml"), "llm-0.ml.svc.cluster.local"},
+		// GREP-390's examples.
+		{SharedClaim("disagg", "res1"), "disagg-all-res1"},
+		{ReplicaClaim("disagg", 0, "res2"), "disagg-0-res2"},
+		{ReplicaClaim(ScalingGroup("disagg", 1, "sgx"), 0, "gpu-pool"), "disagg-1-sgx-0-gpu-pool"},
+		{SharedClaim(StandalonePodClique("disagg", 0, "metrics"), "metrics-gpu"), "disagg-0-metrics-all-metrics-gpu"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

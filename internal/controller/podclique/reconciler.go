@@ -58,6 +58,8 @@ const (
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
@@ -210,11 +212,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("PodCliqueSet not found; creating no pods", "podCliqueSet", id.PodCliqueSet)
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryMissingPodCliqueSet})
 	}
+	claimsReady, err := r.syncClaims(ctx, pclq, pcs, id, idErr == nil && !going, plan.create)
+	errs = append(errs, err)
 	switch {
 	case len(plan.create) == 0:
 	case idErr != nil:
 		log.Error(idErr, "PodClique cannot have pods until its labels are fixed")
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", idErr)
+	case !claimsReady:
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryClaims})
 	default:
 		createResult, err := r.createPods(ctx, pclq, pcs, id, key, plan.create, order.gateForNewPods())
 		errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
@@ -39,7 +40,9 @@ const ControllerName = "podclique"
 // all its PodCliques: the cache may show a new PodClique before the status
 // that lets it have pods, and nothing else would wake it. A change of a
 // ResourceQuota or LimitRange ends the creation back-off of the namespace's
-// refused cliques. A PodClique that becomes Ready, stops being Ready or
+// refused cliques. A ResourceClaim of resourceSharing created or deleted
+// reaches the PodCliques whose pods may wait for it or that own it. A
+// PodClique that becomes Ready, stops being Ready or
 // succeeds reaches the other PodCliques of its replica and attempt, whose
 // start order (startup gate, startsAfterSucceeded) may depend on it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -70,6 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&copsev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.cliquesOf), builder.WithPredicates(mayCreatePodsChanged())).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(quotaLoosened())).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.refusedCliques), builder.WithPredicates(limitsChanged())).
+		Watches(&resourcev1.ResourceClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimToCliques), builder.WithPredicates(claimCreatedOrDeleted())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }

@@ -108,8 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	recreateErr := r.recreateGroupReplicas(ctx, pcsg, cliques, recreate.replicas)
+	claimsErr := r.syncClaims(ctx, pcs, pcsg)
 	syncErr := r.syncPodCliques(ctx, pcs, pcsg, cliques, recreate.replicas)
-	return ctrl.Result{RequeueAfter: recreate.requeueAfter}, errors.Join(recreateErr, syncErr)
+	return ctrl.Result{RequeueAfter: recreate.requeueAfter}, errors.Join(recreateErr, claimsErr, syncErr)
 }
 
 func (r *Reconciler) now() time.Time {
@@ -280,7 +281,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	return ownsClaims(ctrl.NewControllerManagedBy(mgr)).
 		Named(ControllerName).
 		For(&copsev1alpha1.PodCliqueScalingGroup{}).
 		Owns(&copsev1alpha1.PodClique{}).

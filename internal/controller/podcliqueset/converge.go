@@ -21,7 +21,9 @@ import (
 // ones are created, ones the row no longer wants (a scaled-in group's gang)
 // are deleted, and existing ones of a row with a Refresh are updated when it
 // says they changed. Replicas at or beyond spec.replicas lose all their
-// objects. Objects a scaling group controls are left to it.
+// objects. A row's Shared objects (no replica label) are kept the same way
+// for the PodCliqueSet as a whole. Objects a scaling group controls are left
+// to it.
 func (r *Reconciler) converge(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
 	groupReplicas := obs.groupReplicas()
 	var errs []error
@@ -31,7 +33,7 @@ func (r *Reconciler) converge(ctx context.Context, pcs *copsev1alpha1.PodCliqueS
 			continue
 		}
 		in := blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: replica, Attempt: lifecycle.CurrentAttempt(pcs, replica),
-			GroupReplicas: groupReplicas, Packing: obs.packing}
+			GroupReplicas: groupReplicas, Packing: obs.packing, ClaimTemplates: obs.claimTemplates}
 		for _, row := range r.resources() {
 			if row.Desired == nil {
 				continue
@@ -44,6 +46,10 @@ func (r *Reconciler) converge(ctx context.Context, pcs *copsev1alpha1.PodCliqueS
 			if replicaOf(obj) >= int(pcs.Spec.Replicas) && metav1.IsControlledBy(obj, pcs) {
 				errs = append(errs, r.deleteObject(ctx, row.Kind, obj, budget))
 			}
+		}
+		if row.Shared != nil {
+			in := blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: -1, ClaimTemplates: obs.claimTemplates}
+			errs = append(errs, r.convergeRow(ctx, pcs, row, row.Shared(in), obs.ofReplica(row.Kind, -1), budget))
 		}
 	}
 	return errors.Join(errs...)

@@ -15,6 +15,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -33,6 +34,10 @@ type observed struct {
 	// (topology.Lookup); packingProblems are the constraints left out of it.
 	packing         topology.Resolved
 	packingProblems []topology.Problem
+	// claimTemplates are the ResourceClaimTemplate objects resourceSharing
+	// names; missingClaimTemplates those that do not exist yet.
+	claimTemplates        resourcesharing.External
+	missingClaimTemplates []types.NamespacedName
 }
 
 // observe lists every row of the resource table and the pods, and reads
@@ -47,6 +52,9 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 		return nil, err
 	}
 	out.packing, out.packingProblems = packing, problems
+	if out.claimTemplates, out.missingClaimTemplates, err = resourcesharing.Gather(ctx, r.Client, pcs); err != nil {
+		return nil, err
+	}
 	owners := map[types.UID]bool{pcs.UID: true}
 
 	for _, row := range r.resources() {
@@ -97,7 +105,9 @@ func (r *Reconciler) resources() []blueprint.ReplicaResource {
 	return append(rows, r.Backend.ReplicaResources()...)
 }
 
-// ofReplica returns the objects of one replica in row kind.
+// ofReplica returns the objects of one replica in row kind; replica -1
+// returns those of no replica (a row's Shared objects, and objects of the
+// kind that a scaling group controls).
 func (o *observed) ofReplica(kind string, replica int) []client.Object {
 	var out []client.Object
 	for _, obj := range o.byKind[kind] {

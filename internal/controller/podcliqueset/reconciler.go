@@ -26,6 +26,7 @@ import (
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/requeue"
+	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
 
@@ -168,6 +169,7 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 		failures.add(errCodeTerminatePods, r.terminateActivePods(ctx, pcs, obs, budget))
 	} else {
 		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
+		failures.add(errCodeSyncChildren, resourcesharing.MissingError(obs.missingClaimTemplates))
 		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))
 		failures.add(errCodeRollingUpdate, r.deleteOldPods(ctx, pcs, rollout, budget))
 	}
