@@ -112,13 +112,57 @@ const (
 	StartupGateOpen   = "open"
 )
 
+// StartScope is the part of its replica a clique's start order is confined
+// to. As in Grove, start order holds within a gang: a clique of a
+// scaling-group replica at or beyond the group's minAvailable (a gang of its
+// own) starts after only the cliques of its own group replica; a clique of
+// the base gang starts after the whole base gang's.
+type StartScope struct {
+	// Scaled: the clique belongs to a scaling-group replica at or beyond the
+	// group's minAvailable. Group is that scaling group's template name,
+	// GroupReplica the clique's replica in it.
+	Scaled       bool
+	Group        string
+	GroupReplica int
+}
+
+// ScopePredecessors narrows a clique's predecessors to its scope: a scaled
+// clique keeps only the predecessors of its own scaling group (cliqueGroups
+// maps a clique template to its group's template name); others keep all.
+func ScopePredecessors(predecessors []string, scope StartScope, cliqueGroups map[string]string) []string {
+	if !scope.Scaled {
+		return predecessors
+	}
+	var out []string
+	for _, pred := range predecessors {
+		if cliqueGroups[pred] == scope.Group {
+			out = append(out, pred)
+		}
+	}
+	return out
+}
+
+// CliqueScalingGroups maps each clique template of a scaling group to the
+// group's template name.
+func CliqueScalingGroups(pcs *copsev1alpha1.PodCliqueSet) map[string]string {
+	out := map[string]string{}
+	for _, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		for _, name := range group.CliqueNames {
+			out[name] = group.Name
+		}
+	}
+	return out
+}
+
 // NotReadyPredecessors returns the predecessors that hold a clique's
 // containers back: a standalone predecessor whose PodClique is missing or
 // has fewer than minAvailable ready pods, or a grouped one whose instances
-// below the group's minAvailable are not all there and Ready. Empty means
-// the startup gate may open. groupMinAvailable gives, per predecessor in a
-// scaling group, the group's minAvailable (capped at its replicas).
-func NotReadyPredecessors(predecessors []string, groupMinAvailable map[string]int, siblings []SiblingClique) []string {
+// below the group's minAvailable are not all there and Ready; for a scaled
+// clique (scope), the predecessor's instance in the clique's own group
+// replica. Empty means the startup gate may open. groupMinAvailable gives,
+// per predecessor in a scaling group, the group's minAvailable (capped at
+// its replicas).
+func NotReadyPredecessors(predecessors []string, groupMinAvailable map[string]int, scope StartScope, siblings []SiblingClique) []string {
 	var waiting []string
 	for _, pred := range predecessors {
 		need, grouped := groupMinAvailable[pred]
@@ -129,13 +173,21 @@ func NotReadyPredecessors(predecessors []string, groupMinAvailable map[string]in
 				continue
 			}
 			ready := s.ReadyReplicas >= s.MinAvailable
-			if grouped {
+			switch {
+			case grouped && scope.Scaled:
+				if s.Grouped && s.GroupReplica == scope.GroupReplica && ready {
+					readyInstances[s.GroupReplica] = true
+				}
+			case grouped:
 				if s.Grouped && s.GroupReplica < need && ready {
 					readyInstances[s.GroupReplica] = true
 				}
-			} else if ready {
+			case ready:
 				standaloneReady = true
 			}
+		}
+		if scope.Scaled && grouped {
+			need = 1
 		}
 		if (grouped && len(readyInstances) < need) || (!grouped && !standaloneReady) {
 			waiting = append(waiting, pred)

@@ -68,6 +68,7 @@ func TestNotReadyPredecessors(t *testing.T) {
 		name         string
 		predecessors []string
 		groupMin     map[string]int
+		scope        StartScope
 		siblings     []SiblingClique
 		want         []string
 	}{
@@ -88,10 +89,42 @@ func TestNotReadyPredecessors(t *testing.T) {
 			predecessors: []string{"g"}, groupMin: map[string]int{"g": 2},
 			siblings: []SiblingClique{groupInstance(ready("g"), 0), groupInstance(ready("g"), 2)},
 			want:     []string{"g"}},
+		{name: "scaled: its own group replica's instance Ready, the base ones not",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 1}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 2},
+			siblings: []SiblingClique{groupInstance(unready("g"), 0), groupInstance(unready("g"), 1), groupInstance(ready("g"), 2)}},
+		{name: "scaled: the base instances Ready, its own not",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 1}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 1},
+			siblings: []SiblingClique{groupInstance(ready("g"), 0), groupInstance(unready("g"), 1), groupInstance(ready("g"), 2)},
+			want:     []string{"g"}},
+		{name: "scaled: its own instance missing",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 1}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 1},
+			siblings: []SiblingClique{groupInstance(ready("g"), 0)},
+			want:     []string{"g"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, NotReadyPredecessors(tt.predecessors, tt.groupMin, tt.siblings)); diff != "" {
+			if diff := cmp.Diff(tt.want, NotReadyPredecessors(tt.predecessors, tt.groupMin, tt.scope, tt.siblings)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestScopePredecessors(t *testing.T) {
+	groups := map[string]string{"b": "sg", "c": "sg", "x": "other"}
+	tests := []struct {
+		name  string
+		preds []string
+		scope StartScope
+		want  []string
+	}{
+		{name: "base gang keeps every predecessor", preds: []string{"a", "b", "x"}, want: []string{"a", "b", "x"}},
+		{name: "scaled keeps only its own group's", preds: []string{"a", "b", "c", "x"}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 2}, want: []string{"b", "c"}},
+		{name: "scaled after standalone cliques only: none", preds: []string{"a"}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ScopePredecessors(tt.preds, tt.scope, groups)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

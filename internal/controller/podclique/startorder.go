@@ -46,7 +46,9 @@ type startOrderInput struct {
 	readyPredecessors   []string
 	successPredecessors []string
 	groupMinAvailable   map[string]int
-	siblings            []blueprint.SiblingClique
+	// scope confines the start order to the clique's gang.
+	scope    blueprint.StartScope
+	siblings []blueprint.SiblingClique
 }
 
 // decideStartOrder is the clique's start order from its siblings (the
@@ -54,7 +56,7 @@ type startOrderInput struct {
 func decideStartOrder(in startOrderInput) startOrder {
 	return startOrder{
 		gated:             len(in.readyPredecessors) > 0,
-		waitingForReady:   blueprint.NotReadyPredecessors(in.readyPredecessors, in.groupMinAvailable, in.siblings),
+		waitingForReady:   blueprint.NotReadyPredecessors(in.readyPredecessors, in.groupMinAvailable, in.scope, in.siblings),
 		successGated:      len(in.successPredecessors) > 0,
 		waitingForSuccess: blueprint.NotSucceededPredecessors(in.successPredecessors, in.siblings),
 	}
@@ -126,14 +128,17 @@ func (r *Reconciler) observeStartOrder(ctx context.Context, pclq *copsev1alpha1.
 	if pcs == nil {
 		return startOrder{}, nil
 	}
+	groupMinAvailable := blueprint.GroupMinAvailable(pcs)
+	scope := startScope(pcs, id, groupMinAvailable)
 	in := startOrderInput{
-		readyPredecessors:   blueprint.StartPredecessors(pcs.Spec.Template.StartupType, pcs.Spec.Template.Cliques)[id.Clique],
+		readyPredecessors:   blueprint.ScopePredecessors(blueprint.StartPredecessors(pcs.Spec.Template.StartupType, pcs.Spec.Template.Cliques)[id.Clique], scope, blueprint.CliqueScalingGroups(pcs)),
 		successPredecessors: blueprint.SuccessPredecessors(pcs)[id.Clique],
+		scope:               scope,
 	}
 	if len(in.readyPredecessors) == 0 && len(in.successPredecessors) == 0 {
 		return startOrder{}, nil
 	}
-	in.groupMinAvailable = blueprint.GroupMinAvailable(pcs)
+	in.groupMinAvailable = groupMinAvailable
 	var list copsev1alpha1.PodCliqueList
 	if err := r.Client.List(ctx, &list, client.InNamespace(pclq.Namespace), siblingSelector(id)); err != nil {
 		return startOrder{}, fmt.Errorf("listing the PodCliques of replica %d of %s/%s: %w", id.Replica, pclq.Namespace, id.PodCliqueSet, err)
@@ -142,6 +147,22 @@ func (r *Reconciler) observeStartOrder(ctx context.Context, pclq *copsev1alpha1.
 		in.siblings = append(in.siblings, siblingOf(&list.Items[i]))
 	}
 	return decideStartOrder(in), nil
+}
+
+// startScope is the part of its replica a clique's start order keeps to:
+// for Inference, a clique of a scaling-group replica at or beyond the
+// group's minAvailable is scoped to that group replica, as in Grove.
+// Training keeps the whole replica's order (GREP-0285 restarts replicas
+// whole, and its start order is unchanged).
+func startScope(pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentity, groupMinAvailable map[string]int) blueprint.StartScope {
+	if pcs.IsTraining() || !id.Grouped() {
+		return blueprint.StartScope{}
+	}
+	need, ok := groupMinAvailable[id.Clique]
+	if !ok || id.ScalingGroupReplica < need {
+		return blueprint.StartScope{}
+	}
+	return blueprint.StartScope{Scaled: true, Group: blueprint.CliqueScalingGroups(pcs)[id.Clique], GroupReplica: id.ScalingGroupReplica}
 }
 
 // siblingSelector selects the PodCliques of a clique's replica and attempt.

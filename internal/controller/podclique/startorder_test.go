@@ -3,8 +3,10 @@ package podclique
 import (
 	"testing"
 
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
@@ -108,6 +110,39 @@ func TestGatesToOpen(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, names); diff != "" || got.truncated != tt.wantTruncated {
 				t.Errorf("truncated %v (want %v), pods (-want +got):\n%s", got.truncated, tt.wantTruncated, diff)
+			}
+		})
+	}
+}
+
+func TestStartScope(t *testing.T) {
+	pcs := func(workload copsev1alpha1.WorkloadType) *copsev1alpha1.PodCliqueSet {
+		p := &copsev1alpha1.PodCliqueSet{}
+		p.Spec.WorkloadType = workload
+		p.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
+			{Name: "sg-x", CliqueNames: []string{"pc-b", "pc-c"}, Replicas: ptr.To[int32](3), MinAvailable: ptr.To[int32](1)},
+		}
+		return p
+	}
+	grouped := func(j int) blueprint.CliqueIdentity {
+		return blueprint.CliqueIdentity{Clique: "pc-c", ScalingGroup: "llm-0-sg-x", ScalingGroupReplica: j}
+	}
+	tests := []struct {
+		name string
+		pcs  *copsev1alpha1.PodCliqueSet
+		id   blueprint.CliqueIdentity
+		want blueprint.StartScope
+	}{
+		{name: "standalone clique: the whole replica", pcs: pcs(copsev1alpha1.WorkloadTypeInference), id: blueprint.CliqueIdentity{Clique: "pc-a"}},
+		{name: "group replica below minAvailable: the base gang", pcs: pcs(copsev1alpha1.WorkloadTypeInference), id: grouped(0)},
+		{name: "group replica at minAvailable: its own", pcs: pcs(copsev1alpha1.WorkloadTypeInference), id: grouped(1),
+			want: blueprint.StartScope{Scaled: true, Group: "sg-x", GroupReplica: 1}},
+		{name: "Training keeps the whole replica's order", pcs: pcs(copsev1alpha1.WorkloadTypeTraining), id: grouped(2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, startScope(tt.pcs, tt.id, blueprint.GroupMinAvailable(tt.pcs))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
