@@ -48,7 +48,7 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 				g.Expect(recreations[0].Attempt).To(Equal(int32(i + 1)))
 			}).WithContext(ctx).WithTimeout(groveWait).Should(Succeed())
 			By("uncordoning: the recreated replica recovers")
-			uncordonAll(ctx, rack)
+			uncordonRack(ctx, rack)
 			expectPods(ctx, namespace, "workload1-gt", 10, 10)
 		}
 	})
@@ -61,7 +61,7 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 		killPods(ctx, namespace, "workload2-gt", "workload2-gt-0-sg-x-1-pc-c", 1)
 		expectNoTermination(ctx, namespace, "workload2-gt", pcA, 9)
 		By("GT-6: uncordoning: the replacement runs")
-		uncordonAll(ctx, rack)
+		uncordonRack(ctx, rack)
 		expectPods(ctx, namespace, "workload2-gt", 10, 10)
 
 		By("GT-3: killing one of pc-a's 2 pods (pc-a needs 1): no gang termination")
@@ -74,7 +74,7 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 		before := uidsOf(ctx, namespace, "workload2-gt", "")
 		killPods(ctx, namespace, "workload2-gt", "workload2-gt-0-pc-a", 1)
 		expectAllRecreated(ctx, namespace, "workload2-gt", before)
-		uncordonAll(ctx, rack)
+		uncordonRack(ctx, rack)
 		expectPods(ctx, namespace, "workload2-gt", 10, 10)
 	})
 
@@ -113,7 +113,7 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 		before := uidsOf(ctx, namespace, "workload2-gt", "")
 		killPods(ctx, namespace, "workload2-gt", g1, 2)
 		expectAllRecreated(ctx, namespace, "workload2-gt", before)
-		uncordonAll(ctx, rack)
+		uncordonRack(ctx, rack)
 		expectPods(ctx, namespace, "workload2-gt", 10, 10)
 	})
 
@@ -135,7 +135,7 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 		}).WithContext(ctx).WithTimeout(groveTerminationDelay + groveGrace).Should(Succeed())
 		expectSurvivors(ctx, namespace, "workload5-gt", group1)
 		expectSurvivors(ctx, namespace, "workload5-gt", pcA)
-		uncordonAll(ctx, rack)
+		uncordonRack(ctx, rack)
 		expectPods(ctx, namespace, "workload5-gt", 10, 10)
 	})
 })
@@ -191,7 +191,7 @@ func killPods(ctx context.Context, namespace, pcsName, pclq string, n int) []typ
 	return uids
 }
 
-func uncordonAll(ctx context.Context, rack *privateRack) {
+func uncordonRack(ctx context.Context, rack *privateRack) {
 	GinkgoHelper()
 	for _, name := range rack.nodes {
 		setCordoned(ctx, name, false)
