@@ -19,6 +19,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/resourcesharing"
 )
 
@@ -119,16 +120,8 @@ func (r *Reconciler) claimToCliques(ctx context.Context, obj client.Object) []re
 	if name := l[labels.PodCliqueKey]; name != "" {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 	}
-	var cliques copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &cliques, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{labels.PartOfKey: l[labels.PartOfKey]}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the PodCliques a ResourceClaim concerns", "resourceClaim", client.ObjectKeyFromObject(obj))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(cliques.Items))
-	for i := range cliques.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cliques.Items[i])})
-	}
-	return out
+	return requeue.RequestsForList(ctx, r.Client, &copsev1alpha1.PodCliqueList{}, obj, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{labels.PartOfKey: l[labels.PartOfKey]})
 }
 
 // claimCreatedOrDeleted passes a claim's creation (pods waiting for it may

@@ -23,6 +23,7 @@ import (
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -100,16 +101,8 @@ func podToPodClique(_ context.Context, obj client.Object) []reconcile.Request {
 
 // cliquesOf maps a PodCliqueSet to its PodCliques, by their part-of label.
 func (r *Reconciler) cliquesOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	var cliques copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &cliques, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{labels.PartOfKey: obj.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the PodCliques of a PodCliqueSet", "podCliqueSet", client.ObjectKeyFromObject(obj))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(cliques.Items))
-	for i := range cliques.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cliques.Items[i])})
-	}
-	return out
+	return requeue.RequestsForList(ctx, r.Client, &copsev1alpha1.PodCliqueList{}, obj, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{labels.PartOfKey: obj.GetName()})
 }
 
 // mayCreatePodsChanged passes the PodCliqueSet updates after which a

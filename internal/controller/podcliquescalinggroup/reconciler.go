@@ -292,17 +292,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 
 // groupsOf maps a PodCliqueSet to its PodCliqueScalingGroups.
 func (r *Reconciler) groupsOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list copsev1alpha1.PodCliqueScalingGroupList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(obj.GetName())}); err != nil {
-		log.FromContext(ctx).Error(err, "list the PodCliqueScalingGroups of a PodCliqueSet", "podcliqueset", client.ObjectKeyFromObject(obj))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
+	return requeue.RequestsForList(ctx, r.Client, &copsev1alpha1.PodCliqueScalingGroupList{}, obj, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(obj.GetName())})
 }
 
 // templateChanged passes PodCliqueSet updates with a new spec or a new
