@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -392,7 +393,11 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole, 
 	for _, s := range byRun {
 		parts = append(parts, s)
 	}
-	slices.SortFunc(parts, func(a, b packedScope) int { return a.pods[clique].start - b.pods[clique].start })
+	// By first pod, and for scopes starting at the same pod the broader
+	// first: parts came from a map, and the order must not depend on it.
+	slices.SortFunc(parts, func(a, b packedScope) int {
+		return cmp.Or(a.pods[clique].start-b.pods[clique].start, a.depth-b.depth)
+	})
 	first := parts[0]
 	size := first.pods[clique].size()
 	uniform := true
