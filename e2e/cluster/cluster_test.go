@@ -143,6 +143,27 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	})
 
+	It("starts a pod annotated start-duration that long after it started, whatever updates it gets meanwhile", func(ctx context.Context) {
+		createPod(ctx, ns, simPod("slow", corev1.RestartPolicyAlways, map[string]string{cluster.AnnotationStartDuration: "3s"}))
+		initialized := waitForPod(ctx, ns, "slow", 30*time.Second, func(p *corev1.Pod) bool { return p.Status.StartTime != nil })
+		Expect(initialized.Status.Phase).To(Equal(corev1.PodPending))
+
+		By("labelling the pod every half second while it starts, as a controller might")
+		Consistently(func(g Gomega) {
+			patch := []byte(`{"metadata":{"labels":{"touched":"` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}}}`)
+			p, err := client.CoreV1().Pods(ns).Patch(ctx, "slow", types.MergePatchType, patch, metav1.PatchOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodPending))
+			g.Expect(p.Status.ContainerStatuses[0].State.Waiting).NotTo(BeNil())
+		}).WithContext(ctx).WithTimeout(2500 * time.Millisecond).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		started := waitForPod(ctx, ns, "slow", 30*time.Second, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		Expect(started.Status.ContainerStatuses[0].Ready).To(BeTrue())
+		runningAt := started.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+		Expect(runningAt.Sub(started.Status.StartTime.Time)).To(BeNumerically(">=", 3*time.Second), "started before its start-duration")
+		Expect(runningAt.Sub(started.Status.StartTime.Time)).To(BeNumerically("<=", 5*time.Second), "the updates restarted its start-duration")
+	})
+
 	DescribeTable("applies the restart policy when containers exit",
 		func(ctx context.Context, policy corev1.RestartPolicy, duration, code string, want corev1.PodPhase) {
 			createPod(ctx, ns, simPod("p", policy, map[string]string{

@@ -28,6 +28,11 @@ const (
 	// (restartPolicy Always, or OnFailure after a failure) stays terminated
 	// before it runs again, as a Go duration. Default 1s.
 	AnnotationRestartDelay = "sim.copse.dev/restart-delay"
+	// AnnotationStartDuration is how long the main containers take to start
+	// (an image pull, a model load), as a Go duration counted from the pod's
+	// startTime: the pod is Running and Ready no earlier than that, and at
+	// most a second later. Without it they start at once.
+	AnnotationStartDuration = "sim.copse.dev/start-duration"
 	// AnnotationNeverReady "true" keeps the pod's containers running but
 	// never Ready, as a readiness probe that never passes.
 	AnnotationNeverReady = "sim.copse.dev/never-ready"

@@ -10,18 +10,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/generationhash"
 	"github.com/copse-dev/copse/internal/labels"
 )
-
-// RolloutSampleInterval is how often a RolloutSampler lists the pods: often
-// enough to see every gang of a replica being replaced on simulated nodes,
-// where a pod is recreated and Ready within about a second.
-const RolloutSampleInterval = 100 * time.Millisecond
 
 // TemplateHashes returns, per clique name, the pod template hash the design
 // gives the clique's pods and PodCliques (label grove.io/pod-template-hash):
@@ -36,9 +36,10 @@ func TemplateHashes(pcs *copsev1alpha1.PodCliqueSet) map[string]string {
 	return hashes
 }
 
-// RolloutSample is what one look at a PodCliqueSet showed, computed from its
-// pods, its PodCliques and its spec alone (never from the status the
-// controllers write, so that it can disagree with them).
+// RolloutSample is the state of a PodCliqueSet after one event of its pods,
+// PodCliques or itself, computed from those objects and its spec alone
+// (never from the status the controllers write, so that it can disagree
+// with them).
 type RolloutSample struct {
 	At time.Time
 	// Unavailable are the replicas below spec.replicas that were available
@@ -55,7 +56,7 @@ type RolloutSample struct {
 	// template, until it has all its pods again (as many as its PodCliques'
 	// replicas), all of the current template. A pod being deleted counts as
 	// missing. Current means the hash of its clique's template in the spec
-	// read in the same sample.
+	// as last seen.
 	Replacing []int
 	// MostDisruptedGroupReplicas is, over every PodCliqueScalingGroup, the
 	// most group replicas of one group that lack a Ready pod at once.
@@ -71,67 +72,125 @@ type PodSighting struct {
 	Clique    string
 	Hash      string
 	FirstSeen time.Time
-	// Current: its hash was its clique's template hash in the spec of the
-	// same sample.
+	// Current: its hash was its clique's template hash in the spec as last
+	// seen.
 	Current bool
 }
 
 // Interval is a run of consecutive samples.
 type Interval struct{ From, To time.Time }
 
-// RolloutSampler lists a PodCliqueSet's pods, PodCliques and spec every
-// RolloutSampleInterval until stopped, and keeps what each sample showed. It
-// keeps sampling through operator restarts: it talks only to the API server.
+// RolloutSampler watches a PodCliqueSet, its PodCliques and its pods, and
+// takes a sample after every event it receives, so that no state the API
+// server went through is skipped: a gang deleted and recreated within a
+// fraction of a second, as simulated nodes allow, is seen as it happened.
+// Each kind's events arrive in the API server's order; the kinds are merged
+// in the order their events arrive. It keeps watching through operator
+// restarts: it talks only to the API server.
 type RolloutSampler struct {
-	env             *Env
-	namespace, name string
-	cancel          context.CancelFunc
-	done            chan struct{}
-	stopOnce        sync.Once
+	name     string
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// recording: the watches have delivered what existed when they began,
+	// so a sample shows a whole state; false again once stopped.
+	recording bool
+	pcs       *copsev1alpha1.PodCliqueSet
+	pclqs     map[types.UID]*copsev1alpha1.PodClique
+	livePods  map[types.UID]*corev1.Pod
+
 	samples       []RolloutSample
 	everAvailable map[int]bool
 	replacing     map[int]bool
 	pods          map[types.UID]PodSighting
-	errs          []error
 }
 
-// StartRolloutSampler starts sampling the PodCliqueSet namespace/name.
+// samplerSyncTimeout bounds the wait for the sampler's watches to deliver
+// the objects that exist when it starts.
+const samplerSyncTimeout = 30 * time.Second
+
+// StartRolloutSampler starts watching the PodCliqueSet namespace/name and
+// returns once the first sample, of every object that exists, is taken.
 // Stop it (DeferCleanup(s.Stop) is safe: Stop may be called more than once)
 // before reading its record.
-func (e *Env) StartRolloutSampler(ctx context.Context, namespace, name string) *RolloutSampler {
+func (e *Env) StartRolloutSampler(ctx context.Context, namespace, name string) (*RolloutSampler, error) {
+	byPartOf := ctrlcache.ByObject{Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.PartOfKey: name})}
+	c, err := ctrlcache.New(e.Cluster.RESTConfig(), ctrlcache.Options{
+		Scheme:            Scheme(),
+		DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}},
+		ByObject: map[client.Object]ctrlcache.ByObject{
+			&copsev1alpha1.PodCliqueSet{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+			&copsev1alpha1.PodClique{}:    byPartOf,
+			&corev1.Pod{}:                 byPartOf,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rollout sampler for %s/%s: cache: %w", namespace, name, err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &RolloutSampler{
-		env: e, namespace: namespace, name: name, cancel: cancel, done: make(chan struct{}),
+		name: name, cancel: cancel, done: make(chan struct{}),
+		pclqs: map[types.UID]*copsev1alpha1.PodClique{}, livePods: map[types.UID]*corev1.Pod{},
 		everAvailable: map[int]bool{}, replacing: map[int]bool{}, pods: map[types.UID]PodSighting{},
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { s.observe(obj, false) },
+		DeleteFunc: func(obj any) { s.observe(obj, true) },
+	}
+	var registrations []toolscache.ResourceEventHandlerRegistration
+	for _, obj := range []client.Object{&copsev1alpha1.PodCliqueSet{}, &copsev1alpha1.PodClique{}, &corev1.Pod{}} {
+		informer, err := c.GetInformer(ctx, obj)
+		if err == nil {
+			var registration toolscache.ResourceEventHandlerRegistration
+			registration, err = informer.AddEventHandler(handler)
+			registrations = append(registrations, registration)
+		}
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("rollout sampler for %s/%s: watch %T: %w", namespace, name, obj, err)
+		}
 	}
 	go func() {
 		defer close(s.done)
-		ticker := time.NewTicker(RolloutSampleInterval)
-		defer ticker.Stop()
-		for {
-			err := s.sample(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.mu.Lock()
-				s.errs = append(s.errs, err)
-				s.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
+		_ = c.Start(ctx)
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, samplerSyncTimeout, true, func(context.Context) (bool, error) {
+		for _, r := range registrations {
+			if !r.HasSynced() {
+				return false, nil
 			}
 		}
-	}()
-	return s
+		return true, nil
+	})
+	if err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("rollout sampler for %s/%s: watches not synced: %w", namespace, name, err)
+	}
+	s.mu.Lock()
+	found := s.pcs != nil
+	if found {
+		s.recording = true
+		s.sample()
+	}
+	s.mu.Unlock()
+	if !found {
+		s.Stop()
+		return nil, fmt.Errorf("rollout sampler: PodCliqueSet %s/%s not found", namespace, name)
+	}
+	return s, nil
 }
 
-// Stop ends the sampling and returns what it recorded.
+// Stop ends the watches and returns what was recorded.
 func (s *RolloutSampler) Stop() *RolloutRecord {
 	s.stopOnce.Do(func() {
 		s.cancel()
 		<-s.done
+		s.mu.Lock()
+		s.recording = false
+		s.mu.Unlock()
 	})
 	return s.Record()
 }
@@ -140,11 +199,85 @@ func (s *RolloutSampler) Stop() *RolloutRecord {
 func (s *RolloutSampler) Record() *RolloutRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := &RolloutRecord{Samples: slices.Clone(s.samples), Pods: map[types.UID]PodSighting{}, Errors: slices.Clone(s.errs)}
+	rec := &RolloutRecord{Samples: slices.Clone(s.samples), Pods: map[types.UID]PodSighting{}}
 	for uid, p := range s.pods {
 		rec.Pods[uid] = p
 	}
 	return rec
+}
+
+// observe applies one event to the state the sampler keeps, and samples
+// it.
+func (s *RolloutSampler) observe(obj any, deleted bool) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = tombstone.Obj, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch o := obj.(type) {
+	case *copsev1alpha1.PodCliqueSet:
+		if o.Name != s.name {
+			return
+		}
+		s.pcs = o
+		if deleted {
+			s.pcs = nil
+		}
+	case *copsev1alpha1.PodClique:
+		s.pclqs[o.UID] = o
+		if deleted {
+			delete(s.pclqs, o.UID)
+		}
+	case *corev1.Pod:
+		s.livePods[o.UID] = o
+		if deleted {
+			delete(s.livePods, o.UID)
+		}
+	default:
+		return
+	}
+	if s.recording && s.pcs != nil {
+		s.sample()
+	}
+}
+
+// sample records the state as it is now. Callers hold s.mu.
+func (s *RolloutSampler) sample() {
+	at := time.Now()
+	pclqs := make([]copsev1alpha1.PodClique, 0, len(s.pclqs))
+	for _, pclq := range s.pclqs {
+		pclqs = append(pclqs, *pclq)
+	}
+	pods := make([]corev1.Pod, 0, len(s.livePods))
+	for _, pod := range s.livePods {
+		pods = append(pods, *pod)
+	}
+	sum := summarize(s.pcs, pclqs, pods)
+
+	hashes := TemplateHashes(s.pcs)
+	for i := range pods {
+		pod := &pods[i]
+		if _, seen := s.pods[pod.UID]; seen {
+			continue
+		}
+		r, _ := labels.Index(pod.Labels, labels.ReplicaKey)
+		clique, hash := pod.Labels[labels.CliqueTemplateKey], pod.Labels[labels.PodTemplateHashKey]
+		s.pods[pod.UID] = PodSighting{Name: pod.Name, Replica: r, Clique: clique, Hash: hash, FirstSeen: at, Current: hash != "" && hash == hashes[clique]}
+	}
+	smp := RolloutSample{At: at, Replacing: stillReplacing(s.replacing, sum), MostDisruptedGroupReplicas: sum.mostDisruptedGroupReplicas}
+	if s.pcs.Status.UpdateProgress != nil {
+		for _, u := range s.pcs.Status.UpdateProgress.CurrentlyUpdating {
+			smp.CurrentlyUpdating = append(smp.CurrentlyUpdating, u.ReplicaIndex)
+		}
+	}
+	for r := 0; r < int(s.pcs.Spec.Replicas); r++ {
+		if sum.available[r] {
+			s.everAvailable[r] = true
+		} else if s.everAvailable[r] {
+			smp.Unavailable = append(smp.Unavailable, r)
+		}
+	}
+	s.samples = append(s.samples, smp)
 }
 
 // groupKey names one group replica of one PodCliqueScalingGroup object.
@@ -183,52 +316,6 @@ func (t *tally) replacing() bool {
 		}
 	}
 	return false
-}
-
-func (s *RolloutSampler) sample(ctx context.Context) error {
-	at := time.Now()
-	pcs := &copsev1alpha1.PodCliqueSet{}
-	if err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.name}, pcs); err != nil {
-		return fmt.Errorf("sample: get PodCliqueSet %s/%s: %w", s.namespace, s.name, err)
-	}
-	selector := client.MatchingLabels{labels.PartOfKey: s.name}
-	var pclqs copsev1alpha1.PodCliqueList
-	if err := s.env.Client.List(ctx, &pclqs, client.InNamespace(s.namespace), selector); err != nil {
-		return fmt.Errorf("sample: list PodCliques of %s/%s: %w", s.namespace, s.name, err)
-	}
-	var pods corev1.PodList
-	if err := s.env.Client.List(ctx, &pods, client.InNamespace(s.namespace), selector); err != nil {
-		return fmt.Errorf("sample: list pods of %s/%s: %w", s.namespace, s.name, err)
-	}
-	sum := summarize(pcs, pclqs.Items, pods.Items)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	hashes := TemplateHashes(pcs)
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if _, seen := s.pods[pod.UID]; seen {
-			continue
-		}
-		r, _ := labels.Index(pod.Labels, labels.ReplicaKey)
-		clique, hash := pod.Labels[labels.CliqueTemplateKey], pod.Labels[labels.PodTemplateHashKey]
-		s.pods[pod.UID] = PodSighting{Name: pod.Name, Replica: r, Clique: clique, Hash: hash, FirstSeen: at, Current: hash != "" && hash == hashes[clique]}
-	}
-	smp := RolloutSample{At: at, Replacing: stillReplacing(s.replacing, sum), MostDisruptedGroupReplicas: sum.mostDisruptedGroupReplicas}
-	if pcs.Status.UpdateProgress != nil {
-		for _, u := range pcs.Status.UpdateProgress.CurrentlyUpdating {
-			smp.CurrentlyUpdating = append(smp.CurrentlyUpdating, u.ReplicaIndex)
-		}
-	}
-	for r := 0; r < int(pcs.Spec.Replicas); r++ {
-		if sum.available[r] {
-			s.everAvailable[r] = true
-		} else if s.everAvailable[r] {
-			smp.Unavailable = append(smp.Unavailable, r)
-		}
-	}
-	s.samples = append(s.samples, smp)
-	return nil
 }
 
 // stillReplacing updates the replicas being replaced (see
@@ -402,9 +489,6 @@ type RolloutRecord struct {
 	Samples []RolloutSample
 	// Pods is every pod seen, by UID, as first seen.
 	Pods map[types.UID]PodSighting
-	// Errors are the samples that failed (an API call); a healthy API
-	// server gives none.
-	Errors []error
 }
 
 // MostUnavailable is the largest number of replicas unavailable at once.

@@ -58,6 +58,9 @@ const (
 	// steps of a second, rarely enough to leave the API server to the
 	// controllers on 2 cores.
 	poll = 200 * time.Millisecond
+	// quickPoll is how often the specs look for a state of the rollout
+	// that lasts about a second (one replica being updated).
+	quickPoll = 100 * time.Millisecond
 	// stalled is how long a rollout that cannot progress is watched.
 	stalled = 4 * time.Second
 	// versionLabel is the template label each version sets, so that an
@@ -65,6 +68,8 @@ const (
 	versionLabel = "example.com/version"
 	// servingPods is the number of pods of one replica of servingPCS.
 	servingPods = 6
+	// servingStart is how long the pods of servingPCS take to start.
+	servingStart = "1s"
 )
 
 var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"), func() {
@@ -75,9 +80,8 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		expectSettled(ctx, ns, "serve", 3*servingPods, false)
 		before := liveUIDs(ctx, Default, ns, "serve")
 
-		By("changing the image and a label of every clique while sampling the pods every 100ms")
-		sampler := env.StartRolloutSampler(ctx, ns, "serve")
-		DeferCleanup(sampler.Stop)
+		By("changing the image and a label of every clique while watching the pods")
+		sampler := startSampler(ctx, ns, "serve")
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "2") })
 		expectSettled(ctx, ns, "serve", 3*servingPods, true)
 		rec := sampler.Stop()
@@ -97,8 +101,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 3))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 3*servingPods, false)
 
-		sampler := env.StartRolloutSampler(ctx, ns, "serve")
-		DeferCleanup(sampler.Stop)
+		sampler := startSampler(ctx, ns, "serve")
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "2") })
 
 		By("waiting until a later replica is being updated and replica 0 has all its pods, Ready, on the new template")
@@ -115,7 +118,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				g.Expect(framework.IsReady(&pod)).To(BeTrue())
 				replica0[pod.UID] = true
 			}
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(quickPoll).Should(Succeed())
 		Expect(currentlyUpdating(ctx, Default, ns, "serve")).NotTo(BeEmpty(), "the rollout ended before the operator could be killed in it")
 
 		By("SIGKILLing the operator, leaving it down for a few seconds, and starting it again")
@@ -259,8 +262,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		ns := createNamespace(ctx, "one-clique")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 2*servingPods, false)
-		sampler := env.StartRolloutSampler(ctx, ns, "serve")
-		DeferCleanup(sampler.Stop)
+		sampler := startSampler(ctx, ns, "serve")
 
 		for _, clique := range []string{"router", "decode"} {
 			By("changing clique " + clique + " only")
@@ -285,8 +287,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		ns := createNamespace(ctx, "no-room")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 2*servingPods, false)
-		sampler := env.StartRolloutSampler(ctx, ns, "serve")
-		DeferCleanup(sampler.Stop)
+		sampler := startSampler(ctx, ns, "serve")
 
 		By("cordoning every node, then updating: replica 0's base gang is replaced by pods that cannot schedule, and nothing else")
 		cordonAll(ctx)
@@ -340,7 +341,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "3") })
 		Eventually(func(g Gomega) {
 			g.Expect(currentlyUpdating(ctx, g, ns, "serve")).NotTo(BeEmpty())
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(quickPoll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(currentlyUpdating(ctx, g, ns, "serve")).To(Equal([]int32{1}))
 			g.Expect(liveUIDs(ctx, g, ns, "serve", client.MatchingLabels{labels.ReplicaKey: "0"})).To(Equal(replica0))
@@ -359,8 +360,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		ns := createNamespace(ctx, "supersede")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 2*servingPods, false)
-		sampler := env.StartRolloutSampler(ctx, ns, "serve")
-		DeferCleanup(sampler.Stop)
+		sampler := startSampler(ctx, ns, "serve")
 
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "2") })
 		hashes := framework.TemplateHashes(env.GetPodCliqueSet(ctx, Default, ns, "serve"))
@@ -374,7 +374,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				}
 			}
 			g.Expect(updated).To(BeNumerically(">", 0))
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(quickPoll).Should(Succeed())
 		updateSpec(ctx, ns, "serve", func(pcs *copsev1alpha1.PodCliqueSet) { setVersion(pcs, "3") })
 
 		expectSettled(ctx, ns, "serve", 2*servingPods, true)
@@ -393,8 +393,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 				c.prepare(ctx, ns)
 				expectSettled(ctx, ns, "serve", c.preparedPods, false)
 			}
-			sampler := env.StartRolloutSampler(ctx, ns, "serve")
-			DeferCleanup(sampler.Stop)
+			sampler := startSampler(ctx, ns, "serve")
 
 			if c.scaleFirst {
 				c.scale(ctx, ns)
@@ -410,7 +409,6 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			}
 			expectSettled(ctx, ns, "serve", c.wantPods, true)
 			rec := sampler.Stop()
-			Expect(rec.Errors).To(BeEmpty())
 			Expect(rec.MostUnavailable()).To(BeNumerically("<=", 1), rec.Timeline())
 			if !scaledAt.IsZero() {
 				for _, seen := range rec.Pods {
@@ -479,7 +477,9 @@ type scaleCase struct {
 // "model" of the cliques "prefill" and "decode" (1 pod each; 2 group
 // replicas, minAvailable 1): servingPods pods per replica, at version 1.
 // A replica's base gang is its routers and group replica 0; group replica 1
-// is a gang of its own.
+// is a gang of its own. Its pods take servingStart to start, as a server
+// loading a model does, so that each step of a rollout lasts long enough
+// for a spec to act while it is under way.
 func servingPCS(namespace, name string, replicas int32) *copsev1alpha1.PodCliqueSet {
 	router := framework.CliqueTemplate("router", 2, framework.PodSpec(0))
 	router.Spec.MinAvailable = ptr.To[int32](2)
@@ -489,6 +489,9 @@ func servingPCS(namespace, name string, replicas int32) *copsev1alpha1.PodClique
 	pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{{
 		Name: "model", CliqueNames: []string{"prefill", "decode"}, Replicas: ptr.To[int32](2), MinAvailable: ptr.To[int32](1),
 	}}
+	for _, clique := range pcs.Spec.Template.Cliques {
+		clique.Annotations = map[string]string{cluster.AnnotationStartDuration: servingStart}
+	}
 	setVersion(pcs, "1")
 	return pcs
 }
@@ -517,6 +520,16 @@ func avoidNode(clique *grovecorev1alpha1.PodCliqueTemplateSpec, node string) {
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{node}}},
 		}}},
 	}}
+}
+
+// startSampler starts a framework.RolloutSampler on a PodCliqueSet, stopped
+// at the end of the spec at the latest.
+func startSampler(ctx context.Context, namespace, name string) *framework.RolloutSampler {
+	GinkgoHelper()
+	sampler, err := env.StartRolloutSampler(ctx, namespace, name)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(sampler.Stop)
+	return sampler
 }
 
 func createNamespace(ctx context.Context, prefix string) string {
@@ -640,7 +653,7 @@ func waitRolloutUnderWay(ctx context.Context, namespace, name string, replicas [
 		} else {
 			g.Expect(updating).To(Equal(replicas))
 		}
-	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(framework.RolloutSampleInterval).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(quickPoll).Should(Succeed())
 }
 
 // updatingSequence lists the distinct non-empty values currentlyUpdating
@@ -816,7 +829,6 @@ func expectNothingReplaced(ctx context.Context, namespace, name, version string)
 // disrupted at once.
 func expectOneReplicaAtATime(rec *framework.RolloutRecord) {
 	GinkgoHelper()
-	Expect(rec.Errors).To(BeEmpty(), "sampling failed")
 	Expect(rec.MostUnavailable()).To(BeNumerically("<=", 1), "most replicas unavailable at once\n%s", rec.Timeline())
 	Expect(rec.SamplesWithUnavailable()).To(BeNumerically(">=", 1), "no sample saw a replica unavailable\n%s", rec.Timeline())
 	Expect(rec.OverlappingReplacements()).To(BeEmpty(), rec.Timeline())
