@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,7 +87,6 @@ type Interval struct{ From, To time.Time }
 // in the order their events arrive. It keeps watching through operator
 // restarts: it talks only to the API server.
 type RolloutSampler struct {
-	name     string
 	cancel   context.CancelFunc
 	done     chan struct{}
 	stopOnce sync.Once
@@ -131,7 +129,7 @@ func (e *Env) StartRolloutSampler(ctx context.Context, namespace, name string) (
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &RolloutSampler{
-		name: name, cancel: cancel, done: make(chan struct{}),
+		cancel: cancel, done: make(chan struct{}),
 		pclqs: map[types.UID]*copsev1alpha1.PodClique{}, livePods: map[types.UID]*corev1.Pod{},
 		everAvailable: map[int]bool{}, replacing: map[int]bool{}, pods: map[types.UID]PodSighting{},
 	}
@@ -140,13 +138,16 @@ func (e *Env) StartRolloutSampler(ctx context.Context, namespace, name string) (
 		UpdateFunc: func(_, obj any) { s.observe(obj, false) },
 		DeleteFunc: func(obj any) { s.observe(obj, true) },
 	}
-	var registrations []toolscache.ResourceEventHandlerRegistration
+	// synced: each handler has been given what existed when its watch began.
+	var synced []toolscache.InformerSynced
 	for _, obj := range []client.Object{&copsev1alpha1.PodCliqueSet{}, &copsev1alpha1.PodClique{}, &corev1.Pod{}} {
 		informer, err := c.GetInformer(ctx, obj)
 		if err == nil {
 			var registration toolscache.ResourceEventHandlerRegistration
 			registration, err = informer.AddEventHandler(handler)
-			registrations = append(registrations, registration)
+			if registration != nil {
+				synced = append(synced, registration.HasSynced)
+			}
 		}
 		if err != nil {
 			cancel()
@@ -157,17 +158,11 @@ func (e *Env) StartRolloutSampler(ctx context.Context, namespace, name string) (
 		defer close(s.done)
 		_ = c.Start(ctx)
 	}()
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, samplerSyncTimeout, true, func(context.Context) (bool, error) {
-		for _, r := range registrations {
-			if !r.HasSynced() {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	syncCtx, cancelSync := context.WithTimeout(ctx, samplerSyncTimeout)
+	defer cancelSync()
+	if !toolscache.WaitForCacheSync(syncCtx.Done(), synced...) {
 		s.Stop()
-		return nil, fmt.Errorf("rollout sampler for %s/%s: watches not synced: %w", namespace, name, err)
+		return nil, fmt.Errorf("rollout sampler for %s/%s: watches not synced within %s", namespace, name, samplerSyncTimeout)
 	}
 	s.mu.Lock()
 	found := s.pcs != nil
@@ -216,9 +211,6 @@ func (s *RolloutSampler) observe(obj any, deleted bool) {
 	defer s.mu.Unlock()
 	switch o := obj.(type) {
 	case *copsev1alpha1.PodCliqueSet:
-		if o.Name != s.name {
-			return
-		}
 		s.pcs = o
 		if deleted {
 			s.pcs = nil

@@ -394,9 +394,11 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			ns := createNamespace(ctx, "rollout-scale")
 			Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 			expectSettled(ctx, ns, "serve", 2*servingPods, false)
+			podsBefore := 2 * servingPods
 			if c.prepare != nil {
 				c.prepare(ctx, ns)
-				expectSettled(ctx, ns, "serve", c.preparedPods, false)
+				podsBefore = c.preparedPods
+				expectSettled(ctx, ns, "serve", podsBefore, false)
 			}
 			sampler := startSampler(ctx, ns, "serve")
 
@@ -410,11 +412,11 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 			case duringRollout:
 				By("scaling once the rollout is under way")
 				waitRolloutUnderWay(ctx, ns, "serve", c.whileUpdating)
-				scaledAt = time.Now()
-				c.scale(ctx, ns)
 			case afterRollout:
 				By("scaling once the rollout has completed")
-				expectSettled(ctx, ns, "serve", c.preparedPods, true)
+				expectSettled(ctx, ns, "serve", podsBefore, true)
+			}
+			if c.at != beforeRollout {
 				scaledAt = time.Now()
 				c.scale(ctx, ns)
 			}
@@ -468,10 +470,9 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 		// Grove keeps these five commented out in its suite as flaky; the
 		// shapes are ordinary ones, so copse runs them.
 		Entry("RU-13: the PodCliqueSet scaled in from 2 to 1 replica once every replica is updated", scaleCase{
-			at:           afterRollout,
-			preparedPods: 2 * servingPods,
-			scale:        func(ctx context.Context, ns string) { scalePodCliqueSet(ctx, ns, "serve", 1) },
-			wantPods:     servingPods,
+			at:       afterRollout,
+			scale:    func(ctx context.Context, ns string) { scalePodCliqueSet(ctx, ns, "serve", 1) },
+			wantPods: servingPods,
 		}),
 		Entry("RU-14: each scaling group scaled out from 2 to 3 group replicas", scaleCase{
 			scale:    func(ctx context.Context, ns string) { scaleScalingGroups(ctx, ns, "serve", 3) },
@@ -501,8 +502,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 
 // scaleCase is one scenario of scaling during a rolling update.
 type scaleCase struct {
-	// prepare scales before the rollout starts, to preparedPods pods
-	// (preparedPods is also the count an afterRollout case waits for).
+	// prepare scales before the rollout starts, to preparedPods pods.
 	prepare      func(ctx context.Context, namespace string)
 	preparedPods int
 	// scale is the scaling under test, done at the moment at; during the
