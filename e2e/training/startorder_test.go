@@ -313,6 +313,77 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 		expectNoOrphans(ctx, ns, "tj")
 	})
 
+	It("runs a clique that starts after a predecessor that exited 0: an edge in both startsAfter and startsAfterSucceeded means the success edge", func(ctx context.Context) {
+		ns := newNamespace(ctx, "ready-and-succeeded")
+		initClique := gatedClique("init", 1, false, true)
+		initClique.Annotations = map[string]string{cluster.AnnotationRunDuration: "2s", cluster.AnnotationExitCode: "0"}
+		trainer := gatedClique("trainer", 2, false, true)
+		trainer.Annotations = map[string]string{cluster.AnnotationRunDuration: "2s", cluster.AnnotationExitCode: "0"}
+		trainer.Spec.StartsAfter = []string{"init"}
+		pcs := framework.NewPodCliqueSet(ns, "job", 1, initClique, trainer)
+		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		pcs.Spec.Template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeExplicit)
+		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{
+			MaxRestarts:          ptr.To[int32](0),
+			StartsAfterSucceeded: []copsev1alpha1.CliqueSuccessDependency{{Clique: "trainer", Cliques: []string{"init"}}},
+		}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed(), "the webhook accepts an edge in both fields")
+
+		By("the trainer's pods are created once init exited 0, with no startup gate, and the workload succeeds")
+		Eventually(func(g Gomega) {
+			got := env.GetPodCliqueSet(ctx, g, ns, "job")
+			trainerPods := env.Pods(ctx, g, ns, "job", client.MatchingLabels{labels.CliqueTemplateKey: "trainer"})
+			for _, p := range trainerPods {
+				g.Expect(p.Annotations).NotTo(HaveKey(labels.StartupGateAnnotation), "pod %s waits behind a gate for a clique that has ended", p.Name)
+			}
+			g.Expect(got.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded), "pods of the trainer: %d", len(trainerPods))
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		expectUnblocked(ctx, Default, ns, "job-0-trainer")
+	})
+
+	It("opens the gate after an InOrder predecessor that exited 0 without ever being Ready, and for a replacement created after it ended", func(ctx context.Context) {
+		ns := newNamespace(ctx, "predecessor-ended")
+		initClique := gatedClique("init", 1, true, true) // never Ready: it exits before a readiness probe would pass
+		initClique.Annotations[cluster.AnnotationRunDuration] = "4s"
+		initClique.Annotations[cluster.AnnotationExitCode] = "0"
+		trainer := gatedClique("trainer", 2, false, true)
+		trainer.Spec.MinAvailable = ptr.To[int32](1) // tolerates the loss of one pod: a failed one is replaced
+		pcs := framework.NewPodCliqueSet(ns, "job", 1, initClique, trainer)
+		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		pcs.Spec.Template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeInOrder)
+		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		By("while init runs, never Ready, the trainer waits behind its gate")
+		Eventually(func(g Gomega) {
+			expectGateClosed(g, cliquePods(ctx, g, ns, "job", "trainer"), 2)
+			expectBlocked(ctx, g, ns, "job-0-trainer", copsev1alpha1.ReasonWaitingForReady, "init")
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+
+		By("init exits 0: the trainer's gates open and it runs; the condition no longer names init")
+		var trainerPods []corev1.Pod
+		Eventually(func(g Gomega) {
+			trainerPods = cliquePods(ctx, g, ns, "job", "trainer")
+			expectGateOpenAndRunning(g, trainerPods, 2)
+			expectUnblocked(ctx, g, ns, "job-0-trainer")
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+
+		By("a trainer pod fails: its replacement, created after init ended, starts with an open gate")
+		env.MakePodExit(ctx, &trainerPods[0], "1")
+		Eventually(func(g Gomega) {
+			var replacement *corev1.Pod
+			for _, p := range cliquePods(ctx, g, ns, "job", "trainer") {
+				if p.UID != trainerPods[0].UID && p.UID != trainerPods[1].UID {
+					replacement = &p
+				}
+			}
+			g.Expect(replacement).NotTo(BeNil(), "no replacement yet")
+			g.Expect(replacement.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, blueprint.StartupGateOpen))
+			g.Expect(replacement.Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		Expect(env.GetPodCliqueSet(ctx, Default, ns, "job").Status.RestartCount).To(BeZero())
+	})
+
 	It("orders an Inference PodCliqueSet's cliques too", func(ctx context.Context) {
 		ns := newNamespace(ctx, "inference-order")
 		pcs := framework.NewPodCliqueSet(ns, "serve", 1, gatedClique("router", 1, true, false), gatedClique("server", 2, false, false))

@@ -72,6 +72,29 @@ func SuccessPredecessors(pcs *copsev1alpha1.PodCliqueSet) map[string][]string {
 	return out
 }
 
+// GatePredecessors returns, per clique template name, the cliques whose
+// PodCliques must be ReadyOrDone before the clique's containers start: its
+// StartPredecessors, less those it also waits on to succeed
+// (SuccessPredecessors). An edge in both means the stronger one: the
+// clique's pods are created only once the predecessor succeeded, so a gate
+// on the same predecessor would add nothing but a container.
+func GatePredecessors(pcs *copsev1alpha1.PodCliqueSet) map[string][]string {
+	ready := StartPredecessors(pcs.Spec.Template.StartupType, pcs.Spec.Template.Cliques)
+	success := SuccessPredecessors(pcs)
+	out := map[string][]string{}
+	for clique, preds := range ready {
+		for _, pred := range preds {
+			if !slices.Contains(success[clique], pred) {
+				out[clique] = append(out[clique], pred)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // PreludeCliques are the clique templates some clique waits on to succeed,
 // in template order. They are scheduled apart from the replica's gang.
 func PreludeCliques(pcs *copsev1alpha1.PodCliqueSet) []string {
@@ -100,9 +123,22 @@ type SiblingClique struct {
 	Grouped       bool
 	GroupReplica  int
 	ReadyReplicas int
-	MinAvailable  int
+	// SucceededReplicas counts its pod indices that exited 0 (a Training
+	// PodClique's status.succeededIndexes).
+	SucceededReplicas int
+	MinAvailable      int
 	// Succeeded: the PodClique has the Succeeded condition.
 	Succeeded bool
+}
+
+// ReadyOrDone reports whether a predecessor lets the cliques that start
+// after it go: it has minAvailable pods ready or exited 0, or it succeeded
+// as a whole. A pod that exited 0 did what the order waited for (JobSet
+// counts a completed Job as ready too), so a clique created after its
+// predecessor ended, or one whose predecessor exited before copse saw it
+// Ready, is never held back for ever.
+func (s SiblingClique) ReadyOrDone() bool {
+	return s.Succeeded || s.ReadyReplicas+s.SucceededReplicas >= s.MinAvailable
 }
 
 // Gate states of a pod's startup gate (the copse.dev/startup-gate
@@ -156,12 +192,12 @@ func CliqueScalingGroups(pcs *copsev1alpha1.PodCliqueSet) map[string]string {
 
 // NotReadyPredecessors returns the predecessors that hold a clique's
 // containers back: a standalone predecessor whose PodClique is missing or
-// has fewer than minAvailable ready pods, or a grouped one whose instances
-// below the group's minAvailable are not all there and Ready; for a scaled
-// clique (scope), the predecessor's instance in the clique's own group
-// replica. Empty means the startup gate may open. groupMinAvailable gives,
-// per predecessor in a scaling group, the group's minAvailable (capped at
-// its replicas).
+// not ReadyOrDone, or a grouped one whose instances below the group's
+// minAvailable are not all there and ReadyOrDone; for a scaled clique
+// (scope), the predecessor's instance in the clique's own group replica.
+// Empty means the startup gate may open. groupMinAvailable gives, per
+// predecessor in a scaling group, the group's minAvailable (capped at its
+// replicas).
 func NotReadyPredecessors(predecessors []string, groupMinAvailable map[string]int, scope StartScope, siblings []SiblingClique) []string {
 	var waiting []string
 	for _, pred := range predecessors {
@@ -172,7 +208,7 @@ func NotReadyPredecessors(predecessors []string, groupMinAvailable map[string]in
 			if s.Template != pred {
 				continue
 			}
-			ready := s.ReadyReplicas >= s.MinAvailable
+			ready := s.ReadyOrDone()
 			switch {
 			case grouped && scope.Scaled:
 				if s.Grouped && s.GroupReplica == scope.GroupReplica && ready {

@@ -75,6 +75,14 @@ func TestNotReadyPredecessors(t *testing.T) {
 		{name: "no predecessors"},
 		{name: "predecessor Ready", predecessors: []string{"a"}, siblings: []SiblingClique{ready("a"), unready("b")}},
 		{name: "predecessor below minAvailable", predecessors: []string{"a"}, siblings: []SiblingClique{unready("a")}, want: []string{"a"}},
+		{name: "predecessor ended: its pods exited 0, none ready", predecessors: []string{"a"},
+			siblings: []SiblingClique{{Template: "a", SucceededReplicas: 2, MinAvailable: 2}}},
+		{name: "predecessor partly ready, partly exited 0", predecessors: []string{"a"},
+			siblings: []SiblingClique{{Template: "a", ReadyReplicas: 1, SucceededReplicas: 1, MinAvailable: 2}}},
+		{name: "predecessor Succeeded as a whole", predecessors: []string{"a"},
+			siblings: []SiblingClique{{Template: "a", MinAvailable: 2, Succeeded: true}}},
+		{name: "predecessor with too few pods ready or exited 0", predecessors: []string{"a"},
+			siblings: []SiblingClique{{Template: "a", SucceededReplicas: 1, MinAvailable: 2}}, want: []string{"a"}},
 		{name: "predecessor's PodClique not there yet", predecessors: []string{"a"}, siblings: []SiblingClique{ready("b")}, want: []string{"a"}},
 		{name: "fan-in: one of two ready", predecessors: []string{"a", "b"}, siblings: []SiblingClique{ready("a"), unready("b")}, want: []string{"b"}},
 		{name: "fan-in: both ready", predecessors: []string{"a", "b"}, siblings: []SiblingClique{ready("a"), ready("b")}},
@@ -96,6 +104,10 @@ func TestNotReadyPredecessors(t *testing.T) {
 			predecessors: []string{"g"}, groupMin: map[string]int{"g": 1}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 1},
 			siblings: []SiblingClique{groupInstance(ready("g"), 0), groupInstance(unready("g"), 1), groupInstance(ready("g"), 2)},
 			want:     []string{"g"}},
+		{name: "grouped: the instances below minAvailable exited 0",
+			predecessors: []string{"g"}, groupMin: map[string]int{"g": 2},
+			siblings: []SiblingClique{groupInstance(SiblingClique{Template: "g", SucceededReplicas: 2, MinAvailable: 2}, 0),
+				groupInstance(SiblingClique{Template: "g", Succeeded: true}, 1)}},
 		{name: "scaled: its own instance missing",
 			predecessors: []string{"g"}, groupMin: map[string]int{"g": 1}, scope: StartScope{Scaled: true, Group: "sg", GroupReplica: 1},
 			siblings: []SiblingClique{groupInstance(ready("g"), 0)},
@@ -180,6 +192,47 @@ func TestSuccessPredecessorsAndPrelude(t *testing.T) {
 	inference := preludePCS(copsev1alpha1.WorkloadTypeInference)
 	if got := SuccessPredecessors(inference); got != nil {
 		t.Errorf("an Inference workload waits for no success, got %v", got)
+	}
+}
+
+func TestGatePredecessors(t *testing.T) {
+	explicit := grovecorev1alpha1.CliqueStartupTypeExplicit
+	inOrder := grovecorev1alpha1.CliqueStartupTypeInOrder
+	training := func(startupType grovecorev1alpha1.CliqueStartupType, cliques []*grovecorev1alpha1.PodCliqueTemplateSpec,
+		succeeded ...copsev1alpha1.CliqueSuccessDependency) *copsev1alpha1.PodCliqueSet {
+		pcs := &copsev1alpha1.PodCliqueSet{}
+		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		pcs.Spec.Template.StartupType = &startupType
+		pcs.Spec.Template.Cliques = cliques
+		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{StartsAfterSucceeded: succeeded}
+		return pcs
+	}
+	tests := []struct {
+		name string
+		pcs  *copsev1alpha1.PodCliqueSet
+		want map[string][]string
+	}{
+		{name: "an edge in both fields means the success edge: no gate",
+			pcs: training(explicit, []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("init"), startsAfter("trainer", "init")},
+				copsev1alpha1.CliqueSuccessDependency{Clique: "trainer", Cliques: []string{"init"}})},
+		{name: "the ready edges not repeated stay",
+			pcs: training(explicit, []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("init"), startsAfter("ps"), startsAfter("trainer", "init", "ps")},
+				copsev1alpha1.CliqueSuccessDependency{Clique: "trainer", Cliques: []string{"init"}}),
+			want: map[string][]string{"trainer": {"ps"}}},
+		{name: "InOrder after a clique waited on to succeed",
+			pcs: training(inOrder, []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("init"), startsAfter("trainer"), startsAfter("eval")},
+				copsev1alpha1.CliqueSuccessDependency{Clique: "trainer", Cliques: []string{"init"}}),
+			want: map[string][]string{"eval": {"trainer"}}},
+		{name: "no success edges: the start order as it is",
+			pcs:  training(explicit, []*grovecorev1alpha1.PodCliqueTemplateSpec{startsAfter("a"), startsAfter("b", "a")}),
+			want: map[string][]string{"b": {"a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, GatePredecessors(tt.pcs)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -27,11 +27,12 @@ import (
 
 // startOrder is where a clique stands in its replica's start order.
 type startOrder struct {
-	// gated: the clique starts after cliques that must be Ready first, so
-	// its pods carry a startup gate.
+	// gated: the clique starts after cliques that must be Ready (or done)
+	// first, so its pods carry a startup gate.
 	gated bool
-	// waitingForReady are the predecessors not Ready yet; the gate stays
-	// closed while there are any.
+	// waitingForReady are the predecessors neither Ready nor done yet
+	// (blueprint.SiblingClique.ReadyOrDone); the gate stays closed while
+	// there are any.
 	waitingForReady []string
 	// successGated: the clique waits for cliques to succeed before any of
 	// its pods is created; waitingForSuccess are those not succeeded yet.
@@ -42,7 +43,7 @@ type startOrder struct {
 // startOrderInput is what decideStartOrder reads.
 type startOrderInput struct {
 	// readyPredecessors and successPredecessors are the clique's entries of
-	// blueprint.StartPredecessors and blueprint.SuccessPredecessors.
+	// blueprint.GatePredecessors and blueprint.SuccessPredecessors.
 	readyPredecessors   []string
 	successPredecessors []string
 	groupMinAvailable   map[string]int
@@ -83,7 +84,7 @@ type gateOpening struct {
 }
 
 // gatesToOpen are the pods whose closed gate may open now: every
-// predecessor is Ready. A gate once open is never closed again, and a pod
+// predecessor is Ready or done. A gate once open is never closed again, and a pod
 // that is terminating or ended is left alone. At most budget are opened.
 func gatesToOpen(o startOrder, pods []podstate.Summary, budget int) gateOpening {
 	var out gateOpening
@@ -114,7 +115,7 @@ func startupBlockedCondition(o startOrder) *metav1.Condition {
 	case o.gated && len(o.waitingForReady) > 0:
 		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue,
 			Reason:  copsev1alpha1.ReasonWaitingForReady,
-			Message: fmt.Sprintf("the pods' containers start once clique(s) %s of the replica are Ready", strings.Join(o.waitingForReady, ", "))}
+			Message: fmt.Sprintf("the pods' containers start once clique(s) %s of the replica are Ready (minAvailable pods ready or exited 0)", strings.Join(o.waitingForReady, ", "))}
 	case o.gated || o.successGated:
 		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionFalse,
 			Reason: copsev1alpha1.ReasonPredecessorsDone, Message: "the cliques this clique starts after are done"}
@@ -131,7 +132,7 @@ func (r *Reconciler) observeStartOrder(ctx context.Context, pclq *copsev1alpha1.
 	groupMinAvailable := blueprint.GroupMinAvailable(pcs)
 	scope := startScope(pcs, id, groupMinAvailable)
 	in := startOrderInput{
-		readyPredecessors:   blueprint.ScopePredecessors(blueprint.StartPredecessors(pcs.Spec.Template.StartupType, pcs.Spec.Template.Cliques)[id.Clique], scope, blueprint.CliqueScalingGroups(pcs)),
+		readyPredecessors:   blueprint.ScopePredecessors(blueprint.GatePredecessors(pcs)[id.Clique], scope, blueprint.CliqueScalingGroups(pcs)),
 		successPredecessors: blueprint.SuccessPredecessors(pcs)[id.Clique],
 		scope:               scope,
 	}
@@ -177,12 +178,13 @@ func siblingSelector(id blueprint.CliqueIdentity) client.MatchingLabels {
 func siblingOf(pclq *copsev1alpha1.PodClique) blueprint.SiblingClique {
 	j, grouped := labels.Index(pclq.Labels, labels.ScalingGroupReplicaKey)
 	return blueprint.SiblingClique{
-		Template:      pclq.Labels[labels.CliqueTemplateKey],
-		Grouped:       grouped && pclq.Labels[labels.ScalingGroupKey] != "",
-		GroupReplica:  j,
-		ReadyReplicas: int(pclq.Status.ReadyReplicas),
-		MinAvailable:  int(pclq.MinAvailable()),
-		Succeeded:     meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded),
+		Template:          pclq.Labels[labels.CliqueTemplateKey],
+		Grouped:           grouped && pclq.Labels[labels.ScalingGroupKey] != "",
+		GroupReplica:      j,
+		ReadyReplicas:     int(pclq.Status.ReadyReplicas),
+		SucceededReplicas: recordedSucceeded(pclq).CountBelow(int(pclq.Spec.Replicas)),
+		MinAvailable:      int(pclq.MinAvailable()),
+		Succeeded:         meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded),
 	}
 }
 
@@ -206,7 +208,7 @@ func (r *Reconciler) openGates(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 	if opened > 0 {
 		ctrl.LoggerFrom(ctx).Info("opened startup gates", "opened", opened, "planned", len(pods))
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonStartupGatesOpened, "OpenStartupGates",
-			"Opened the startup gate of %d pod(s): the cliques this clique starts after are Ready", opened)
+			"Opened the startup gate of %d pod(s): the cliques this clique starts after are Ready or done", opened)
 	}
 	if err != nil {
 		return opened, fmt.Errorf("opening startup gates of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
@@ -238,8 +240,8 @@ func (r *Reconciler) siblingsOf(ctx context.Context, obj client.Object) []reconc
 }
 
 // startOrderSignalChanged passes PodClique status updates that can move a
-// sibling in the start order: the clique became Ready (readyReplicas >=
-// minAvailable) or stopped being so, or it gained the Succeeded condition.
+// sibling in the start order: the clique became ReadyOrDone or stopped
+// being so, or it gained the Succeeded condition.
 func startOrderSignalChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -252,7 +254,7 @@ func startOrderSignalChanged() predicate.Funcs {
 				return false
 			}
 			was, is := siblingOf(old), siblingOf(cur)
-			return (was.ReadyReplicas >= was.MinAvailable) != (is.ReadyReplicas >= is.MinAvailable) || was.Succeeded != is.Succeeded
+			return was.ReadyOrDone() != is.ReadyOrDone() || was.Succeeded != is.Succeeded
 		},
 	}
 }
