@@ -60,13 +60,13 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
 			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader, KueueEnabled: features.Kueue}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
-			podclique.Validator{Reader: reader, Limits: limits}),
+			podclique.Validator{Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,
-			podcliquescalinggroup.Validator{Reader: reader, Limits: limits}),
+			podcliquescalinggroup.Validator{Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidatePodCliqueScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
-			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader, Limits: limits}),
+			Kind: "PodClique", NewObject: training.NewPodClique, Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidatePodCliqueScalingGroupScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
-			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits}),
+			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidateClusterTopologyBindingPath: admission.WithValidator[*copsev1alpha1.ClusterTopologyBinding](scheme,
 			clustertopologybinding.Validator{}),
 		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),

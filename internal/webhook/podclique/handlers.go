@@ -28,6 +28,10 @@ type Validator struct {
 	Reader client.Reader
 	// Limits are the operator's limits on pods.
 	Limits configv1alpha1.LimitsConfiguration
+	// KueueEnabled is kueue.enabled: a PodClique of a queued PodCliqueSet
+	// is not scaled beyond what its Workload holds quota for
+	// (training.QueuedScale).
+	KueueEnabled bool
 }
 
 var _ admission.Validator[*copsev1alpha1.PodClique] = Validator{}
@@ -72,5 +76,5 @@ func (v Validator) validateTraining(ctx context.Context, old, pclq *copsev1alpha
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return ValidateTraining(old, pclq, owner), nil
+	return append(ValidateTraining(old, pclq, owner), ValidateQueued(old, pclq, owner, v.KueueEnabled)...), nil
 }

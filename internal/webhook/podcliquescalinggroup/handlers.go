@@ -28,6 +28,10 @@ type Validator struct {
 	Reader client.Reader
 	// Limits are the operator's limits on pods.
 	Limits configv1alpha1.LimitsConfiguration
+	// KueueEnabled is kueue.enabled: a group of a queued PodCliqueSet is
+	// not scaled beyond what its Workload holds quota for
+	// (training.QueuedScale).
+	KueueEnabled bool
 }
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueScalingGroup] = Validator{}
@@ -70,6 +74,6 @@ func (v Validator) validateWithOwner(ctx context.Context, old, pcsg *copsev1alph
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	errs := ValidateTraining(old, pcsg, owner)
+	errs := append(ValidateTraining(old, pcsg, owner), ValidateQueued(old, pcsg, owner, v.KueueEnabled)...)
 	return append(errs, ValidateSize(old, pcsg, owner, v.Limits)...), nil
 }

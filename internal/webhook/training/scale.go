@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podcount"
 	"github.com/copse-dev/copse/internal/webhook/rules"
 )
@@ -36,6 +37,9 @@ type ScaleValidator struct {
 	Reader client.Reader
 	// Limits are the operator's limits on pods.
 	Limits configv1alpha1.LimitsConfiguration
+	// KueueEnabled is kueue.enabled: an object of a queued PodCliqueSet is
+	// not scaled beyond what its Workload holds quota for (QueuedScale).
+	KueueEnabled bool
 }
 
 var _ admission.Validator[*autoscalingv1.Scale] = ScaleValidator{}
@@ -74,7 +78,28 @@ func (v ScaleValidator) ValidateUpdate(ctx context.Context, old, scale *autoscal
 	if owner.IsTraining() {
 		return nil, rules.ToAdmissionError(v.Kind, key.Name, field.ErrorList{ReplicasImmutable(scaleReplicasPath, owner)})
 	}
-	return nil, rules.ToAdmissionError(v.Kind, key.Name, v.validateSize(old.Spec.Replicas, scale.Spec.Replicas, target, owner))
+	errs := append(v.validateQueued(old.Spec.Replicas, scale.Spec.Replicas, target, owner),
+		v.validateSize(old.Spec.Replicas, scale.Spec.Replicas, target, owner)...)
+	return nil, rules.ToAdmissionError(v.Kind, key.Name, errs)
+}
+
+// validateQueued applies QueuedScale to scaling target (of owner, nil if
+// none) from oldReplicas to replicas, as the kinds' own ValidateQueued
+// rules do for spec updates.
+func (v ScaleValidator) validateQueued(oldReplicas, replicas int32, target client.Object, owner *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if owner == nil {
+		return nil
+	}
+	switch target := target.(type) {
+	case *copsev1alpha1.PodClique:
+		template := target.Labels[labels.CliqueTemplateKey]
+		return QueuedScale(scaleReplicasPath, owner, v.KueueEnabled, oldReplicas, replicas,
+			AdmittedCliqueReplicas(owner, template), fmt.Sprintf("clique %q", template))
+	case *copsev1alpha1.PodCliqueScalingGroup:
+		admitted, group := AdmittedGroupReplicas(owner, target.Spec.CliqueNames)
+		return QueuedScale(scaleReplicasPath, owner, v.KueueEnabled, oldReplicas, replicas, admitted, fmt.Sprintf("scaling group %q", group))
+	}
+	return nil
 }
 
 // validateSize applies the operator's pod limit to scaling target (of

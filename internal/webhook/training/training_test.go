@@ -6,18 +6,22 @@ import (
 	"strings"
 	"testing"
 
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/webhook/webhooktest"
 )
 
@@ -139,6 +143,63 @@ func TestScaleValidator(t *testing.T) {
 				`this PodClique would have 40000 pods, more than the operator's limit limits.maxPodsPerReplica=32768`},
 		{name: "scaling down an Inference PodClique that is over the pod limit", validator: pclqs, target: inference.Grouped.Name, from: 50000, to: 40000},
 		{name: "scaling a PodClique that is gone", validator: pclqs, target: "gone", from: 2, to: 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Update, Namespace: "ml", Name: tc.target, UID: types.UID("req")}})
+			_, err := tc.validator.ValidateUpdate(ctx, scale(tc.target, tc.from), scale(tc.target, tc.to))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("denied: %v", err)
+			case tc.want != "" && (err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("err = %v, want an Invalid error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// queuedFamily is an Inference family whose PodCliqueSet is queued through
+// Kueue: its Workload counts 2 leader pods per replica, 2 worker pods per
+// group replica, and up to 3 replicas of the autoscaled group "decode".
+func queuedFamily() *webhooktest.Family {
+	f := webhooktest.NewFamily("queued", copsev1alpha1.WorkloadTypeInference)
+	f.Set.Labels = map[string]string{kueue.QueueNameLabel: "gpus"}
+	f.Set.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{
+		{Name: "leader", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 2}},
+		{Name: "worker", Spec: grovecorev1alpha1.PodCliqueSpec{Replicas: 2}},
+	}
+	f.Set.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
+		{Name: "decode", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2), ScaleConfig: &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 3}},
+	}
+	f.Standalone.Labels = map[string]string{labels.CliqueTemplateKey: "leader"}
+	f.Grouped.Labels = map[string]string{labels.CliqueTemplateKey: "worker"}
+	return f
+}
+
+func TestScaleValidatorQueued(t *testing.T) {
+	queued := queuedFamily()
+	reader := webhooktest.Reader(t, queued.Objects()...)
+	pclqs := ScaleValidator{Kind: "PodClique", NewObject: NewPodClique, Reader: reader, Limits: webhooktest.DefaultLimits, KueueEnabled: true}
+	pcsgs := ScaleValidator{Kind: "PodCliqueScalingGroup", NewObject: NewPodCliqueScalingGroup, Reader: reader, Limits: webhooktest.DefaultLimits, KueueEnabled: true}
+	kueueOff := pclqs
+	kueueOff.KueueEnabled = false
+	tests := []struct {
+		name      string
+		validator ScaleValidator
+		target    string
+		from, to  int32
+		want      string
+	}{
+		{name: "a PodClique beyond its template's replicas", validator: pclqs, target: queued.Standalone.Name, from: 2, to: 3,
+			want: `PodClique.grove.io "queued-0-leader" is invalid: spec.replicas: Forbidden: may be at most 2: PodCliqueSet ml/queued is queued through Kueue ` +
+				`(label kueue.x-k8s.io/queue-name=gpus) and its Workload holds quota for 2 of clique "leader"`},
+		{name: "a PodClique within its template's replicas", validator: pclqs, target: queued.Standalone.Name, from: 1, to: 2},
+		{name: "a PodClique scaled down", validator: pclqs, target: queued.Grouped.Name, from: 2, to: 1},
+		{name: "a scaling group up to its autoscaler's maxReplicas", validator: pcsgs, target: queued.ScalingGroup.Name, from: 2, to: 3},
+		{name: "a scaling group beyond its autoscaler's maxReplicas", validator: pcsgs, target: queued.ScalingGroup.Name, from: 3, to: 4,
+			want: `spec.replicas: Forbidden: may be at most 3: PodCliqueSet ml/queued is queued through Kueue (label kueue.x-k8s.io/queue-name=gpus) and its Workload holds quota for 3 of scaling group "decode"`},
+		{name: "kueue.enabled off: the label means nothing", validator: kueueOff, target: queued.Standalone.Name, from: 2, to: 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
