@@ -43,6 +43,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
 		Scheme:      mgr.GetScheme(),
 		Recorder:    recorders.For(podcliqueset.ControllerName),
 		Backend:     backend,

@@ -8,6 +8,7 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -225,6 +226,25 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			Expect(pod.Labels[copsekueue.PodSetLabel]).To(Equal(pod.Labels[labels.CliqueTemplateKey]), "pod %s", pod.Name)
 		}
 		Expect(perClique).To(Equal(map[string]int32{"leader": 2, "prefill": 4, "decode": 8}))
+
+		By("scaling a PodClique or a scaling group beyond its admitted count is refused, naming the field")
+		leader := &copsev1alpha1.PodClique{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "grouped-0-leader"}, leader)).To(Succeed())
+		leader.Spec.Replicas = 2
+		err := env.Client.Update(ctx, leader)
+		Expect(err).To(HaveOccurred(), "a PodClique of a queued PodCliqueSet was scaled beyond its quota")
+		Expect(err.Error()).To(ContainSubstring(`spec.replicas: Forbidden: may be at most 1: PodCliqueSet %s/grouped is queued through Kueue`, ns))
+		group := &copsev1alpha1.PodCliqueScalingGroup{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "grouped-0-model"}, group)).To(Succeed())
+		scale := &autoscalingv1.Scale{}
+		Expect(env.Client.SubResource("scale").Get(ctx, group, scale)).To(Succeed())
+		scale.Spec.Replicas = 3
+		err = env.Client.SubResource("scale").Update(ctx, group, client.WithSubResourceBody(scale))
+		Expect(err).To(HaveOccurred(), "a scaling group of a queued PodCliqueSet was scaled beyond its quota")
+		Expect(err.Error()).To(ContainSubstring(`spec.replicas: Forbidden: may be at most 2: PodCliqueSet %s/grouped is queued through Kueue`, ns))
+		Consistently(func(g Gomega) {
+			g.Expect(env.LivePods(ctx, g, ns, "grouped")).To(HaveLen(14))
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 
 	It("holds a Workload deleted under a running PodCliqueSet until its pods are gone and its templates restored, "+

@@ -2,6 +2,8 @@ package training_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -81,6 +83,15 @@ func runObjects(ctx context.Context, g Gomega, namespace string) int {
 	var groups copsev1alpha1.PodCliqueScalingGroupList
 	g.Expect(env.Client.List(ctx, &groups, client.InNamespace(namespace))).To(Succeed())
 	return len(cliques.Items) + len(groups.Items)
+}
+
+// describePods names each pod with its phase, deletion state and finalizers.
+func describePods(pods []corev1.Pod) string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, fmt.Sprintf("%s (%s, deleting %v, finalizers %v)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil, p.Finalizers))
+	}
+	return strings.Join(out, "; ")
 }
 
 // killOperatorAndReach SIGKILLs the operator, then lets the node of the
@@ -231,6 +242,84 @@ var _ = Describe("Suspend", Label("training"), func() {
 			Expect(p.Labels[labels.AttemptKey]).To(Equal("1"), "pod %s", p.Name)
 			Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded), "pod %s", p.Name)
 		}
+	})
+
+	It("ends every pod of a suspended run, the lingering pods of a replica that met the success policy included, keeps that replica's result, and lets its namespace be deleted", func(ctx context.Context) {
+		ns := newNamespace(ctx, "suspend-policy")
+		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
+		pcs.Spec.Replicas = 2
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		runningPods(ctx, ns, "job", "0", "0", 3)
+		runningPods(ctx, ns, "job", "1", "0", 3)
+		waitStartTime(ctx, ns, "job")
+
+		By("replica 0's launcher exits 0: replica 0 met the policy, its workers linger; replica 1 still runs")
+		launcher0 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
+		Expect(launcher0).To(HaveLen(1))
+		env.MakePodExit(ctx, &launcher0[0], "0")
+		Eventually(func(g Gomega) {
+			pclq := &copsev1alpha1.PodClique{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
+			g.Expect(env.LivePods(ctx, g, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "worker"})).To(HaveLen(2))
+			g.Expect(condition(env.GetPodCliqueSet(ctx, g, ns, "job"), copsev1alpha1.ConditionTypeSuccessCriteriaMet)).To(BeNil())
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+
+		By("suspending ends every pod, the lingering workers of replica 0 too: startTime clears")
+		setSuspend(ctx, ns, "job", true)
+		Eventually(func(g Gomega) {
+			g.Expect(activePods(ctx, g, ns, "job")).To(BeEmpty())
+			got := env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(got.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhasePending))
+			g.Expect(got.Status.StartTime).To(BeNil())
+			cond := condition(got, copsev1alpha1.ConditionTypeSuspended)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Message).To(ContainSubstring("no pod is left"))
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		pclq := &copsev1alpha1.PodClique{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed(), "replica 0 keeps its result")
+		Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
+
+		By("resuming: replica 1 runs a new attempt; replica 0, done, gets no pod")
+		setSuspend(ctx, ns, "job", false)
+		runningPods(ctx, ns, "job", "1", "1", 3)
+		Consistently(func(g Gomega) {
+			g.Expect(env.LivePods(ctx, g, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0"})).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("replica 1's launcher exits 0: the workload succeeds")
+		launcher1 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "1", labels.CliqueTemplateKey: "launcher"})
+		Expect(launcher1).To(HaveLen(1))
+		env.MakePodExit(ctx, &launcher1[0], "0")
+		Eventually(func(g Gomega) {
+			got := env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(got.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
+			g.Expect(got.Status.RestartCount).To(BeZero())
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+	})
+
+	It("lets the namespace of a suspended Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
+		ns := newNamespace(ctx, "delete-suspended")
+		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
+		pcs.Spec.Replicas = 2
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		runningPods(ctx, ns, "job", "0", "0", 3)
+		runningPods(ctx, ns, "job", "1", "0", 3)
+		launcher0 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
+		Expect(launcher0).To(HaveLen(1))
+		env.MakePodExit(ctx, &launcher0[0], "0")
+		Eventually(func(g Gomega) {
+			pclq := &copsev1alpha1.PodClique{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		setSuspend(ctx, ns, "job", true)
+
+		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s still there: %v; pods: %s", ns, err, describePods(env.Pods(ctx, g, ns, "job")))
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 	})
 
 	It("creates no pod for a Training workload created suspended, until it is resumed", func(ctx context.Context) {

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/indexset"
 )
 
 // ReplicaState is what decides whether a PodCliqueSet replica may get new
@@ -26,6 +27,12 @@ type ReplicaState struct {
 	// Superseded: the object asking belongs to an earlier run (attempt) of
 	// the replica than the current one.
 	Superseded bool
+	// Succeeded: the replica of a Training workload succeeded
+	// (status.succeededReplicaIndexes); its result is kept.
+	Succeeded bool
+	// RunCreated: every PodClique and PodCliqueScalingGroup of the Training
+	// replica's current run has existed (status.createdReplicaIndexes).
+	RunCreated bool
 }
 
 // Reasons MayCreatePods gives for saying no.
@@ -36,6 +43,8 @@ const (
 	ReasonSuspended       = "the PodCliqueSet is suspended (spec.suspend is true)"
 	ReasonRecreating      = "the replica is being recreated; the previous run's pods are still going away"
 	ReasonSuperseded      = "the object belongs to an earlier run of the replica"
+	ReasonSucceeded       = "the replica succeeded (it met the success policy); its result is kept"
+	ReasonRunCreated      = "every PodClique of the replica's run was created; one that is missing was deleted from outside, and the replica restarts for it"
 )
 
 // MayCreatePods is the one predicate that says whether a replica may get new
@@ -51,12 +60,30 @@ func MayCreatePods(s ReplicaState) string {
 		return ReasonDeleting
 	case s.Ended:
 		return ReasonEnded
+	case s.Succeeded:
+		return ReasonSucceeded
 	case s.Suspended:
 		return ReasonSuspended
 	case s.Superseded:
 		return ReasonSuperseded
 	case s.Recreating:
 		return ReasonRecreating
+	}
+	return ""
+}
+
+// MayCreatePodCliques says whether a replica may get a new PodClique (or
+// PodCliqueScalingGroup) now: MayCreatePods, and, for a Training replica,
+// not once its run has been whole. A member of such a run that is missing
+// was deleted from outside; the PodCliqueSet controller restarts the
+// replica for it (a counted breach). Creating it afresh would lose its
+// records and run again the indices that exited 0.
+func MayCreatePodCliques(s ReplicaState) string {
+	if why := MayCreatePods(s); why != "" {
+		return why
+	}
+	if s.RunCreated {
+		return ReasonRunCreated
 	}
 	return ""
 }
@@ -68,7 +95,8 @@ func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) R
 	if pcs == nil {
 		return ReplicaState{}
 	}
-	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs), Suspended: pcs.IsSuspended()}
+	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs), Suspended: pcs.IsSuspended(),
+		Succeeded: SucceededReplicas(pcs).Has(replica), RunCreated: CreatedReplicas(pcs).Has(replica)}
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if int(rec.ReplicaIndex) != replica {
 			continue
@@ -109,14 +137,16 @@ func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
 
 // MayCreatePodsChanged reports whether a change of a PodCliqueSet, from old
 // to cur, can change what MayCreatePods answers for any of its replicas: a
-// deletion started, the Training workload ended, spec.suspend changed, or a
-// recreation was recorded or completed. The PodClique controller is woken by such changes
+// deletion started, the Training workload ended, spec.suspend changed, a
+// replica succeeded or had its whole run, or a recreation was recorded or
+// completed. The PodClique controller is woken by such changes
 // only: a clique that was refused pods because its replica was still being
 // recreated gets them as soon as the recreation completes, with no other
 // event needed.
 func MayCreatePodsChanged(old, cur *copsev1alpha1.PodCliqueSet) bool {
 	if old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() || WorkloadEnded(old) != WorkloadEnded(cur) ||
-		old.IsSuspended() != cur.IsSuspended() {
+		old.IsSuspended() != cur.IsSuspended() || old.Status.SucceededReplicaIndexes != cur.Status.SucceededReplicaIndexes ||
+		old.Status.CreatedReplicaIndexes != cur.Status.CreatedReplicaIndexes {
 		return true
 	}
 	if len(old.Status.ReplicaRecreations) != len(cur.Status.ReplicaRecreations) {
@@ -129,4 +159,25 @@ func MayCreatePodsChanged(old, cur *copsev1alpha1.PodCliqueSet) bool {
 		}
 	}
 	return false
+}
+
+// SucceededReplicas are the replicas status.succeededReplicaIndexes
+// records; a malformed record counts none (the controller rewrites it on
+// its next pass).
+func SucceededReplicas(pcs *copsev1alpha1.PodCliqueSet) indexset.Set {
+	return replicaSet(pcs.Status.SucceededReplicaIndexes, pcs)
+}
+
+// CreatedReplicas are the replicas status.createdReplicaIndexes records;
+// a malformed record counts none.
+func CreatedReplicas(pcs *copsev1alpha1.PodCliqueSet) indexset.Set {
+	return replicaSet(pcs.Status.CreatedReplicaIndexes, pcs)
+}
+
+func replicaSet(record string, pcs *copsev1alpha1.PodCliqueSet) indexset.Set {
+	set, err := indexset.Parse(record, int(pcs.Spec.Replicas))
+	if err != nil {
+		return indexset.Set{}
+	}
+	return set
 }

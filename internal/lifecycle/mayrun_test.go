@@ -26,6 +26,7 @@ func TestMayCreatePods(t *testing.T) {
 		phase        copsev1alpha1.PodCliqueSetPhase
 		conditions   []metav1.Condition
 		recreations  []copsev1alpha1.ReplicaRecreation
+		succeeded    string
 		replica      int
 		attempt      int
 		want         string
@@ -54,6 +55,11 @@ func TestMayCreatePods(t *testing.T) {
 		{name: "training, SuccessCriteriaMet before the phase", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning,
 			conditions: []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonSuccessPolicy}},
 			want:       ReasonEnded},
+		{name: "the replica succeeded (met the success policy) while others run", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning,
+			succeeded: "0,2", replica: 2, want: ReasonSucceeded},
+		{name: "another replica succeeded", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning, succeeded: "0,2", replica: 1},
+		{name: "suspended after the replica succeeded: its result is kept", workload: training, suspended: true, succeeded: "0", want: ReasonSucceeded},
+		{name: "a malformed record counts no replica", workload: training, succeeded: "x", replica: 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,6 +70,8 @@ func TestMayCreatePods(t *testing.T) {
 				pcs.Status.Phase = c.phase
 				pcs.Status.Conditions = c.conditions
 				pcs.Status.ReplicaRecreations = c.recreations
+				pcs.Spec.Replicas = 3
+				pcs.Status.SucceededReplicaIndexes = c.succeeded
 				if c.deleting {
 					pcs.DeletionTimestamp = &now
 				}
@@ -114,6 +122,7 @@ func TestMayCreatePodsChanged(t *testing.T) {
 		}, want: true},
 		{name: "its deletion starts", change: func(p *copsev1alpha1.PodCliqueSet) { p.DeletionTimestamp = &now }, want: true},
 		{name: "it is suspended", change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(true) }, want: true},
+		{name: "a replica succeeds", change: func(p *copsev1alpha1.PodCliqueSet) { p.Status.SucceededReplicaIndexes = "0" }, want: true},
 		{name: "suspend set to false, as it was unset", change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(false) }},
 		{name: "the success policy is met", change: func(p *copsev1alpha1.PodCliqueSet) {
 			p.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue}}
@@ -125,6 +134,26 @@ func TestMayCreatePodsChanged(t *testing.T) {
 			c.change(cur)
 			if got := MayCreatePodsChanged(old, cur); got != c.want {
 				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestMayCreatePodCliques(t *testing.T) {
+	cases := []struct {
+		name  string
+		state ReplicaState
+		want  string
+	}{
+		{name: "a run not yet whole gets its PodCliques", state: ReplicaState{Known: true}},
+		{name: "a whole run gets none again: a missing one was deleted from outside", state: ReplicaState{Known: true, RunCreated: true},
+			want: ReasonRunCreated},
+		{name: "MayCreatePods' reasons come first", state: ReplicaState{Known: true, RunCreated: true, Suspended: true}, want: ReasonSuspended},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := MayCreatePodCliques(c.state); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})
 	}

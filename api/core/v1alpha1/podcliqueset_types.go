@@ -130,6 +130,23 @@ type PodCliqueSetStatus struct {
 	// its container, exit code, reason and node.
 	// +optional
 	LastFailure *PodFailure `json:"lastFailure,omitempty"`
+	// SucceededReplicaIndexes are the replicas of a Training workload that
+	// succeeded in their current run: they met trainingSpec.successPolicy,
+	// or, without one, every pod of theirs exited 0. In the compact form
+	// of the Job API's completedIndexes ("0,2-3"). Such a replica keeps its
+	// result: it gets no new pods and is never restarted, and a suspension
+	// ends its lingering pods instead of recreating it.
+	// +optional
+	SucceededReplicaIndexes string `json:"succeededReplicaIndexes,omitempty"`
+	// CreatedReplicaIndexes are the replicas of a Training workload whose
+	// current run has had every PodClique and PodCliqueScalingGroup it is
+	// made of, in the compact index form. A member missing afterwards was
+	// deleted from outside: the replica is restarted for it (a breach,
+	// counted against trainingSpec.maxRestarts), never given a fresh member
+	// that would run again indices that exited 0. A recreation clears the
+	// replica's entry until its new run is whole.
+	// +optional
+	CreatedReplicaIndexes string `json:"createdReplicaIndexes,omitempty"`
 }
 
 // PodFailure describes one failed pod: why a replica restarted or a

@@ -183,8 +183,9 @@ func (r *Reconciler) recreateGroupReplicas(ctx context.Context, pcsg *copsev1alp
 }
 
 // syncPodCliques creates the missing PodCliques of group replicas below
-// spec.replicas, unless the replica may not have new pods (a Training
-// replica being restarted, a workload that ended), and deletes those of
+// spec.replicas, unless the replica may not have new PodCliques (a Training
+// replica being restarted, or whose run was whole already, a workload that
+// ended: lifecycle.MayCreatePodCliques), and deletes those of
 // replicas at or above it. Replicas being recreated this pass wait for
 // their old cliques to be gone.
 func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup,
@@ -199,7 +200,7 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 	}
 	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
 	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
-	mayCreate := lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, replica, attempt)) == ""
+	mayCreate := lifecycle.MayCreatePodCliques(lifecycle.ReplicaStateOf(pcs, replica, attempt)) == ""
 	// The PodCliqueSet reports the constraints left out; they are not
 	// repeated here.
 	packing, _, err := topology.Lookup(ctx, r.Client, pcs, r.TopologyAwareScheduling)

@@ -147,6 +147,15 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 			expected = pcs.MembersPerReplica(groupReplicasByTemplate[r])
 		}
 		a := assessReplica(r, expected, members[r], training, pcs.SuccessPolicy())
+		if deleted, ok := obs.deletedMembers[r]; ok {
+			// A member of a whole run was deleted from outside: the run
+			// cannot go on as it was, so it is a breach, dated when it was
+			// seen (the deletion records no time of its own).
+			for _, name := range sortedNames(deleted.names) {
+				a.noteBreach(name, "deleted from outside", deleted.at)
+			}
+			a.available = false
+		}
 		a.started, a.startedAt = replicaStarted(startMembers[r], expectedBaseMembers(pcs, groupReplicasByTemplate[r]))
 		out = append(out, a)
 	}

@@ -38,6 +38,9 @@ type observed struct {
 	// names; missingClaimTemplates those that do not exist yet.
 	claimTemplates        resourcesharing.External
 	missingClaimTemplates []types.NamespacedName
+	// deletedMembers holds, per Training replica, the members of its whole
+	// run that were deleted from outside (observeDeletedMembers).
+	deletedMembers map[int]deletedMembers
 }
 
 // observe lists every row of the resource table and the pods, and reads

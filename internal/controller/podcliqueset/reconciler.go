@@ -32,10 +32,14 @@ import (
 
 // Reconciler reconciles PodCliqueSets.
 type Reconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
-	Backend  scheduler.Backend
+	Client client.Client
+	// APIReader reads from the API server, bypassing the cache
+	// (mgr.GetAPIReader): a member the cache misses is confirmed deleted
+	// there before the replica restarts for it.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Backend   scheduler.Backend
 	// Resources are the resource table's rows beyond copse's own and the
 	// backend's: optional features' per-replica kinds, such as MNNVL's
 	// ComputeDomains (blueprint.ComputeDomains). They come first, so that a
@@ -105,6 +109,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("observe children of %s: %w", req.NamespacedName, err)
 	}
+	if err := r.observeDeletedMembers(ctx, pcs, obs, now); err != nil {
+		return ctrl.Result{}, fmt.Errorf("check the runs of %s for members deleted from outside: %w", req.NamespacedName, err)
+	}
 	replicas := assessReplicas(pcs, obs)
 	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
 	startTime := startTimeCandidate(pcs, replicas, now)
@@ -168,6 +175,7 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 		// their logs.
 		failures.add(errCodeTerminatePods, r.terminateActivePods(ctx, pcs, obs, budget))
 	} else {
+		failures.add(errCodeTerminatePods, r.endLingeringPods(ctx, pcs, obs, budget))
 		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
 		failures.add(errCodeSyncChildren, resourcesharing.MissingError(obs.missingClaimTemplates))
 		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))

@@ -90,6 +90,10 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		started = started || a.started || a.succeeded
 	}
 	status.AvailableReplicas = available
+	if pcs.IsTraining() {
+		status.SucceededReplicaIndexes = succeededReplicas(in.replicas).String()
+		status.CreatedReplicaIndexes = createdReplicas(pcs, in.replicas, recreatingReplicas(in.progress.inProgress, in.newRecreations)).String()
+	}
 	rolloutStatus(&status, pcs, in.observed, in.rollout, in.rolloutReplicas)
 	meta.SetStatusCondition(&status.Conditions, breachCondition(pcs, available, breachedReplicas))
 

@@ -33,6 +33,16 @@ func TestComputeStatus(t *testing.T) {
 		}
 	})
 
+	t.Run("the replicas that succeeded are recorded, so that they get no pods", func(t *testing.T) {
+		pcs, obs := trainingJob(metav1.ConditionUnknown)
+		pcs.Spec.Replicas = 3
+		replicas := []replicaAssessment{{index: 0, succeeded: true}, {index: 1, started: true}, {index: 2, succeeded: true}}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, decision: passDecision{causeReplica: -1}, now: t0})
+		if got.SucceededReplicaIndexes != "0,2" {
+			t.Errorf("succeededReplicaIndexes %q, want \"0,2\"", got.SucceededReplicaIndexes)
+		}
+	})
+
 	t.Run("a restart is recorded with its count and root cause, nothing else changes", func(t *testing.T) {
 		pcs, obs := trainingJob(metav1.ConditionTrue)
 		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning

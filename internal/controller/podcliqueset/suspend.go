@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // decideSuspensions picks the replicas a suspension recreates now: those
@@ -21,6 +24,37 @@ func decideSuspensions(replicas []replicaAssessment, inProgress, currentRun map[
 	for _, r := range replicas {
 		if !r.succeeded && !inProgress[r.index] && currentRun[r.index] {
 			out = append(out, r.index)
+		}
+	}
+	return out
+}
+
+// lingeringPods are the pods a suspension ends without recreating their
+// replica: the pods still running of replicas that succeeded (met the
+// success policy while others had not yet). Their replica keeps its result
+// and gets no new pods (lifecycle.MayCreatePods), so the suspension is
+// complete, startTime clears and a queue gets its quota back once they
+// are gone too.
+func lingeringPods(pcs *copsev1alpha1.PodCliqueSet, active []podstate.Summary) []podstate.Summary {
+	if !pcs.IsSuspended() || lifecycle.WorkloadEnded(pcs) {
+		return nil
+	}
+	succeeded := lifecycle.SucceededReplicas(pcs)
+	var out []podstate.Summary
+	for _, p := range active {
+		if succeeded.Has(p.Replica) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// succeededReplicas are the replicas that succeeded, as an index set.
+func succeededReplicas(replicas []replicaAssessment) indexset.Set {
+	out := indexset.Set{}
+	for _, r := range replicas {
+		if r.succeeded {
+			out.Add(r.index)
 		}
 	}
 	return out

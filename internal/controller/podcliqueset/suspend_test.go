@@ -47,6 +47,42 @@ func TestDecideSuspensions(t *testing.T) {
 	}
 }
 
+func TestLingeringPods(t *testing.T) {
+	pod := func(name string, replica int) podstate.Summary { return podstate.Summary{Name: name, Replica: replica} }
+	active := []podstate.Summary{pod("r0-worker", 0), pod("r1-worker", 1), pod("r2-worker", 2)}
+	pcsWith := func(suspended bool, succeeded string, conditions ...metav1.Condition) *copsev1alpha1.PodCliqueSet {
+		pcs := &copsev1alpha1.PodCliqueSet{}
+		pcs.Spec.Replicas = 3
+		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+		pcs.Spec.Suspend = ptr.To(suspended)
+		pcs.Status.SucceededReplicaIndexes = succeeded
+		pcs.Status.Conditions = conditions
+		return pcs
+	}
+	cases := []struct {
+		name string
+		pcs  *copsev1alpha1.PodCliqueSet
+		want []string
+	}{
+		{name: "suspended: the pods of replicas that succeeded", pcs: pcsWith(true, "0,2"), want: []string{"r0-worker", "r2-worker"}},
+		{name: "running: lingering pods keep running until every replica succeeded", pcs: pcsWith(false, "0,2")},
+		{name: "suspended, no replica succeeded: the recreations take every pod", pcs: pcsWith(true, "")},
+		{name: "ended: the ended workload's termination takes them", pcs: pcsWith(true, "0",
+			metav1.Condition{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, p := range lingeringPods(c.pcs, active) {
+				got = append(got, p.Name)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 func TestSuspendedCondition(t *testing.T) {
 	earlier := metav1.NewTime(t0.Add(-time.Hour))
 	withCondition := func(suspend *bool, status metav1.ConditionStatus, reason string) *copsev1alpha1.PodCliqueSet {

@@ -36,6 +36,24 @@ func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1
 	return err
 }
 
+// endLingeringPods deletes, while the workload is suspended, the pods still
+// running of replicas that succeeded (lingeringPods), releasing their
+// outcome finalizer: their replica's result is recorded in its PodCliques'
+// Succeeded conditions and status.succeededReplicaIndexes, both durable
+// before this runs.
+func (r *Reconciler) endLingeringPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
+	pods := budget.cut(lingeringPods(pcs, obs.activePods()))
+	if len(pods) == 0 {
+		return nil
+	}
+	log.FromContext(ctx).Info("suspended: ending the lingering pods of replicas that succeeded", "pods", len(pods),
+		"succeededReplicas", pcs.Status.SucceededReplicaIndexes)
+	_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+	})
+	return err
+}
+
 // releaseEndedPods removes the outcome finalizer of the pods of an ended
 // Training workload that have stopped. They stay for their logs; their
 // outcome no longer matters, and nothing else would release them once the
@@ -55,13 +73,14 @@ func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.Po
 }
 
 // awaitedPods are the pods the controller waits to be gone: the previous
-// runs of replicas being recreated, and every pod still running of an ended
-// workload.
+// runs of replicas being recreated, every pod still running of an ended
+// workload, and the lingering pods a suspension ends.
 func awaitedPods(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []podstate.Summary {
 	var out []podstate.Summary
 	if lifecycle.WorkloadEnded(pcs) {
 		out = append(out, obs.activePods()...)
 	}
+	out = append(out, lingeringPods(pcs, obs.activePods())...)
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if rec.CompletedAt == nil {
 			out = append(out, oldRunPods(obs.pods, int(rec.ReplicaIndex), rec.Attempt)...)

@@ -1,0 +1,160 @@
+package podcliqueset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/naming"
+)
+
+// deletedMembers are the members of one Training replica's run that were
+// deleted from outside, and when this controller confirmed it.
+type deletedMembers struct {
+	names []string
+	at    time.Time
+}
+
+// runMemberNames are the PodCliqueScalingGroups and PodCliques one replica
+// of a Training workload is made of: its sizes never change, so the names
+// follow from the template.
+func runMemberNames(pcs *copsev1alpha1.PodCliqueSet, replica int) []string {
+	var out []string
+	for _, clique := range pcs.StandaloneCliques() {
+		out = append(out, naming.StandalonePodClique(pcs.Name, replica, clique.Name))
+	}
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		group := naming.ScalingGroup(pcs.Name, replica, g.Name)
+		out = append(out, group)
+		for j := range int(copsev1alpha1.ScalingGroupReplicas(g)) {
+			for _, clique := range g.CliqueNames {
+				out = append(out, naming.GroupedPodClique(group, j, clique))
+			}
+		}
+	}
+	return out
+}
+
+// missingRunMembers are the members of replica's current run (attempt)
+// that the cache does not show alive: absent, being deleted, or (for a
+// PodClique) controlled by none of the observed owners.
+func missingRunMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, replica int, attempt int32) []string {
+	alive := map[string]bool{}
+	for _, g := range obs.scalingGroups {
+		if replicaOf(g) == replica && attemptOf(g) == int(attempt) && g.DeletionTimestamp.IsZero() {
+			alive[g.Name] = true
+		}
+	}
+	for _, pclq := range obs.podCliques {
+		if replicaOf(pclq) == replica && attemptOf(pclq) == int(attempt) && pclq.DeletionTimestamp.IsZero() {
+			alive[pclq.Name] = true
+		}
+	}
+	var out []string
+	for _, name := range runMemberNames(pcs, replica) {
+		if !alive[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// replicasToCheckForDeletions are the Training replicas whose current run
+// was whole (status.createdReplicaIndexes) and may have lost a member since:
+// not being recreated, not succeeded, not suspended, the workload not
+// ended. Others get no decision that a deletion could change.
+func replicasToCheckForDeletions(pcs *copsev1alpha1.PodCliqueSet) []int {
+	if !pcs.IsTraining() || pcs.IsSuspended() || lifecycle.WorkloadEnded(pcs) {
+		return nil
+	}
+	created := lifecycle.CreatedReplicas(pcs)
+	succeeded := lifecycle.SucceededReplicas(pcs)
+	var out []int
+	for r := range int(pcs.Spec.Replicas) {
+		state := lifecycle.ReplicaStateOf(pcs, r, -1)
+		if created.Has(r) && !succeeded.Has(r) && !state.Recreating {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// observeDeletedMembers finds the members of whole Training runs that were
+// deleted from outside. The cache alone cannot tell a deletion from an
+// informer that lags behind another, so each member the cache misses is
+// read from the API server: it counts as deleted only when the server has
+// no live one of the current run either.
+func (r *Reconciler) observeDeletedMembers(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, now time.Time) error {
+	for _, replica := range replicasToCheckForDeletions(pcs) {
+		attempt := lifecycle.CurrentAttempt(pcs, replica)
+		var gone []string
+		for _, name := range missingRunMembers(pcs, obs, replica, attempt) {
+			deleted, err := r.deletedOnServer(ctx, pcs, name, attempt)
+			if err != nil {
+				return err
+			}
+			if deleted {
+				gone = append(gone, name)
+			}
+		}
+		if len(gone) > 0 {
+			if obs.deletedMembers == nil {
+				obs.deletedMembers = map[int]deletedMembers{}
+			}
+			obs.deletedMembers[replica] = deletedMembers{names: gone, at: now}
+		}
+	}
+	return nil
+}
+
+// deletedOnServer reports whether the member name of pcs's current run
+// (attempt) is gone on the API server: not found, being deleted, or of
+// another run. It tries a PodClique first, then a PodCliqueScalingGroup.
+func (r *Reconciler) deletedOnServer(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, name string, attempt int32) (bool, error) {
+	for _, obj := range []client.Object{&copsev1alpha1.PodClique{}, &copsev1alpha1.PodCliqueScalingGroup{}} {
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pcs.Namespace, Name: name}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("read %s/%s from the API server: %w", pcs.Namespace, name, err)
+		}
+		return !obj.GetDeletionTimestamp().IsZero() || attemptOf(obj) != int(attempt), nil
+	}
+	return true, nil
+}
+
+// createdReplicas is status.createdReplicaIndexes after this pass: the
+// recorded replicas, less those a recreation is under way for (their new
+// run is not whole yet), plus those whose current run is whole now.
+func createdReplicas(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, recreating map[int]bool) indexset.Set {
+	out := lifecycle.CreatedReplicas(pcs)
+	for _, a := range replicas {
+		switch {
+		case recreating[a.index]:
+			delete(out, a.index)
+		case a.complete:
+			out.Add(a.index)
+		}
+	}
+	for r := range out {
+		if recreating[r] || r >= int(pcs.Spec.Replicas) {
+			delete(out, r)
+		}
+	}
+	return out
+}
+
+// sortedNames is names sorted, for messages.
+func sortedNames(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
+}
