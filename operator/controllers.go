@@ -51,6 +51,8 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Clock:       clock.RealClock{},
 		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
 
+		IncompleteGangTimeout: cfg.Scheduler.IncompleteGangTimeout.Duration,
+
 		TopologyAwareScheduling: topologyAwareScheduling,
 	}
 	if err := pcsReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {

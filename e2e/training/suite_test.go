@@ -10,7 +10,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
@@ -24,9 +26,12 @@ func TestTraining(t *testing.T) {
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
 	env, err = framework.Setup(ctx, framework.Options{Name: "training", WithOperator: true, Operator: framework.OperatorOptions{
-		// Crash specs kill the operator; a short lease lets its successor
-		// take over in seconds rather than Kubernetes' default 15.
-		Configure: framework.ShortLeases,
+		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+			// Crash specs kill the operator; a short lease lets its
+			// successor take over in seconds rather than Kubernetes' default 15.
+			framework.ShortLeases(cfg)
+			cfg.Scheduler.IncompleteGangTimeout = metav1.Duration{Duration: incompleteGangTimeout}
+		},
 	}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Teardown)

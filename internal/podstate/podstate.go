@@ -37,7 +37,13 @@ type Summary struct {
 	DeletionDeadline time.Time
 	Node             string
 	Scheduled        bool
-	ScheduleGated    bool
+	// ScheduledAt is when the pod's PodScheduled condition turned True
+	// (zero when unknown or not scheduled).
+	ScheduledAt time.Time
+	// Unschedulable is the scheduler's message while the pod's
+	// PodScheduled condition is False with reason Unschedulable; "" else.
+	Unschedulable string
+	ScheduleGated bool
 	// Started: a container has started (it runs, or ran and ended).
 	// StartedAt is the earliest container start.
 	Started   bool
@@ -146,6 +152,7 @@ func Of(pod *corev1.Pod) Summary {
 			s.ControllerUID = ref.UID
 		}
 	}
+	s.ScheduledAt, s.Unschedulable = scheduling(pod)
 	s.StartedAt, s.FinishedAt = containerTimes(pod)
 	s.Started = !s.StartedAt.IsZero()
 	if s.FinishedAt.IsZero() && s.Terminal() {
@@ -159,6 +166,27 @@ func Of(pod *corev1.Pod) Summary {
 		s.Failure = &f
 	}
 	return s
+}
+
+// scheduling reads the pod's PodScheduled condition: when it turned True,
+// or the scheduler's message while it is False for want of room.
+func scheduling(pod *corev1.Pod) (time.Time, string) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		switch {
+		case c.Status == corev1.ConditionTrue:
+			return c.LastTransitionTime.Time, ""
+		case c.Reason == corev1.PodReasonUnschedulable:
+			msg := c.Message
+			if msg == "" {
+				msg = c.Reason
+			}
+			return time.Time{}, msg
+		}
+	}
+	return time.Time{}, ""
 }
 
 func podReady(pod *corev1.Pod) bool {

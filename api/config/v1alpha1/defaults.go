@@ -32,6 +32,7 @@ const (
 	DefaultHealthProbeBindAddress                       = ":8081"
 	DefaultMetricsBindAddress                           = ":8080"
 	DefaultSchedulerBackend                             = SchedulerBackendAuto
+	DefaultIncompleteGangTimeout                        = 5 * time.Minute
 	DefaultLogLevel                                     = LogLevelInfo
 	DefaultLogFormat                                    = LogFormatJSON
 	DefaultStartupGateImage                             = "docker.io/library/busybox:1.37.0"
@@ -95,6 +96,7 @@ func SetDefaults(cfg *OperatorConfiguration) {
 	setDefault(&cfg.Server.Metrics.BindAddress, DefaultMetricsBindAddress)
 
 	setDefault(&cfg.Scheduler.Backend, DefaultSchedulerBackend)
+	setDefault(&cfg.Scheduler.IncompleteGangTimeout, metav1.Duration{Duration: DefaultIncompleteGangTimeout})
 
 	setDefault(&cfg.Logging.Level, DefaultLogLevel)
 	setDefault(&cfg.Logging.Format, DefaultLogFormat)

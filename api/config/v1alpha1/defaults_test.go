@@ -47,7 +47,7 @@ func fullyDefaulted() *OperatorConfiguration {
 			HealthProbes: BindConfiguration{BindAddress: ":8081"},
 			Metrics:      BindConfiguration{BindAddress: ":8080"},
 		},
-		Scheduler:   SchedulerConfiguration{Backend: SchedulerBackendAuto},
+		Scheduler:   SchedulerConfiguration{Backend: SchedulerBackendAuto, IncompleteGangTimeout: metav1.Duration{Duration: DefaultIncompleteGangTimeout}},
 		Logging:     LoggingConfiguration{Level: LogLevelInfo, Format: LogFormatJSON},
 		Limits:      LimitsConfiguration{MaxPodsPerReplica: 32768, MaxPodsPerPodCliqueSet: 65536},
 		StartupGate: StartupGateConfiguration{Image: "docker.io/library/busybox:1.37.0"},

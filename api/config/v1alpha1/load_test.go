@@ -49,7 +49,7 @@ webhookServer: {enabled: false, host: 0.0.0.0, port: 8443, certDir: /certs}
 server:
   healthProbes: {bindAddress: "127.0.0.1:9081"}
   metrics: {bindAddress: "0"}
-scheduler: {backend: workload}
+scheduler: {backend: workload, incompleteGangTimeout: 90s}
 logging: {level: debug, format: text}
 limits: {maxPodsPerReplica: 8192, maxPodsPerPodCliqueSet: 16384}
 startupGate: {image: registry.example.com/mirror/busybox:1.37.0}
@@ -78,7 +78,7 @@ startupGate: {image: registry.example.com/mirror/busybox:1.37.0}
 					HealthProbes: BindConfiguration{BindAddress: "127.0.0.1:9081"},
 					Metrics:      BindConfiguration{BindAddress: "0"},
 				},
-				Scheduler:   SchedulerConfiguration{Backend: SchedulerBackendWorkload},
+				Scheduler:   SchedulerConfiguration{Backend: SchedulerBackendWorkload, IncompleteGangTimeout: metav1.Duration{Duration: 90 * time.Second}},
 				Logging:     LoggingConfiguration{Level: LogLevelDebug, Format: LogFormatText},
 				Limits:      LimitsConfiguration{MaxPodsPerReplica: 8192, MaxPodsPerPodCliqueSet: 16384},
 				StartupGate: StartupGateConfiguration{Image: "registry.example.com/mirror/busybox:1.37.0"},

@@ -374,6 +374,15 @@ type SchedulerConfiguration struct {
 	// +kubebuilder:default=auto
 	// +optional
 	Backend SchedulerBackend `json:"backend,omitempty"`
+	// IncompleteGangTimeout bounds how long a gang may hold the nodes of a
+	// placement that lacks a clique. A gang's PodGroup has one minCount
+	// over all its cliques, so the kube-scheduler may place it with some
+	// clique below its minAvailable (the workers, but no leader); once that
+	// has lasted this long, copse recreates the replica's pods (without
+	// spending a Training restart), so that other work can use the nodes
+	// and the gang is placed again. Default 5m.
+	// +optional
+	IncompleteGangTimeout metav1.Duration `json:"incompleteGangTimeout,omitempty"`
 }
 
 // LogLevel is the minimum severity that is logged.

@@ -253,12 +253,17 @@ func validateBindAddress(address string, path *field.Path) field.ErrorList {
 }
 
 func validateScheduler(s *SchedulerConfiguration, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	switch s.Backend {
 	case SchedulerBackendAuto, SchedulerBackendWorkload, SchedulerBackendNone:
-		return nil
+	default:
+		errs = append(errs, field.NotSupported(path.Child("backend"), string(s.Backend),
+			[]SchedulerBackend{SchedulerBackendAuto, SchedulerBackendWorkload, SchedulerBackendNone}))
 	}
-	return field.ErrorList{field.NotSupported(path.Child("backend"), string(s.Backend),
-		[]SchedulerBackend{SchedulerBackendAuto, SchedulerBackendWorkload, SchedulerBackendNone})}
+	if s.IncompleteGangTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("incompleteGangTimeout"), s.IncompleteGangTimeout.Duration.String(), "must be a positive duration"))
+	}
+	return errs
 }
 
 func validateLogging(l *LoggingConfiguration, path *field.Path) field.ErrorList {

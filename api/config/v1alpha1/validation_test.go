@@ -219,6 +219,11 @@ func TestValidate(t *testing.T) {
 			wantErrors: []string{`scheduler.backend: Unsupported value: "volcano": supported values: "auto", "workload", "none"`},
 		},
 		{
+			name:       "a gang timeout that is not positive",
+			mutate:     func(c *OperatorConfiguration) { c.Scheduler.IncompleteGangTimeout = metav1.Duration{} },
+			wantErrors: []string{`scheduler.incompleteGangTimeout: Invalid value: "0s": must be a positive duration`},
+		},
+		{
 			name: "unknown log level and format",
 			mutate: func(c *OperatorConfiguration) {
 				c.Logging.Level = "warn"

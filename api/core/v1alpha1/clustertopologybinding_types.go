@@ -105,6 +105,10 @@ const (
 	ConditionTypePodGangsScheduled = "PodGangsScheduled"
 	// ReasonGangUnschedulable: the scheduler cannot place at least one gang.
 	ReasonGangUnschedulable = "Unschedulable"
+	// ReasonGangPlacedIncomplete: a gang was placed (its PodGroup's
+	// minCount pods are on nodes) but one of its cliques has fewer pods
+	// placed than its minAvailable; the message names the clique.
+	ReasonGangPlacedIncomplete = "GangPlacedIncomplete"
 	// ReasonGangsPending: no gang was found unplaceable, but some have no
 	// verdict from the scheduler yet.
 	ReasonGangsPending = "GangsPending"

@@ -185,7 +185,7 @@ type PodFailure struct {
 }
 
 // RecreationReason says why a replica is recreated.
-// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;Suspension
+// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;Suspension;IncompletePlacement
 type RecreationReason string
 
 const (
@@ -198,6 +198,11 @@ const (
 	// RecreationReasonSuspension: spec.suspend became true; the replica's
 	// run ends without consuming a restart and starts afresh on resume.
 	RecreationReasonSuspension RecreationReason = "Suspension"
+	// RecreationReasonIncompletePlacement: a gang of the replica was placed
+	// with a clique below its minAvailable for longer than the operator's
+	// scheduler.incompleteGangTimeout; its pods are recreated, and placed
+	// again, without consuming a restart.
+	RecreationReasonIncompletePlacement RecreationReason = "IncompletePlacement"
 )
 
 // ReplicaRecreation is the durable record of one replica being recreated.

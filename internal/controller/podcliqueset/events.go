@@ -16,16 +16,17 @@ import (
 // Event reasons (GREP-0285's, plus Grove-style gang termination and stuck
 // terminations).
 const (
-	EventGangTermination     = "GangTermination"
-	EventPodCliqueFailed     = "PodCliqueFailed"
-	EventReplicaRestarting   = "ReplicaRestarting"
-	EventMaxRestartsExceeded = "MaxRestartsExceeded"
-	EventMaxRuntimeExceeded  = "MaxRuntimeExceeded"
-	EventWorkloadSucceeded   = "WorkloadSucceeded"
-	EventTerminationOverdue  = "TerminationOverdue"
-	EventSuccessCriteriaMet  = "SuccessCriteriaMet"
-	EventSuspended           = "Suspended"
-	EventResumed             = "Resumed"
+	EventGangTermination      = "GangTermination"
+	EventPodCliqueFailed      = "PodCliqueFailed"
+	EventReplicaRestarting    = "ReplicaRestarting"
+	EventMaxRestartsExceeded  = "MaxRestartsExceeded"
+	EventMaxRuntimeExceeded   = "MaxRuntimeExceeded"
+	EventWorkloadSucceeded    = "WorkloadSucceeded"
+	EventTerminationOverdue   = "TerminationOverdue"
+	EventSuccessCriteriaMet   = "SuccessCriteriaMet"
+	EventSuspended            = "Suspended"
+	EventResumed              = "Resumed"
+	EventGangPlacedIncomplete = "GangPlacedIncomplete"
 )
 
 // transitionEvent is one event to record, decided from a status transition.
@@ -44,6 +45,13 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 		replica := int(rec.ReplicaIndex)
 		if rec.Reason == copsev1alpha1.RecreationReasonSuspension {
 			// The Suspended event below says it; nothing failed.
+			continue
+		}
+		if rec.Reason == copsev1alpha1.RecreationReasonIncompletePlacement {
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventGangPlacedIncomplete, "Recreate", fmt.Sprintf(
+				"replica %d held its nodes for longer than scheduler.incompleteGangTimeout with a gang placed incomplete; "+
+					"recreating its pods as attempt %d to free the nodes and place the gang again (no restart is counted): %s",
+				replica, rec.Attempt, gangsMessage(current))})
 			continue
 		}
 		if !pcs.IsTraining() {
@@ -131,6 +139,15 @@ func rootCause(replicas []replicaAssessment, replica int) string {
 		if a.index == replica && a.firstFailure != nil {
 			return "; first failure: " + lifecycle.DescribeFailure(*a.firstFailure).Summary
 		}
+	}
+	return ""
+}
+
+// gangsMessage is the PodGangsScheduled condition's message, which names
+// the gangs and cliques, or "" without it.
+func gangsMessage(status *copsev1alpha1.PodCliqueSetStatus) string {
+	if c := meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled); c != nil {
+		return c.Message
 	}
 	return ""
 }

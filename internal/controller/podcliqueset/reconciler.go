@@ -10,6 +10,7 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,11 @@ type Reconciler struct {
 	// WriteBudget bounds the objects one pass creates and deletes; 0 means the
 	// configuration's default.
 	WriteBudget int
+	// IncompleteGangTimeout is how long a gang placed with a clique below
+	// its minAvailable may hold its nodes before the replica's pods are
+	// recreated (the configuration's scheduler.incompleteGangTimeout); 0
+	// means never.
+	IncompleteGangTimeout time.Duration
 	// TopologyAwareScheduling: topologyConstraints are applied (the
 	// operator configuration's topologyAwareScheduling.enabled, with the
 	// Workload scheduler backend); otherwise none is, and a PodCliqueSet
@@ -116,21 +122,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
 	startTime := startTimeCandidate(pcs, replicas, now)
 	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, r.resources()), startTime, now)
-	newRecreations := r.planRecreations(pcs, obs, d.recreate, d.reason, now)
+	gangs := gangFactsOf(pcs, obs, r.gangKind(), progress.inProgress)
+	placement := decidePlacement(pcs, gangs, replicas, progress.inProgress, d, r.IncompleteGangTimeout, now)
+	newRecreations := append(r.planRecreations(pcs, obs, d.recreate, d.reason, now),
+		r.planRecreations(pcs, obs, placement.recreate, copsev1alpha1.RecreationReasonIncompletePlacement, now)...)
 	rolloutIn := rolloutInputsOf(pcs, obs, replicas, recreatingReplicas(progress.inProgress, newRecreations), now)
 	rollout := decideRollout(rolloutIn)
 
 	status := computeStatus(pcs, statusInputs{
-		observed:        obs,
-		replicas:        replicas,
-		progress:        progress,
-		newRecreations:  newRecreations,
-		decision:        d,
-		startTime:       startTime,
-		now:             now,
-		gangKind:        r.gangKind(),
-		rollout:         rollout,
-		rolloutReplicas: rolloutIn.replicas,
+		observed:              obs,
+		replicas:              replicas,
+		progress:              progress,
+		newRecreations:        newRecreations,
+		decision:              d,
+		startTime:             startTime,
+		now:                   now,
+		gangScheduling:        r.gangKind() != "",
+		gangs:                 gangs,
+		incompleteGangTimeout: r.IncompleteGangTimeout,
+		rollout:               rollout,
+		rolloutReplicas:       rolloutIn.replicas,
 	})
 	previous := pcs.Status.DeepCopy()
 	written, err := r.writeStatus(ctx, pcs, status)
@@ -151,7 +162,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := failures.err(); err != nil {
 		return ctrl.Result{}, err
 	}
-	return requeue.Earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter}), nil
+	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter})
+	return requeue.Earliest(result, ctrl.Result{RequeueAfter: placement.requeueAfter}), nil
 }
 
 // act carries out what the written status says: it is durable, so acting

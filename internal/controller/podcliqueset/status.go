@@ -44,9 +44,12 @@ type statusInputs struct {
 	// startTime is status.startTime as this pass sets it (nil before).
 	startTime *time.Time
 	now       time.Time
-	// gangKind is the resource table's row of the backend's gangs
-	// (PodGroup), "" without gang scheduling: PodGangsScheduled is then absent.
-	gangKind string
+	// gangScheduling: the backend makes gangs; without it PodGangsScheduled
+	// is absent. gangs are the current runs' gangs (gangFactsOf), and
+	// incompleteGangTimeout the bound on a placement that lacks a clique.
+	gangScheduling        bool
+	gangs                 []gangFacts
+	incompleteGangTimeout time.Duration
 	// rollout is this pass's rollout step; rolloutReplicas what it was
 	// decided on.
 	rollout         rolloutDecision
@@ -151,11 +154,12 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
 		topologyCondition(pcs, in.observed.packingProblems, in.now))
 	var gangs *metav1.Condition
-	if in.gangKind != "" {
-		gangs = gangsScheduledCondition(pcs, in.observed.byKind[in.gangKind], in.now)
+	if in.gangScheduling && !pcs.IsSuspended() {
+		gangs = gangsScheduledCondition(pcs, in.gangs, in.incompleteGangTimeout, in.now)
 		if gangs == nil {
-			// No current gang (none created yet, or scaled to zero): the
-			// last verdict stands.
+			// No current gang (none created yet, being recreated, or
+			// scaled to zero): the last verdict stands. A suspended
+			// workload has none to describe: its next run is placed anew.
 			gangs = meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled)
 		}
 	}

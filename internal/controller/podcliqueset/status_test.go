@@ -210,6 +210,19 @@ func TestTransitionEvents(t *testing.T) {
 			t.Errorf("ReplicaRestarting message %q", msg)
 		}
 	})
+	t.Run("a recreation for an incomplete placement is no restart", func(t *testing.T) {
+		after := running
+		after.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypePodGangsScheduled, Status: metav1.ConditionFalse,
+			Reason: copsev1alpha1.ReasonGangPlacedIncomplete, Message: "job-0, placed without enough pods of job-0-leader"}}
+		events := transitionEvents(pcs, &running, &after, nil, []copsev1alpha1.ReplicaRecreation{
+			{ReplicaIndex: 0, Attempt: 1, Reason: copsev1alpha1.RecreationReasonIncompletePlacement}})
+		if got := strings.Join(reasons(events), ","); got != "GangPlacedIncomplete" {
+			t.Fatalf("events %s", got)
+		}
+		if msg := events[0].message; !strings.Contains(msg, "no restart is counted") || !strings.Contains(msg, "job-0-leader") {
+			t.Errorf("message %q", msg)
+		}
+	})
 	t.Run("a failure is reported once", func(t *testing.T) {
 		after := running
 		after.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRuntimeExceeded, Message: "maxRuntime 1h elapsed"}}
