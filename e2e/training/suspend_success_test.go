@@ -85,6 +85,16 @@ func runObjects(ctx context.Context, g Gomega, namespace string) int {
 	return len(cliques.Items) + len(groups.Items)
 }
 
+// expectNamespaceDeleted deletes the namespace and waits until it is gone.
+func expectNamespaceDeleted(ctx context.Context, namespace string) {
+	GinkgoHelper()
+	Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+	Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s still there: %v; pods: %s", namespace, err, describePods(env.Pods(ctx, g, namespace, "job")))
+	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+}
+
 // describePods names each pod with its phase, deletion state and finalizers.
 func describePods(pods []corev1.Pod) string {
 	var out []string
@@ -281,10 +291,14 @@ var _ = Describe("Suspend", Label("training"), func() {
 		Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
 
 		By("resuming: replica 1 runs a new attempt; replica 0, done, gets no pod")
+		resumed := time.Now().Add(-time.Second)
 		setSuspend(ctx, ns, "job", false)
 		runningPods(ctx, ns, "job", "1", "1", 3)
 		Consistently(func(g Gomega) {
-			g.Expect(env.LivePods(ctx, g, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0"})).To(BeEmpty())
+			for _, p := range env.Pods(ctx, g, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0"}) {
+				g.Expect(framework.IsTerminal(&p)).To(BeTrue(), "pod %s of replica 0 runs", p.Name)
+				g.Expect(p.CreationTimestamp.Time).To(BeTemporally("<", resumed), "pod %s of replica 0 was created after the resume", p.Name)
+			}
 		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
 
 		By("replica 1's launcher exits 0: the workload succeeds")
@@ -296,6 +310,13 @@ var _ = Describe("Suspend", Label("training"), func() {
 			g.Expect(got.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
 			g.Expect(got.Status.RestartCount).To(BeZero())
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+	})
+
+	It("lets the namespace of a running Training workload be deleted on its own", func(ctx context.Context) {
+		ns := newNamespace(ctx, "delete-running")
+		Expect(env.Client.Create(ctx, launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny))).To(Succeed())
+		runningPods(ctx, ns, "job", "0", "0", 3)
+		expectNamespaceDeleted(ctx, ns)
 	})
 
 	It("lets the namespace of a suspended Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
@@ -315,11 +336,7 @@ var _ = Describe("Suspend", Label("training"), func() {
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 		setSuspend(ctx, ns, "job", true)
 
-		Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Eventually(func(g Gomega) {
-			err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s still there: %v; pods: %s", ns, err, describePods(env.Pods(ctx, g, ns, "job")))
-		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		expectNamespaceDeleted(ctx, ns)
 	})
 
 	It("creates no pod for a Training workload created suspended, until it is resumed", func(ctx context.Context) {
