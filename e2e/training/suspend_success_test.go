@@ -319,6 +319,24 @@ var _ = Describe("Suspend", Label("training"), func() {
 		expectNamespaceDeleted(ctx, ns)
 	})
 
+	It("lets the namespace of a running Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
+		ns := newNamespace(ctx, "delete-lingering")
+		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
+		pcs.Spec.Replicas = 2
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		runningPods(ctx, ns, "job", "0", "0", 3)
+		runningPods(ctx, ns, "job", "1", "0", 3)
+		launcher0 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
+		Expect(launcher0).To(HaveLen(1))
+		env.MakePodExit(ctx, &launcher0[0], "0")
+		Eventually(func(g Gomega) {
+			pclq := &copsev1alpha1.PodClique{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		expectNamespaceDeleted(ctx, ns)
+	})
+
 	It("lets the namespace of a suspended Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
 		ns := newNamespace(ctx, "delete-suspended")
 		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)

@@ -69,6 +69,7 @@ func (r *Reconciler) releaseRecorded(ctx context.Context, pclq *copsev1alpha1.Po
 		cliqueGoing:       pclq.DeletionTimestamp != nil,
 		training:          ws.training(),
 		ended:             ws.ended,
+		replicaSucceeded:  ws.replicaSucceeded,
 		desired:           int(pclq.Spec.Replicas),
 		recordedSucceeded: recordedSucceeded(pclq),
 		recordedReplacing: uidSet(pclq.Status.ReplacingPods),

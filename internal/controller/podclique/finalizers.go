@@ -17,7 +17,10 @@ type releaseInput struct {
 	cliqueGoing bool
 	training    bool
 	// ended: the Training workload is over; what is left needs no record.
-	ended   bool
+	ended bool
+	// replicaSucceeded: the clique's replica succeeded (it met the success
+	// policy while others run); its lingering pods' outcomes change nothing.
+	replicaSucceeded bool
 	desired int
 	// recordedSucceeded and recordedReplacing are the records as written to
 	// the API server: a pod is released only once its outcome is durable.
@@ -30,14 +33,17 @@ type releaseInput struct {
 // A pod that exited 0 is released only once its index is recorded, so it can
 // never vanish before copse knows its index is done. A failed pod that is a
 // breach keeps the finalizer until the PodCliqueSet controller restarts its
-// replica or ends the workload (both release it).
+// replica or ends the workload (both release it). Once the workload ended or
+// the replica succeeded, no outcome is recorded any more: a pod that ended
+// or is being deleted (by a namespace deletion, which deletes the pods
+// before their owners) goes at once.
 func outcomeReleasable(p podstate.Summary, in releaseInput) bool {
 	switch {
 	case !p.HasOutcomeFinalizer:
 		return false
 	case in.cliqueGoing, p.ControllerUID != in.cliqueUID, !in.training:
 		return true
-	case in.ended:
+	case in.ended || in.replicaSucceeded:
 		return p.Terminal() || p.Terminating
 	case p.Succeeded():
 		return !p.HasIndex || p.Index >= in.desired || in.recordedSucceeded.Has(p.Index)

@@ -16,6 +16,9 @@ type workloadState struct {
 	workload copsev1alpha1.WorkloadType
 	// ended: a Training workload that is over (lifecycle.WorkloadEnded).
 	ended bool
+	// replicaSucceeded: the clique's Training replica succeeded
+	// (status.succeededReplicaIndexes); it records no more outcomes.
+	replicaSucceeded bool
 	// blocked is lifecycle.MayCreatePods' reason why the clique's replica
 	// may not get new pods; "" when it may.
 	blocked string
@@ -33,6 +36,7 @@ func workloadStateOf(pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentit
 	if pcs != nil {
 		w.workload = pcs.Spec.WorkloadType.OrDefault()
 		w.ended = replica.Ended
+		w.replicaSucceeded = replica.Succeeded
 	}
 	return w
 }
