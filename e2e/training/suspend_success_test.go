@@ -319,6 +319,15 @@ var _ = Describe("Suspend", Label("training"), func() {
 		expectNamespaceDeleted(ctx, ns)
 	})
 
+	It("lets the namespace of a Training workload whose breach waits out a long terminationDelay be deleted on its own", func(ctx context.Context) {
+		ns := newNamespace(ctx, "delete-delayed")
+		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
+		pcs.Spec.Template.TerminationDelay = &metav1.Duration{Duration: time.Hour}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		runningPods(ctx, ns, "job", "0", "0", 3)
+		expectNamespaceDeleted(ctx, ns)
+	})
+
 	It("lets the namespace of a running Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
 		ns := newNamespace(ctx, "delete-lingering")
 		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)

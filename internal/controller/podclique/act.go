@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -78,10 +79,29 @@ func (r *Reconciler) releaseRecorded(ctx context.Context, pclq *copsev1alpha1.Po
 	for _, d := range deleted {
 		skip[d.pod.UID] = true
 	}
-	var release []podstate.Summary
+	var release, held []podstate.Summary
 	for _, p := range append(slices.Clone(owned), strays...) {
-		if !skip[p.UID] && outcomeReleasable(p, in) {
+		switch {
+		case skip[p.UID]:
+		case outcomeReleasable(p, in):
 			release = append(release, p)
+		case p.HasOutcomeFinalizer && p.Terminating:
+			held = append(held, p)
+		}
+	}
+	if len(held) > 0 {
+		// Pods deleted by someone else and still held: only a namespace
+		// deletion makes them releasable, and it is rare, so the namespace
+		// is read only then.
+		going, err := r.namespaceGoing(ctx, pclq.Namespace)
+		if err != nil {
+			return releaseOutcome{}, err
+		}
+		in.namespaceGoing = going
+		for _, p := range held {
+			if outcomeReleasable(p, in) {
+				release = append(release, p)
+			}
 		}
 	}
 	if !ws.known && len(strays) == 0 {
@@ -94,6 +114,19 @@ func (r *Reconciler) releaseRecorded(ctx context.Context, pclq *copsev1alpha1.Po
 		release, out.truncated = release[:budget], true
 	}
 	return out, r.releaseAll(ctx, pclq.Namespace, release)
+}
+
+// namespaceGoing reports whether the namespace is being deleted, read from
+// the API server (copse caches no namespaces).
+func (r *Reconciler) namespaceGoing(ctx context.Context, namespace string) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	return ns.DeletionTimestamp != nil, nil
 }
 
 // releaseAll removes the outcome finalizer from each pod.

@@ -21,6 +21,9 @@ type releaseInput struct {
 	// replicaSucceeded: the clique's replica succeeded (it met the success
 	// policy while others run); its lingering pods' outcomes change nothing.
 	replicaSucceeded bool
+	// namespaceGoing: the pods' namespace is being deleted; whatever its
+	// pods did, nothing of the workload will be left to read it.
+	namespaceGoing bool
 	desired int
 	// recordedSucceeded and recordedReplacing are the records as written to
 	// the API server: a pod is released only once its outcome is durable.
@@ -35,14 +38,17 @@ type releaseInput struct {
 // breach keeps the finalizer until the PodCliqueSet controller restarts its
 // replica or ends the workload (both release it). Once the workload ended or
 // the replica succeeded, no outcome is recorded any more: a pod that ended
-// or is being deleted (by a namespace deletion, which deletes the pods
-// before their owners) goes at once.
+// or is being deleted goes at once; so does every such pod once its
+// namespace is being deleted: Kubernetes deletes a namespace's pods before
+// their owners, so a pod held for a record would hold the namespace.
 func outcomeReleasable(p podstate.Summary, in releaseInput) bool {
 	switch {
 	case !p.HasOutcomeFinalizer:
 		return false
 	case in.cliqueGoing, p.ControllerUID != in.cliqueUID, !in.training:
 		return true
+	case in.namespaceGoing:
+		return p.Terminal() || p.Terminating
 	case in.ended || in.replicaSucceeded:
 		return p.Terminal() || p.Terminating
 	case p.Succeeded():
