@@ -49,6 +49,9 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 			return err
 		}
 	}
+	if existing != nil && !builtByCopse(existing) {
+		return r.applyToAdoptedJobSet(ctx, tj, objects.JobSet, existing)
+	}
 	desired := objects.JobSet
 	run := backendObject{kind: "JobSet", desired: desired, spec: desired.Spec, createdReason: reasonJobSetCreated}
 	if existing != nil {
@@ -317,22 +320,24 @@ func (r *Reconciler) ensureMPISecret(ctx context.Context, tj *trainerv1alpha1.Tr
 	return nil
 }
 
-// ensureConfigMap creates a ConfigMap, or updates its data when it differs.
+// ensureConfigMap creates a ConfigMap, or updates its data when it differs;
+// one another controller made (Kubeflow Trainer's hostfile) gets copse's
+// labels too, which adopt it.
 func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.ConfigMap) error {
-	existing := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	existing, found, err := r.getConfigMap(ctx, client.ObjectKeyFromObject(desired))
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case !found:
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
 		return nil
-	case err != nil:
-		return fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
-	case maps.Equal(existing.Data, desired.Data):
+	case maps.Equal(existing.Data, desired.Data) && existing.Labels[labels.ManagedByKey] == labels.ManagedByValue:
 		return nil
 	}
 	existing.Data = desired.Data
+	existing.Labels = labels.Merge(existing.Labels, desired.Labels)
 	if err := r.Client.Update(ctx, existing); err != nil {
 		return fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
