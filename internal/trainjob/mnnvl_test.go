@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
@@ -95,7 +96,7 @@ func TestAddJobSetMNNVL(t *testing.T) {
 				t.Fatal("no ComputeDomain")
 			}
 			template, _, _ := unstructured.NestedString(cd.Object, "spec", "channel", "resourceClaimTemplate", "name")
-			if cd.GetName() != "tj" || cd.GetNamespace() != "ns" || template != "tj" || !metav1.IsControlledBy(cd, tj) ||
+			if cd.GetName() != "tj-mnnvl" || cd.GetNamespace() != "ns" || template != "tj-mnnvl" || !metav1.IsControlledBy(cd, tj) ||
 				cd.GetLabels()[labels.ManagedByKey] != labels.ManagedByValue || cd.GetLabels()[TrainJobNameLabel] != "tj" {
 				t.Errorf("ComputeDomain %v", cd.Object)
 			}
@@ -112,6 +113,89 @@ func TestAddJobSetMNNVL(t *testing.T) {
 				for _, c := range spec.Containers {
 					if got := len(c.Resources.Claims) == 1 && c.Resources.Claims[0].Name == mnnvl.ClaimName; got != (gpu && mnnvl.RequestsGPUs(&corev1.PodSpec{Containers: []corev1.Container{c}})) {
 						t.Errorf("%s container %s: claims %v", rjob.Name, c.Name, c.Resources.Claims)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestKeepJobSetComputeDomain(t *testing.T) {
+	tj := gpuTrainJob(true, nil)
+	build := func(withMNNVL bool) *JobSetObjects {
+		t.Helper()
+		objects, err := BuildJobSetObjects(tj, mnnvlRuntime())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withMNNVL {
+			AddJobSetMNNVL(objects, tj)
+		}
+		return objects
+	}
+	// claimOn is a JobSet whose node pods carry the channel claim of
+	// template, or no claim for "".
+	claimOn := func(template string) *jobsetv1alpha2.JobSet {
+		objects := build(false)
+		if template != "" {
+			for i := range objects.JobSet.Spec.ReplicatedJobs {
+				mnnvl.AddClaim(&objects.JobSet.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec, template)
+			}
+		}
+		return objects.JobSet
+	}
+	for _, tc := range []struct {
+		name     string
+		mnnvl    bool
+		existing *jobsetv1alpha2.JobSet
+		// wantDomain is the ComputeDomain and claim template of the
+		// build after, "" for none.
+		wantDomain string
+	}{
+		{"no JobSet yet: the build's own name", true, nil, "tj-mnnvl"},
+		{"a JobSet with the build's claim: unchanged", true, claimOn("tj-mnnvl"), "tj-mnnvl"},
+		{"a JobSet made before the rename keeps its domain", true, claimOn("tj"), "tj"},
+		{"a JobSet without a claim (Kubeflow Trainer's, or made before MNNVL was on): none", true, claimOn(""), ""},
+		{"MNNVL off in the build: nothing added", false, claimOn("tj"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := build(tc.mnnvl)
+			KeepJobSetComputeDomain(objects, tj, tc.existing)
+			gotDomain := ""
+			if objects.ComputeDomain != nil {
+				gotDomain = objects.ComputeDomain.GetName()
+				template, _, _ := unstructured.NestedString(objects.ComputeDomain.Object, "spec", "channel", "resourceClaimTemplate", "name")
+				if template != gotDomain || !metav1.IsControlledBy(objects.ComputeDomain, tj) {
+					t.Errorf("ComputeDomain %s: channel template %q, owners %v", gotDomain, template, objects.ComputeDomain.GetOwnerReferences())
+				}
+			}
+			if gotDomain != tc.wantDomain {
+				t.Errorf("ComputeDomain %q, want %q", gotDomain, tc.wantDomain)
+			}
+			gotTemplate, _ := jobSetChannelTemplate(objects.JobSet)
+			if gotTemplate != tc.wantDomain {
+				t.Errorf("the pods' channel claim names %q, want %q", gotTemplate, tc.wantDomain)
+			}
+			if tc.wantDomain == "" {
+				for _, rjob := range objects.JobSet.Spec.ReplicatedJobs {
+					for _, c := range rjob.Template.Spec.Template.Spec.Containers {
+						if len(c.Resources.Claims) > 0 {
+							t.Errorf("%s container %s keeps claims %v", rjob.Name, c.Name, c.Resources.Claims)
+						}
+					}
+				}
+			}
+			if tc.existing != nil && tc.mnnvl {
+				// The pod templates now match the existing JobSet's claims,
+				// which JobSet would refuse to change.
+				for i, rjob := range objects.JobSet.Spec.ReplicatedJobs {
+					want := tc.existing.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+					got := rjob.Template.Spec.Template.Spec
+					if diff := cmp.Diff(want.ResourceClaims, got.ResourceClaims); diff != "" {
+						t.Errorf("%s resourceClaims differ from the existing JobSet's:\n%s", rjob.Name, diff)
+					}
+					if diff := cmp.Diff(want.Containers, got.Containers); diff != "" {
+						t.Errorf("%s containers differ from the existing JobSet's:\n%s", rjob.Name, diff)
 					}
 				}
 			}
