@@ -118,6 +118,8 @@ var _ = Describe("Moving from Kubeflow Trainer to copse", Label("trainjob"), Ord
 		By("copse adopts each snapshot in place (same object, copse's labels, the runtime's TTL) and keeps each JobSet")
 		for _, tj := range all {
 			Eventually(func(g Gomega) {
+				// numNodes is copse's status field: Trainer never writes it.
+				g.Expect(getTrainJob(ctx, tj).Status.NumNodes).NotTo(BeNil(), "copse has not written the status of %s", tj.Name)
 				snapshot := &corev1.ConfigMap{}
 				g.Expect(env.Client.Get(ctx, snapshotKey(tj), snapshot)).To(Succeed())
 				g.Expect(snapshot.UID).To(Equal(snapshotUIDs[tj.Name]), "the snapshot of %s was recreated", tj.Name)
@@ -125,8 +127,6 @@ var _ = Describe("Moving from Kubeflow Trainer to copse", Label("trainjob"), Ord
 				runtime, err := trainjob.RuntimeFromSnapshot(getTrainJob(ctx, tj), snapshot)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(runtime.Spec.TTLSecondsAfterFinished).To(HaveValue(BeEquivalentTo(ttl)))
-				// numNodes is copse's status field: Trainer never writes it.
-				g.Expect(getTrainJob(ctx, tj).Status.NumNodes).NotTo(BeNil(), "copse has not written the status of %s", tj.Name)
 			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		}
 		Eventually(func(g Gomega) {
