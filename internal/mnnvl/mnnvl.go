@@ -151,9 +151,10 @@ const trainJobDomainSuffix = "mnnvl"
 // a group, which is never "mnnvl" nor ends in "-mnnvl": so the two never
 // share a name, whatever the PodCliqueSet and the TrainJob are called. The
 // suffix is no longer than the shortest suffix a JobSet adds to the
-// TrainJob's name for its pods' hostnames ("-<job>-<i>-<j>", 6 characters at
-// least), so any TrainJob whose JobSet is valid has a name that fits a DNS
-// label.
+// TrainJob's name for its indexed pods' hostnames ("-<job>-<i>-<j>", 6
+// characters at least), so a TrainJob whose JobSet's pod names are valid
+// has a ComputeDomain name within a DNS label; the TrainJob webhook refuses
+// the others (trainjob.ValidateComputeDomainName).
 func TrainJobComputeDomainName(trainJob string) string {
 	return trainJob + "-" + trainJobDomainSuffix
 }

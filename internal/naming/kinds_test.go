@@ -140,9 +140,8 @@ func FuzzNamesDisjointAcrossKinds(f *testing.F) {
 }
 
 // A TrainJob's ComputeDomain name is no longer than its JobSet's shortest
-// pod hostname (<trainjob>-<job>-<i>-<j>, a job name of one character at
-// least), which JobSet keeps within a DNS label: every TrainJob whose JobSet
-// can exist has a ComputeDomain name that fits one too.
+// indexed pod hostname (<trainjob>-<job>-<i>-<j>, a job name of one
+// character at least), which JobSet keeps within a DNS label.
 func TestTrainJobComputeDomainFitsWhereItsJobSetFits(t *testing.T) {
 	for n := 1; n <= validation.DNS1035LabelMaxLength; n++ {
 		name := strings.Repeat("a", n)

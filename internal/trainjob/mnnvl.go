@@ -1,9 +1,12 @@
 package trainjob
 
 import (
+	"fmt"
 	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -100,4 +103,32 @@ func jobSetChannelTemplate(jobSet *jobsetv1alpha2.JobSet) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ValidateComputeDomainName refuses, at metadata.name, a TrainJob whose
+// ComputeDomain name <trainjob>-mnnvl would not fit a DNS label, like every
+// name copse generates: only where it gets one, on the JobSet backend, when
+// it does not opt out and a pod template of the plan requests GPUs. JobSet's
+// own name rules already keep every TrainJob whose trainer job is indexed
+// well below the limit; this covers the rest. Call it only when the
+// operator's mnnvl.enabled is on.
+func ValidateComputeDomainName(p *Plan) field.ErrorList {
+	tj := p.TrainJob
+	if p.Backend != trainerv1alpha1.RuntimeBackendJobSet || tj.Annotations[mnnvl.GroupAnnotation] == copsev1alpha1.MNNVLGroupNone {
+		return nil
+	}
+	name := mnnvl.TrainJobComputeDomainName(tj.Name)
+	if len(name) <= validation.DNS1123LabelMaxLength {
+		return nil
+	}
+	for _, rjob := range p.Spec.ReplicatedJobs {
+		if mnnvl.RequestsGPUs(&rjob.Template.Spec.Template.Spec) {
+			return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), tj.Name, fmt.Sprintf(
+				"its ComputeDomain %q (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be %d characters, over the limit of %d: "+
+					"shorten the name by %d character(s), or opt out with %s: %s",
+				name, len(name), validation.DNS1123LabelMaxLength, len(name)-validation.DNS1123LabelMaxLength,
+				mnnvl.GroupAnnotation, copsev1alpha1.MNNVLGroupNone))}
+		}
+	}
+	return nil
 }

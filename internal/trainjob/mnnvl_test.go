@@ -1,6 +1,7 @@
 package trainjob
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -198,6 +199,43 @@ func TestKeepJobSetComputeDomain(t *testing.T) {
 						t.Errorf("%s containers differ from the existing JobSet's:\n%s", rjob.Name, diff)
 					}
 				}
+			}
+		})
+	}
+}
+
+func TestValidateComputeDomainName(t *testing.T) {
+	name := func(n int) string { return strings.Repeat("a", n) }
+	for _, tc := range []struct {
+		desc        string
+		name        string
+		gpus        bool
+		annotations map[string]string
+		backend     trainerv1alpha1.RuntimeBackend
+		want        string // "" for no error
+	}{
+		{desc: "57 characters: <name>-mnnvl is 63", name: name(57), gpus: true},
+		{desc: "58 characters: 64, refused", name: name(58), gpus: true,
+			want: `metadata.name: Invalid value: "` + name(58) + `": its ComputeDomain "` + name(58) + `-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63: shorten the name by 1 character(s), or opt out with grove.io/mnnvl-group: none`},
+		{desc: "no GPUs: no ComputeDomain", name: name(63)},
+		{desc: "opted out: no ComputeDomain", name: name(63), gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "none"}},
+		{desc: "PodCliqueSet backend: the PodCliqueSet's rules", name: name(63), gpus: true, backend: trainerv1alpha1.RuntimeBackendPodCliqueSet},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			tj := gpuTrainJob(tc.gpus, tc.annotations)
+			tj.Name = tc.name
+			runtime := mnnvlRuntime()
+			runtime.Spec.Backend = tc.backend
+			plan, err := NewPlan(tj, runtime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if errs := ValidateComputeDomainName(plan); len(errs) > 0 {
+				got = errs.ToAggregate().Error()
+			}
+			if got != tc.want {
+				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 		})
 	}
