@@ -274,7 +274,7 @@ var _ = Describe("Names across kinds", Label("placement"), func() {
 			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "mnnvl": must not be "mnnvl" or end in "-mnnvl"`)))
 		long := gpuTrainJobNamed(namespace, "t"+strings.Repeat("x", 57))
 		Expect(env.Client.Create(ctx, long, client.DryRunAll)).To(MatchError(ContainSubstring(
-			`its ComputeDomain "`+long.Name+`-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63`)))
+			`its ComputeDomain "` + long.Name + `-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63`)))
 
 		By("PodCliqueSet a first: its Workload a, its gang a-0, its replica's ComputeDomain a-0")
 		pcs := framework.NewPodCliqueSet(namespace, "a", 1, gpuClique("gpu", 1))
