@@ -161,6 +161,7 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 		// fails its TrainJobs with a stated reason instead.
 		WorkloadAPI: err == nil,
 		MNNVL:       cfg.MNNVL.Enabled,
+		APIReader:   mgr.GetAPIReader(),
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)

@@ -220,6 +220,12 @@ func StartProcess(name, binary string, args []string, logPath string) (*Process,
 	return startPublicProcess(processSpec{name: name, binary: binary, args: args, logPath: logPath})
 }
 
+// StartProcessWithEnv is StartProcess with env ("KEY=value") added to the
+// process's environment.
+func StartProcessWithEnv(name, binary string, args, env []string, logPath string) (*Process, error) {
+	return startPublicProcess(processSpec{name: name, binary: binary, args: args, env: env, logPath: logPath})
+}
+
 // StartDetachedProcess is StartProcess for a process that outlives this one
 // (as the CLI's `up` components do): it runs in a session of its own and is
 // not killed when this process dies.

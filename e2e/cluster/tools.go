@@ -114,10 +114,16 @@ var Tools = []Tool{
 		// Kubeflow Trainer's own TrainJob build, run on JSON input: the
 		// reference copse's TrainJob front-end is compared with. Its package
 		// is the tools module's own (hack/tools/trainer-oracle/cmd/trainer-oracle).
-		Name:     ToolTrainerOracle,
-		Module:   "github.com/kubeflow/trainer/v2",
-		Binaries: map[string]string{"trainer-oracle": "./cmd/trainer-oracle"},
-		ETA:      "~2 min",
+		// And Trainer's controller manager itself (a tool directive of the
+		// module), which the TrainJob suite runs to make the TrainJobs
+		// copse adopts after a move from Trainer (e2e/framework/trainer.go).
+		Name:   ToolTrainerOracle,
+		Module: "github.com/kubeflow/trainer/v2",
+		Binaries: map[string]string{
+			"trainer-oracle":             "./cmd/trainer-oracle",
+			"trainer-controller-manager": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
+		},
+		ETA: "~5 min",
 	},
 	{
 		// Kueue's controller manager (e2e/framework/kueue.go), run by the

@@ -74,6 +74,12 @@ type localController struct {
 	selectWebhooks func(*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) error
 	// probes find its webhooks called by the API server.
 	probes []webhookProbe
+	// certsInTempDir: its webhook server reads its certificate from
+	// controller-runtime's default directory, under the temporary
+	// directory (Kubeflow Trainer has no setting for it), so the
+	// certificate is written to <dir>/tmp/k8s-webhook-server/serving-certs
+	// and the process runs with TMPDIR=<dir>/tmp.
+	certsInTempDir bool
 	// detach lets the process outlive this one.
 	detach   bool
 	progress io.Writer
@@ -86,6 +92,12 @@ type localController struct {
 func (l localController) start(ctx context.Context, env *Env) (proc *cluster.Process, logPath string, err error) {
 	dir := filepath.Join(env.Cluster.Dir(), l.dirName)
 	certDir := filepath.Join(dir, "certs")
+	var processEnv []string
+	if l.certsInTempDir {
+		tmp := filepath.Join(dir, "tmp")
+		certDir = filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
+		processEnv = append(processEnv, "TMPDIR="+tmp)
+	}
 	caPEM, err := WriteServingCertificate(certDir, l.certificateName)
 	if err != nil {
 		return nil, "", err
@@ -107,13 +119,16 @@ func (l localController) start(ctx context.Context, env *Env) (proc *cluster.Pro
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, "", err
 	}
-	run := cluster.StartProcess
-	if l.detach {
-		run = cluster.StartDetachedProcess
-	}
+	args := []string{"--config", configPath, "--kubeconfig", env.Cluster.Kubeconfig(), "--zap-devel=false", "--zap-log-level=info"}
 	fmt.Fprintf(l.progress, "starting %s %s (log: %s)\n", l.binary, l.tool.Version, logPath)
-	proc, err = run(l.binary, l.tool.Path(l.binary),
-		[]string{"--config", configPath, "--kubeconfig", env.Cluster.Kubeconfig(), "--zap-devel=false", "--zap-log-level=info"}, logPath)
+	switch {
+	case l.detach && len(processEnv) > 0:
+		return nil, "", fmt.Errorf("start %s: a detached process with its own environment is not supported", l.product)
+	case l.detach:
+		proc, err = cluster.StartDetachedProcess(l.binary, l.tool.Path(l.binary), args, logPath)
+	default:
+		proc, err = cluster.StartProcessWithEnv(l.binary, l.tool.Path(l.binary), args, processEnv, logPath)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -69,6 +69,10 @@ type Operator struct {
 	stream       io.Writer
 	readyTimeout time.Duration
 
+	// webhooks are the webhook configurations StartOperator installed with
+	// a certificate it wrote, nil when the operator injects its own CA.
+	webhooks *operatorWebhooks
+
 	mu   sync.Mutex
 	proc *operatorProcess
 	// stoppedOnPurpose is set by Stop and Kill, so that CheckHealthy tells
@@ -133,7 +137,7 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 	if opts.SelfManagedCertificates {
 		// As the Helm chart installs them: without caBundle, which the
 		// operator injects when it starts.
-		if err := installWebhookConfigurations(ctx, env.Client, webhookConfigurationName, webhookURL, nil); err != nil {
+		if err := installWebhookConfigurations(ctx, env.Client, webhookConfigurationName, webhookURL, nil, *cfg.Controllers.TrainJob.Enabled); err != nil {
 			return nil, fmt.Errorf("start operator: %w", err)
 		}
 	}
@@ -148,10 +152,11 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 		caPEM, err = waitCABundleInjected(ctx, env.Client, webhookConfigurationName)
 	}
 	if err == nil {
-		err = checkWebhookEndpointsServed(ctx, webhookURL, caPEM)
+		err = checkWebhookEndpointsServed(ctx, webhookURL, caPEM, *cfg.Controllers.TrainJob.Enabled)
 	}
 	if err == nil && !opts.SelfManagedCertificates {
-		err = installWebhookConfigurations(ctx, env.Client, webhookConfigurationName, webhookURL, caPEM)
+		err = installWebhookConfigurations(ctx, env.Client, webhookConfigurationName, webhookURL, caPEM, *cfg.Controllers.TrainJob.Enabled)
+		o.webhooks = &operatorWebhooks{name: webhookConfigurationName, url: webhookURL, caPEM: caPEM}
 	}
 	if err == nil {
 		err = waitWebhooksActive(ctx, env.Client, cfg.LeaderElection.ResourceNamespace)
@@ -230,9 +235,19 @@ func (o *Operator) Restart(ctx context.Context) error {
 	return o.startLocked(ctx)
 }
 
+// operatorWebhooks is where StartOperator pointed the API server.
+type operatorWebhooks struct {
+	name, url string
+	caPEM     []byte
+}
+
 // RestartWith stops the operator, changes its configuration, and starts it
 // again with it: for specs that need the operator configured differently
-// for a while (restore with another RestartWith).
+// for a while (restore with another RestartWith). A change of
+// controllers.trainJob.enabled also changes the webhook configurations to
+// the endpoints the operator now serves, as the Helm chart's trainJob.enabled
+// does, and waits until the API server calls them (only where StartOperator
+// wrote the certificate).
 func (o *Operator) RestartWith(ctx context.Context, change func(*configv1alpha1.OperatorConfiguration)) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -244,8 +259,31 @@ func (o *Operator) RestartWith(ctx context.Context, change func(*configv1alpha1.
 	if err := writeOperatorConfiguration(o.configPath, cfg); err != nil {
 		return fmt.Errorf("restart operator: %w", err)
 	}
+	trainJobBefore := *o.config.Controllers.TrainJob.Enabled
 	o.config = cfg
-	return o.startLocked(ctx)
+	if err := o.startLocked(ctx); err != nil {
+		return err
+	}
+	trainJob := *cfg.Controllers.TrainJob.Enabled
+	if trainJob == trainJobBefore || o.webhooks == nil {
+		return nil
+	}
+	w := o.webhooks
+	err := checkWebhookEndpointsServed(ctx, w.url, w.caPEM, trainJob)
+	if err == nil {
+		err = installWebhookConfigurations(ctx, o.client, w.name, w.url, w.caPEM, trainJob)
+	}
+	if err == nil {
+		probes := webhookProbes(cfg.LeaderElection.ResourceNamespace)
+		if trainJob {
+			probes = append(probes, trainJobWebhookProbe(cfg.LeaderElection.ResourceNamespace, "validate.trainjobs.trainer.kubeflow.org"))
+		}
+		err = waitProbesPass(ctx, o.client, probes)
+	}
+	if err != nil {
+		return o.errorWithLog(fmt.Errorf("restart operator: webhooks: %w", err))
+	}
+	return nil
 }
 
 // Running reports whether the operator process is alive, with the reason it

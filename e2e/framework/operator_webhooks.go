@@ -57,10 +57,13 @@ func webhookRules(endpoint webhook.Endpoint) []admissionregistrationv1.RuleWithO
 // webhook.TimeoutSeconds, no side effects, and only spec changes sent
 // (webhook.MatchConditions), so a stopped operator never blocks metadata
 // updates such as finalizer removal.
-func installWebhookConfigurations(ctx context.Context, c client.Client, name, baseURL string, caPEM []byte) error {
+// Only the endpoints the operator serves are configured: the TrainJob
+// front-end's only with trainJob (controllers.trainJob.enabled), as the Helm
+// chart does.
+func installWebhookConfigurations(ctx context.Context, c client.Client, name, baseURL string, caPEM []byte, trainJob bool) error {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, endpoint := range webhook.Endpoints() {
+	for _, endpoint := range servedEndpoints(trainJob) {
 		if endpoint.Mutating {
 			mutating.Webhooks = append(mutating.Webhooks, admissionregistrationv1.MutatingWebhook{
 				Name:                    endpoint.Name,
@@ -146,7 +149,7 @@ func waitCABundleInjected(ctx context.Context, c client.Client, name string) ([]
 // of webhook.Endpoints, trusting only caPEM, so that an operator that does
 // not register a webhook fails here by name instead of making every write of
 // that kind fail once the configurations are installed.
-func checkWebhookEndpointsServed(ctx context.Context, baseURL string, caPEM []byte) error {
+func checkWebhookEndpointsServed(ctx context.Context, baseURL string, caPEM []byte, trainJob bool) error {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return errors.New("webhook CA certificate is not valid PEM")
@@ -157,7 +160,7 @@ func checkWebhookEndpointsServed(ctx context.Context, baseURL string, caPEM []by
 	}
 	defer httpClient.CloseIdleConnections()
 	body := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"e2e-probe","operation":"DELETE"}}`)
-	for _, endpoint := range webhook.Endpoints() {
+	for _, endpoint := range servedEndpoints(trainJob) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+endpoint.Path, bytes.NewReader(body))
 		if err != nil {
 			return err
@@ -175,6 +178,19 @@ func checkWebhookEndpointsServed(ctx context.Context, baseURL string, caPEM []by
 		}
 	}
 	return nil
+}
+
+// servedEndpoints are the webhook endpoints an operator serves: all, but
+// the TrainJob front-end's only with trainJob.
+func servedEndpoints(trainJob bool) []webhook.Endpoint {
+	var out []webhook.Endpoint
+	for _, endpoint := range webhook.Endpoints() {
+		if endpoint.TrainJob && !trainJob {
+			continue
+		}
+		out = append(out, endpoint)
+	}
+	return out
 }
 
 // waitWebhooksActive waits until the API server calls every webhook: the

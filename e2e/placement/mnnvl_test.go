@@ -3,6 +3,7 @@ package placement_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -11,6 +12,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -226,7 +229,7 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 			Expect(env.Client.Patch(ctx, changed, client.MergeFrom(tj))).To(MatchError(ContainSubstring(
 				`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "other": field is immutable (was "fabric")`)))
 
-			domainName, owner := "llm", client.Object(tj)
+			domainName, owner := "llm-mnnvl", client.Object(tj)
 			match := client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "llm"}
 			if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
 				owner = &copsev1alpha1.PodCliqueSet{}
@@ -247,6 +250,105 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 		Entry("on the PodCliqueSet backend", trainerv1alpha1.RuntimeBackendPodCliqueSet),
 	)
 })
+
+// Names a PodCliqueSet and a JobSet-backend TrainJob generate never meet
+// in one namespace, even where they did before: a PodCliqueSet and a
+// TrainJob of one name (both Workloads were called after it) and a TrainJob
+// named as a PodCliqueSet's replica (both ComputeDomains were a-0).
+var _ = Describe("Names across kinds", Label("placement"), func() {
+	It("keeps a PodCliqueSet's and JobSet-backend TrainJobs' Workloads, PodGroups and ComputeDomains apart, and all of them run", func(ctx context.Context) {
+		namespace, err := framework.CreateNamespace(ctx, env.Client, "names")
+		Expect(err).NotTo(HaveOccurred())
+		rt := gpuRuntime(namespace, trainerv1alpha1.RuntimeBackendJobSet)
+		rt.Spec.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Workload: &trainerv1alpha1.WorkloadPodGroupPolicySource{}}
+		Expect(env.Client.Create(ctx, rt)).To(Succeed())
+
+		By("a group that could take a TrainJob's ComputeDomain name is refused, on a PodCliqueSet and on a TrainJob")
+		grouped := framework.NewPodCliqueSet(namespace, "b", 1, gpuClique("gpu", 1))
+		grouped.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "rack-mnnvl"}
+		Expect(env.Client.Create(ctx, grouped, client.DryRunAll)).To(MatchError(ContainSubstring(
+			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "rack-mnnvl": must not be "mnnvl" or end in "-mnnvl"`)))
+		refused := gpuTrainJobNamed(namespace, "b")
+		refused.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "mnnvl"}
+		Expect(env.Client.Create(ctx, refused, client.DryRunAll)).To(MatchError(ContainSubstring(
+			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "mnnvl": must not be "mnnvl" or end in "-mnnvl"`)))
+		long := gpuTrainJobNamed(namespace, "t"+strings.Repeat("x", 57))
+		Expect(env.Client.Create(ctx, long, client.DryRunAll)).To(MatchError(ContainSubstring(
+			`its ComputeDomain "` + long.Name + `-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63`)))
+
+		By("PodCliqueSet a first: its Workload a, its gang a-0, its replica's ComputeDomain a-0")
+		pcs := framework.NewPodCliqueSet(namespace, "a", 1, gpuClique("gpu", 1))
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		waitComputeDomains(ctx, namespace, "a-0")
+
+		By("then TrainJobs a and a-0 on the JobSet backend, gang-scheduled, with GPUs")
+		sameName, replicaName := gpuTrainJobNamed(namespace, "a"), gpuTrainJobNamed(namespace, "a-0")
+		Expect(env.Client.Create(ctx, sameName)).To(Succeed())
+		Expect(env.Client.Create(ctx, replicaName)).To(Succeed())
+
+		domains := waitComputeDomains(ctx, namespace, "a-0", "a-mnnvl", "a-0-mnnvl")
+		owners := map[string]client.Object{"a-0": pcs, "a-mnnvl": sameName, "a-0-mnnvl": replicaName}
+		for name, owner := range owners {
+			current := owner.DeepCopyObject().(client.Object)
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(owner), current)).To(Succeed())
+			Expect(metav1.IsControlledBy(domains[name], current)).To(BeTrue(), "ComputeDomain %s is controlled by %s", name, owner.GetName())
+		}
+
+		By("one Workload each, controlled by its own object, and the gangs' PodGroups")
+		Eventually(func(g Gomega) {
+			for name, kind := range map[string]string{"a": "PodCliqueSet", "a.trainjob": "TrainJob", "a-0.trainjob": "TrainJob"} {
+				workload := &schedulingv1beta1.Workload{}
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, workload)).To(Succeed(), "Workload %s", name)
+				g.Expect(workload.Spec.ControllerRef).To(HaveValue(HaveField("Kind", kind)), "Workload %s", name)
+			}
+			for _, name := range []string{"a-0", "a-trainer", "a-0-trainer"} {
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &schedulingv1beta1.PodGroup{})).To(Succeed(), "PodGroup %s", name)
+			}
+		}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+
+		By("all three run, each pod's channel from its own ComputeDomain")
+		for _, w := range []struct {
+			domain string
+			match  client.MatchingLabels
+		}{
+			{"a-0", client.MatchingLabels{labels.PartOfKey: "a"}},
+			{"a-mnnvl", client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "a"}},
+			{"a-0-mnnvl", client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "a-0"}},
+		} {
+			expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, w.match), domains[w.domain])
+			Eventually(func(g Gomega) {
+				list := &corev1.PodList{}
+				g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace), w.match)).To(Succeed())
+				g.Expect(list.Items).To(ContainElement(HaveField("Status.Phase", corev1.PodRunning)), "pods of %v", w.match)
+			}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+		}
+		for _, tj := range []*trainerv1alpha1.TrainJob{sameName, replicaName} {
+			got := &trainerv1alpha1.TrainJob{}
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+			Expect(meta.FindStatusCondition(got.Status.Conditions, trainerv1alpha1.TrainJobFailed)).To(BeNil(), "TrainJob %s", tj.Name)
+		}
+
+		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
+		for _, tj := range []*trainerv1alpha1.TrainJob{sameName, replicaName} {
+			Expect(env.Client.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		}
+		expectNothingLeft(ctx, namespace)
+	})
+})
+
+// gpuTrainJobNamed is a TrainJob on the runtime "gpu" of one trainer node
+// taking a whole simulated node's GPUs.
+func gpuTrainJobNamed(namespace, name string) *trainerv1alpha1.TrainJob {
+	return &trainerv1alpha1.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: trainerv1alpha1.TrainJobSpec{
+			RuntimeRef: trainerv1alpha1.RuntimeRef{Name: "gpu", Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind)},
+			Trainer: &trainerv1alpha1.Trainer{NumNodes: ptr.To[int32](1), ResourcesPerNode: &corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{nvidiadra.ResourceGPU: *resource.NewQuantity(int64(env.Topology.Shape.GPUs), resource.DecimalSI)},
+			}},
+		},
+	}
+}
 
 // gpuRuntime is a TrainingRuntime "gpu" of one trainer job "node" on the
 // given backend, whose pods run until deleted.

@@ -23,6 +23,7 @@ import (
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -192,7 +193,7 @@ var _ = Describe("TrainJob topology level", Label("placement"), func() {
 		want := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: cluster.LabelRack}}}
 		Expect(podGroup.Spec.SchedulingConstraints).To(Equal(want))
 		workload := &schedulingv1beta1.Workload{}
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), workload)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.TrainJobWorkload(tj.Name)}, workload)).To(Succeed())
 		Expect(workload.Spec.PodGroupTemplates).To(ConsistOf(HaveField("SchedulingConstraints", Equal(want))))
 
 		By("every trainer pod on a node of the one rack that can hold them")

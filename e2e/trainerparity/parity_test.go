@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -171,9 +172,41 @@ func readsKubeflowSnapshot(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtim
 		if diff := cmp.Diff(runtime, got); diff != "" {
 			return fmt.Errorf("Kubeflow's runtime snapshot reads back as another runtime (-runtime +snapshot):\n%s", diff)
 		}
-		return nil
+		return adoptsKubeflowSnapshot(tj, cm, got)
 	}
 	return fmt.Errorf("Kubeflow built no runtime snapshot")
+}
+
+// adoptsKubeflowSnapshot: after a move from Kubeflow Trainer copse adopts
+// Trainer's snapshot, which lacks copse's labels (so copse's cache would not
+// see it) and a TTL (Trainer's API has none): the adopted one is labelled,
+// is the same ConfigMap with the same controller, and reads back as the same
+// runtime with the TTL given at adoption.
+func adoptsKubeflowSnapshot(tj *trainerv1alpha1.TrainJob, cm *corev1.ConfigMap, runtime trainjob.Runtime) error {
+	if trainjob.IsCopseSnapshot(cm) {
+		return fmt.Errorf("Kubeflow's runtime snapshot carries copse's labels: %v", cm.Labels)
+	}
+	const ttl = 600
+	adopted, err := trainjob.AdoptRuntimeSnapshot(tj, cm, runtime, ptr.To[int32](ttl))
+	if err != nil {
+		return fmt.Errorf("adopt Kubeflow's runtime snapshot: %w", err)
+	}
+	if !trainjob.IsCopseSnapshot(adopted) || adopted.Name != cm.Name || !metav1.IsControlledBy(adopted, tj) {
+		return fmt.Errorf("the adopted snapshot is not copse's, or another object: %s labels %v owners %v", adopted.Name, adopted.Labels, adopted.OwnerReferences)
+	}
+	back, err := trainjob.RuntimeFromSnapshot(tj, adopted)
+	if err != nil {
+		return fmt.Errorf("the adopted snapshot does not read back: %w", err)
+	}
+	want := runtime
+	want.Spec = *runtime.Spec.DeepCopy()
+	if want.Spec.TTLSecondsAfterFinished == nil {
+		want.Spec.TTLSecondsAfterFinished = ptr.To[int32](ttl)
+	}
+	if diff := cmp.Diff(want, back); diff != "" {
+		return fmt.Errorf("the adopted snapshot holds another runtime (-want +got):\n%s", diff)
+	}
+	return nil
 }
 
 // copseObjects are the objects copse's JobSet backend makes for a TrainJob,

@@ -54,10 +54,10 @@ var _ = Describe("Workload-API gang scheduling of a TrainJob", Label("trainjob")
 		Expect(env.Client.Create(ctx, tj)).To(Succeed())
 		created := getTrainJob(ctx, tj)
 
-		By("creating the Workload, controlled by the TrainJob, with a gang template of every trainer pod")
+		By("creating the Workload <trainjob>.trainjob, controlled by the TrainJob, with a gang template of every trainer pod")
 		workload := &schedulingv1beta1.Workload{}
 		Eventually(func() error {
-			return env.Client.Get(ctx, client.ObjectKeyFromObject(tj), workload)
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fits.trainjob"}, workload)
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(metav1.IsControlledBy(workload, created)).To(BeTrue())
 		Expect(workload.Spec.ControllerRef).To(HaveValue(HaveField("Kind", "TrainJob")))

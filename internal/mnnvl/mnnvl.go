@@ -139,6 +139,26 @@ func ComputeDomainName(pcs string, replica int, group string) string {
 	return name
 }
 
+// trainJobDomainSuffix ends the name of a TrainJob's ComputeDomain. No
+// group may be it or end in "-" and it (ValidateGroup), so no PodCliqueSet
+// replica's ComputeDomain name does either.
+const trainJobDomainSuffix = "mnnvl"
+
+// TrainJobComputeDomainName is the ComputeDomain of a TrainJob on the JobSet
+// backend: <trainjob>-mnnvl. Its channel's ResourceClaimTemplate has the
+// same name. A PodCliqueSet replica's ComputeDomain (ComputeDomainName) is
+// <pcs>-<replica>, ending in a digit, or <pcs>-<replica>-<group>, ending in
+// a group, which is never "mnnvl" nor ends in "-mnnvl": so the two never
+// share a name, whatever the PodCliqueSet and the TrainJob are called. The
+// suffix is no longer than the shortest suffix a JobSet adds to the
+// TrainJob's name for its indexed pods' hostnames ("-<job>-<i>-<j>", 6
+// characters at least), so a TrainJob whose JobSet's pod names are valid
+// has a ComputeDomain name within a DNS label; the TrainJob webhook refuses
+// the others (trainjob.ValidateComputeDomainName).
+func TrainJobComputeDomainName(trainJob string) string {
+	return trainJob + "-" + trainJobDomainSuffix
+}
+
 // ComputeDomain builds a ComputeDomain whose channel ResourceClaimTemplate
 // has the ComputeDomain's own name. numNodes is 0, as NVIDIA recommends with
 // IMEX daemons found by DNS name, so the domain grows and shrinks with its
@@ -186,4 +206,33 @@ func AddClaim(spec *corev1.PodSpec, templateName string) bool {
 		}
 	}
 	return true
+}
+
+// RenameClaimTemplate points a pod's channel claim (ClaimName), if it has
+// one, at the template templateName.
+func RenameClaimTemplate(spec *corev1.PodSpec, templateName string) {
+	for i := range spec.ResourceClaims {
+		if spec.ResourceClaims[i].Name == ClaimName {
+			spec.ResourceClaims[i].ResourceClaimTemplateName = &templateName
+		}
+	}
+}
+
+// RemoveClaim takes a pod's channel claim away, from the pod and from every
+// container and init container: the inverse of AddClaim.
+func RemoveClaim(spec *corev1.PodSpec) {
+	isChannel := func(c corev1.PodResourceClaim) bool { return c.Name == ClaimName }
+	spec.ResourceClaims = slices.DeleteFunc(spec.ResourceClaims, isChannel)
+	if len(spec.ResourceClaims) == 0 {
+		spec.ResourceClaims = nil
+	}
+	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range containers {
+			c := &containers[i]
+			c.Resources.Claims = slices.DeleteFunc(c.Resources.Claims, func(rc corev1.ResourceClaim) bool { return rc.Name == ClaimName })
+			if len(c.Resources.Claims) == 0 {
+				c.Resources.Claims = nil
+			}
+		}
+	}
 }

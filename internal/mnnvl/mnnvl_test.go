@@ -1,6 +1,8 @@
 package mnnvl
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -200,6 +202,24 @@ func TestAddClaim(t *testing.T) {
 			AddClaim(&again, "llm-0")
 			if diff := cmp.Diff(spec, again); diff != "" {
 				t.Errorf("a second AddClaim changed the spec (-first +second):\n%s", diff)
+			}
+			renamed := *spec.DeepCopy()
+			RenameClaimTemplate(&renamed, "llm-1")
+			named := *tc.spec.DeepCopy()
+			AddClaim(&named, "llm-1")
+			if diff := cmp.Diff(named, renamed); diff != "" {
+				t.Errorf("RenameClaimTemplate differs from AddClaim with the new template (-add +rename):\n%s", diff)
+			}
+			// RemoveClaim undoes AddClaim, keeping the user's own claims.
+			removed := *spec.DeepCopy()
+			RemoveClaim(&removed)
+			unclaimed := *tc.spec.DeepCopy()
+			RemoveClaim(&unclaimed)
+			if diff := cmp.Diff(unclaimed, removed); diff != "" {
+				t.Errorf("RemoveClaim after AddClaim (-without +removed):\n%s", diff)
+			}
+			if strings.Contains(fmt.Sprint(removed), ClaimName) {
+				t.Errorf("the channel claim is still there: %+v", removed)
 			}
 		})
 	}

@@ -19,6 +19,11 @@ func TestValidateGroup(t *testing.T) {
 		{value: "fabric", enabled: false, want: `metadata.annotations[grove.io/mnnvl-group]: Forbidden: MNNVL is not enabled in the operator configuration (mnnvl.enabled); only "none" is allowed`},
 		{value: "Fabric_1", enabled: true, want: `metadata.annotations[grove.io/mnnvl-group]: Invalid value: "Fabric_1": must be "none" or a DNS-1123 label: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
 		{value: "", enabled: true, want: `metadata.annotations[grove.io/mnnvl-group]: Invalid value: "": must be "none" or a DNS-1123 label`},
+		// TrainJobs' ComputeDomains end in -mnnvl; a group may not.
+		{value: "mnnvl", enabled: true, want: `metadata.annotations[grove.io/mnnvl-group]: Invalid value: "mnnvl": must not be "mnnvl" or end in "-mnnvl"`},
+		{value: "rack-mnnvl", enabled: true, want: `metadata.annotations[grove.io/mnnvl-group]: Invalid value: "rack-mnnvl": must not be "mnnvl" or end in "-mnnvl"`},
+		{value: "mnnvl-rack", enabled: true},
+		{value: "rackmnnvl", enabled: true},
 	}
 	for _, tc := range cases {
 		err := ValidateGroup(path, tc.value, tc.enabled)

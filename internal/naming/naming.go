@@ -14,6 +14,15 @@
 //	scaled gang          <pcs>-<r>-<group>-<j>
 //	shared claim         <owner>-all-<template>     (resourceSharing, scope AllReplicas)
 //	replica claim        <owner>-<i>-<template>     (resourceSharing, scope PerReplica)
+//	Workload             <pcs>                      (scheduler backend workload)
+//
+// A TrainJob on the JobSet backend names its objects after itself; where a
+// PodCliqueSet's objects of the same kind share the namespace, the two sets
+// of names are disjoint by construction (see kinds.go and package mnnvl):
+//
+//	Workload             <trainjob>.trainjob
+//	PodGroup             <trainjob>-trainer, <trainjob>-initializer
+//	ComputeDomain        <trainjob>-mnnvl           (mnnvl.TrainJobComputeDomainName)
 package naming
 
 import (

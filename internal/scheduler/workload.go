@@ -18,6 +18,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/naming"
 )
 
 // Workload is the backend for Kubernetes' native gang scheduling
@@ -136,7 +137,7 @@ func workloadFor(pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) *sched
 	desired := &schedulingv1beta1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: pcs.Namespace,
-			Name:      pcs.Name,
+			Name:      naming.PodCliqueSetWorkload(pcs.Name),
 			Labels:    labels.Merge(labels.ForPodCliqueSet(pcs.Name), map[string]string{labels.ComponentKey: labels.ComponentWorkload}),
 		},
 		Spec: schedulingv1beta1.WorkloadSpec{
@@ -170,7 +171,7 @@ func podGroupFor(pcs *copsev1alpha1.PodCliqueSet, gang blueprint.Gang, attempt i
 			}),
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
-			WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: pcs.Name, TemplateName: gang.Template},
+			WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: naming.PodCliqueSetWorkload(pcs.Name), TemplateName: gang.Template},
 			SchedulingPolicy:      policyOf(gang),
 			SchedulingConstraints: constraintsOf(gang),
 		},

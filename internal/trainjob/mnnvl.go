@@ -1,9 +1,13 @@
 package trainjob
 
 import (
+	"fmt"
 	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -24,7 +28,8 @@ func withMNNVLGroup(annotations map[string]string, trainJob *trainerv1alpha1.Tra
 }
 
 // AddJobSetMNNVL gives a JobSet backend's build one NVIDIA ComputeDomain for
-// the whole TrainJob, named after it and controlled by it, and the domain's
+// the whole TrainJob, <trainjob>-mnnvl (mnnvl.TrainJobComputeDomainName,
+// never a PodCliqueSet replica's name), controlled by it, and the domain's
 // channel claim on every container of the JobSet's pod templates that
 // requests nvidia.com/gpu (mnnvl.AddClaim). Nothing is added when the
 // TrainJob opts out (grove.io/mnnvl-group: none) or no container requests
@@ -33,24 +38,97 @@ func AddJobSetMNNVL(objects *JobSetObjects, trainJob *trainerv1alpha1.TrainJob) 
 	if trainJob.Annotations[mnnvl.GroupAnnotation] == copsev1alpha1.MNNVLGroupNone {
 		return
 	}
+	name := mnnvl.TrainJobComputeDomainName(trainJob.Name)
 	takesPart := false
 	for i := range objects.JobSet.Spec.ReplicatedJobs {
 		podSpec := &objects.JobSet.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
-		if mnnvl.AddClaim(podSpec, trainJob.Name) {
+		if mnnvl.AddClaim(podSpec, name) {
 			takesPart = true
 		}
 	}
 	if !takesPart {
 		return
 	}
-	objects.ComputeDomain = TrainJobComputeDomain(trainJob)
+	objects.ComputeDomain = TrainJobComputeDomain(trainJob, name)
 }
 
 // TrainJobComputeDomain is the ComputeDomain of a TrainJob on the JobSet
-// backend: named after it, labelled and controlled as its other objects.
-func TrainJobComputeDomain(trainJob *trainerv1alpha1.TrainJob) *unstructured.Unstructured {
-	cd := mnnvl.ComputeDomain(trainJob.Namespace, trainJob.Name, labels.Merge(ownedLabels(trainJob),
+// backend, called name: labelled and controlled as its other objects.
+func TrainJobComputeDomain(trainJob *trainerv1alpha1.TrainJob, name string) *unstructured.Unstructured {
+	cd := mnnvl.ComputeDomain(trainJob.Namespace, name, labels.Merge(ownedLabels(trainJob),
 		map[string]string{labels.ComponentKey: mnnvl.ComponentComputeDomain}))
 	cd.SetOwnerReferences(append(cd.GetOwnerReferences(), ControllerReference(trainJob)))
 	return cd
+}
+
+// KeepJobSetComputeDomain makes a build keep the ComputeDomain of the
+// TrainJob's existing JobSet: JobSet refuses any change of its pod
+// templates but their scheduling directives, so a JobSet keeps the channel
+// claim it was created with. When existing has one, the build's claims and
+// ComputeDomain take its template's name (a JobSet copse created before
+// TrainJobs' ComputeDomains were named <trainjob>-mnnvl uses <trainjob>);
+// when it has none (built before MNNVL was on, or by Kubeflow Trainer), the
+// build has none either. Without an existing JobSet, or without MNNVL in the
+// build, nothing changes.
+func KeepJobSetComputeDomain(objects *JobSetObjects, trainJob *trainerv1alpha1.TrainJob, existing *jobsetv1alpha2.JobSet) {
+	if existing == nil || objects.ComputeDomain == nil {
+		return
+	}
+	name, ok := jobSetChannelTemplate(existing)
+	for i := range objects.JobSet.Spec.ReplicatedJobs {
+		podSpec := &objects.JobSet.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		if ok {
+			mnnvl.RenameClaimTemplate(podSpec, name)
+		} else {
+			mnnvl.RemoveClaim(podSpec)
+		}
+	}
+	if !ok {
+		objects.ComputeDomain = nil
+		return
+	}
+	if objects.ComputeDomain.GetName() != name {
+		objects.ComputeDomain = TrainJobComputeDomain(trainJob, name)
+	}
+}
+
+// jobSetChannelTemplate is the ResourceClaimTemplate of the ComputeDomain
+// channel claim in a JobSet's pod templates, if any has one.
+func jobSetChannelTemplate(jobSet *jobsetv1alpha2.JobSet) (string, bool) {
+	for _, rjob := range jobSet.Spec.ReplicatedJobs {
+		for _, claim := range rjob.Template.Spec.Template.Spec.ResourceClaims {
+			if claim.Name == mnnvl.ClaimName && claim.ResourceClaimTemplateName != nil {
+				return *claim.ResourceClaimTemplateName, true
+			}
+		}
+	}
+	return "", false
+}
+
+// ValidateComputeDomainName refuses, at metadata.name, a TrainJob whose
+// ComputeDomain name <trainjob>-mnnvl would not fit a DNS label, like every
+// name copse generates: only where it gets one, on the JobSet backend, when
+// it does not opt out and a pod template of the plan requests GPUs. JobSet's
+// own name rules already keep every TrainJob whose trainer job is indexed
+// well below the limit; this covers the rest. Call it only when the
+// operator's mnnvl.enabled is on.
+func ValidateComputeDomainName(p *Plan) field.ErrorList {
+	tj := p.TrainJob
+	if p.Backend != trainerv1alpha1.RuntimeBackendJobSet || tj.Annotations[mnnvl.GroupAnnotation] == copsev1alpha1.MNNVLGroupNone {
+		return nil
+	}
+	name := mnnvl.TrainJobComputeDomainName(tj.Name)
+	if len(name) <= validation.DNS1123LabelMaxLength {
+		return nil
+	}
+	for _, rjob := range p.Spec.ReplicatedJobs {
+		if mnnvl.RequestsGPUs(&rjob.Template.Spec.Template.Spec) {
+			return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), tj.Name, fmt.Sprintf(
+				"its ComputeDomain %q (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be %d characters, over the limit of %d: "+
+					"shorten the name by %d character(s), or opt out with %s: %s",
+				name, len(name), validation.DNS1123LabelMaxLength, len(name)-validation.DNS1123LabelMaxLength,
+				mnnvl.GroupAnnotation, copsev1alpha1.MNNVLGroupNone))}
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package trainjob
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
@@ -95,7 +97,7 @@ func TestAddJobSetMNNVL(t *testing.T) {
 				t.Fatal("no ComputeDomain")
 			}
 			template, _, _ := unstructured.NestedString(cd.Object, "spec", "channel", "resourceClaimTemplate", "name")
-			if cd.GetName() != "tj" || cd.GetNamespace() != "ns" || template != "tj" || !metav1.IsControlledBy(cd, tj) ||
+			if cd.GetName() != "tj-mnnvl" || cd.GetNamespace() != "ns" || template != "tj-mnnvl" || !metav1.IsControlledBy(cd, tj) ||
 				cd.GetLabels()[labels.ManagedByKey] != labels.ManagedByValue || cd.GetLabels()[TrainJobNameLabel] != "tj" {
 				t.Errorf("ComputeDomain %v", cd.Object)
 			}
@@ -114,6 +116,126 @@ func TestAddJobSetMNNVL(t *testing.T) {
 						t.Errorf("%s container %s: claims %v", rjob.Name, c.Name, c.Resources.Claims)
 					}
 				}
+			}
+		})
+	}
+}
+
+func TestKeepJobSetComputeDomain(t *testing.T) {
+	tj := gpuTrainJob(true, nil)
+	build := func(withMNNVL bool) *JobSetObjects {
+		t.Helper()
+		objects, err := BuildJobSetObjects(tj, mnnvlRuntime())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withMNNVL {
+			AddJobSetMNNVL(objects, tj)
+		}
+		return objects
+	}
+	// claimOn is a JobSet whose node pods carry the channel claim of
+	// template, or no claim for "".
+	claimOn := func(template string) *jobsetv1alpha2.JobSet {
+		objects := build(false)
+		if template != "" {
+			for i := range objects.JobSet.Spec.ReplicatedJobs {
+				mnnvl.AddClaim(&objects.JobSet.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec, template)
+			}
+		}
+		return objects.JobSet
+	}
+	for _, tc := range []struct {
+		name     string
+		mnnvl    bool
+		existing *jobsetv1alpha2.JobSet
+		// wantDomain is the ComputeDomain and claim template of the
+		// build after, "" for none.
+		wantDomain string
+	}{
+		{"no JobSet yet: the build's own name", true, nil, "tj-mnnvl"},
+		{"a JobSet with the build's claim: unchanged", true, claimOn("tj-mnnvl"), "tj-mnnvl"},
+		{"a JobSet made before the rename keeps its domain", true, claimOn("tj"), "tj"},
+		{"a JobSet without a claim (Kubeflow Trainer's, or made before MNNVL was on): none", true, claimOn(""), ""},
+		{"MNNVL off in the build: nothing added", false, claimOn("tj"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := build(tc.mnnvl)
+			KeepJobSetComputeDomain(objects, tj, tc.existing)
+			gotDomain := ""
+			if objects.ComputeDomain != nil {
+				gotDomain = objects.ComputeDomain.GetName()
+				template, _, _ := unstructured.NestedString(objects.ComputeDomain.Object, "spec", "channel", "resourceClaimTemplate", "name")
+				if template != gotDomain || !metav1.IsControlledBy(objects.ComputeDomain, tj) {
+					t.Errorf("ComputeDomain %s: channel template %q, owners %v", gotDomain, template, objects.ComputeDomain.GetOwnerReferences())
+				}
+			}
+			if gotDomain != tc.wantDomain {
+				t.Errorf("ComputeDomain %q, want %q", gotDomain, tc.wantDomain)
+			}
+			gotTemplate, _ := jobSetChannelTemplate(objects.JobSet)
+			if gotTemplate != tc.wantDomain {
+				t.Errorf("the pods' channel claim names %q, want %q", gotTemplate, tc.wantDomain)
+			}
+			if tc.wantDomain == "" {
+				for _, rjob := range objects.JobSet.Spec.ReplicatedJobs {
+					for _, c := range rjob.Template.Spec.Template.Spec.Containers {
+						if len(c.Resources.Claims) > 0 {
+							t.Errorf("%s container %s keeps claims %v", rjob.Name, c.Name, c.Resources.Claims)
+						}
+					}
+				}
+			}
+			if tc.existing != nil && tc.mnnvl {
+				// The pod templates now match the existing JobSet's claims,
+				// which JobSet would refuse to change.
+				for i, rjob := range objects.JobSet.Spec.ReplicatedJobs {
+					want := tc.existing.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+					got := rjob.Template.Spec.Template.Spec
+					if diff := cmp.Diff(want.ResourceClaims, got.ResourceClaims); diff != "" {
+						t.Errorf("%s resourceClaims differ from the existing JobSet's:\n%s", rjob.Name, diff)
+					}
+					if diff := cmp.Diff(want.Containers, got.Containers); diff != "" {
+						t.Errorf("%s containers differ from the existing JobSet's:\n%s", rjob.Name, diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestValidateComputeDomainName(t *testing.T) {
+	name := func(n int) string { return strings.Repeat("a", n) }
+	for _, tc := range []struct {
+		desc        string
+		name        string
+		gpus        bool
+		annotations map[string]string
+		backend     trainerv1alpha1.RuntimeBackend
+		want        string // "" for no error
+	}{
+		{desc: "57 characters: <name>-mnnvl is 63", name: name(57), gpus: true},
+		{desc: "58 characters: 64, refused", name: name(58), gpus: true,
+			want: `metadata.name: Invalid value: "` + name(58) + `": its ComputeDomain "` + name(58) + `-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63: shorten the name by 1 character(s), or opt out with grove.io/mnnvl-group: none`},
+		{desc: "no GPUs: no ComputeDomain", name: name(63)},
+		{desc: "opted out: no ComputeDomain", name: name(63), gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "none"}},
+		{desc: "PodCliqueSet backend: the PodCliqueSet's rules", name: name(63), gpus: true, backend: trainerv1alpha1.RuntimeBackendPodCliqueSet},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			tj := gpuTrainJob(tc.gpus, tc.annotations)
+			tj.Name = tc.name
+			runtime := mnnvlRuntime()
+			runtime.Spec.Backend = tc.backend
+			plan, err := NewPlan(tj, runtime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if errs := ValidateComputeDomainName(plan); len(errs) > 0 {
+				got = errs.ToAggregate().Error()
+			}
+			if got != tc.want {
+				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 		})
 	}

@@ -1,8 +1,6 @@
 package trainjob
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/naming"
 )
 
 // The pod groups of a TrainJob with podGroupPolicy.workload (KEP-3015).
@@ -79,13 +78,16 @@ func (p *Plan) trains(podSet PodSet) bool {
 	return mpi && (podSet.Name == NodeName || podSet.Name == LauncherName)
 }
 
-// PodGroupName names a TrainJob's pod group: <trainjob>-<group>.
+// PodGroupName names a TrainJob's pod group: <trainjob>-<group>
+// (naming.TrainJobPodGroup).
 func PodGroupName(trainJob *trainerv1alpha1.TrainJob, group string) string {
-	return fmt.Sprintf("%s-%s", trainJob.Name, group)
+	return naming.TrainJobPodGroup(trainJob.Name, group)
 }
 
-// BuildWorkload is the TrainJob's Workload: one pod-group template per group,
-// controlled by the TrainJob. Nil without Workload-API gang scheduling.
+// BuildWorkload is the TrainJob's Workload, <trainjob>.trainjob
+// (naming.TrainJobWorkload, apart from every PodCliqueSet's): one pod-group
+// template per group, controlled by the TrainJob. Nil without Workload-API
+// gang scheduling.
 func BuildWorkload(p *Plan) *schedulingv1beta1.Workload {
 	if len(p.PodGroups) == 0 {
 		return nil
@@ -93,7 +95,7 @@ func BuildWorkload(p *Plan) *schedulingv1beta1.Workload {
 	workload := &schedulingv1beta1.Workload{
 		TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            p.TrainJob.Name,
+			Name:            naming.TrainJobWorkload(p.TrainJob.Name),
 			Namespace:       p.TrainJob.Namespace,
 			Labels:          ownedLabels(p.TrainJob),
 			OwnerReferences: []metav1.OwnerReference{ControllerReference(p.TrainJob)},
@@ -126,11 +128,11 @@ func BuildPodGroups(p *Plan, workloadUID string) []*schedulingv1beta1.PodGroup {
 				Labels:    ownedLabels(p.TrainJob),
 				OwnerReferences: []metav1.OwnerReference{
 					ControllerReference(p.TrainJob),
-					{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload", Name: p.TrainJob.Name, UID: types.UID(workloadUID)},
+					{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload", Name: naming.TrainJobWorkload(p.TrainJob.Name), UID: types.UID(workloadUID)},
 				},
 			},
 			Spec: schedulingv1beta1.PodGroupSpec{
-				WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: p.TrainJob.Name, TemplateName: group.Template},
+				WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: naming.TrainJobWorkload(p.TrainJob.Name), TemplateName: group.Template},
 				SchedulingPolicy:      schedulingPolicy(group),
 				SchedulingConstraints: schedulingConstraints(group),
 			},

@@ -2,12 +2,15 @@ package trainjob
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 // RuntimeInUseFinalizer keeps a runtime while a TrainJob that has not
@@ -26,19 +29,64 @@ type snapshotObject struct {
 // ConfigMap owned by the TrainJob (Kubeflow Trainer's name and key), so that
 // later edits of the runtime, or its deletion, do not change the TrainJob.
 func BuildRuntimeSnapshot(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*corev1.ConfigMap, error) {
+	raw, err := encodeSnapshot(runtime)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: OwnedMeta(trainJob, trainJob.Name+RuntimeSnapshotSuffix),
+		Data:       map[string]string{RuntimeSnapshotKey: raw},
+	}, nil
+}
+
+func encodeSnapshot(runtime Runtime) (string, error) {
 	raw, err := yaml.Marshal(snapshotObject{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainerv1alpha1.SchemeGroupVersion.String(), Kind: runtime.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: runtime.Name},
 		Spec:       runtime.Spec,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("encode the runtime snapshot: %w", err)
+		return "", fmt.Errorf("encode the runtime snapshot: %w", err)
 	}
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: OwnedMeta(trainJob, trainJob.Name+RuntimeSnapshotSuffix),
-		Data:       map[string]string{RuntimeSnapshotKey: string(raw)},
-	}, nil
+	return string(raw), nil
+}
+
+// IsCopseSnapshot reports whether copse wrote (or already adopted) a runtime
+// snapshot: it carries copse's labels, which also put it in the operator's
+// cache. Kubeflow Trainer v2.3.0 writes its snapshots without them.
+func IsCopseSnapshot(snapshot *corev1.ConfigMap) bool {
+	return snapshot.Labels[labels.ManagedByKey] == labels.ManagedByValue
+}
+
+// AdoptRuntimeSnapshot turns a runtime snapshot another controller wrote for
+// the TrainJob (Kubeflow Trainer v2.3.0 stores the whole runtime object as it
+// read it, through an API without copse's fields) into copse's: a copy with
+// copse's labels, its data rewritten in copse's layout (which Trainer reads
+// too) from runtime, the snapshot as RuntimeFromSnapshot read it. Trainer's
+// API has no ttlSecondsAfterFinished, so its snapshot never holds one: ttl,
+// the live runtime's value when adopted (nil when the runtime is gone or sets
+// none), is frozen in its place. Every other copse field (backend,
+// podGroupPolicy.workload) stays as Trainer saw it: what exists was built
+// without them. The owner reference is kept, and the ConfigMap is updated,
+// never recreated.
+func AdoptRuntimeSnapshot(trainJob *trainerv1alpha1.TrainJob, snapshot *corev1.ConfigMap, runtime Runtime, ttl *int32) (*corev1.ConfigMap, error) {
+	if runtime.Spec.TTLSecondsAfterFinished == nil && ttl != nil {
+		runtime.Spec = *runtime.Spec.DeepCopy()
+		runtime.Spec.TTLSecondsAfterFinished = ptr.To(*ttl)
+	}
+	raw, err := encodeSnapshot(runtime)
+	if err != nil {
+		return nil, err
+	}
+	adopted := snapshot.DeepCopy()
+	adopted.Labels = labels.Merge(adopted.Labels, ownedLabels(trainJob))
+	adopted.Data = maps.Clone(adopted.Data)
+	if adopted.Data == nil {
+		adopted.Data = map[string]string{}
+	}
+	adopted.Data[RuntimeSnapshotKey] = raw
+	return adopted, nil
 }
 
 // RuntimeFromSnapshot reads a TrainJob's runtime snapshot back. A snapshot not

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +37,7 @@ const buildHashAnnotation = "copse.dev/trainjob-build-hash"
 // TrainJob is suspended: a running JobSet is never changed under its pods
 // (as Kubeflow Trainer).
 func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, objects *trainjob.JobSetObjects, existing *jobsetv1alpha2.JobSet) error {
+	trainjob.KeepJobSetComputeDomain(objects, tj, existing)
 	notRunning := existing == nil || ptr.Deref(existing.Spec.Suspend, false)
 	if err := r.ensureMPIObjects(ctx, tj, objects.NeedsMPISSHSecret, objects.MPIHostfile, notRunning); err != nil {
 		return err
@@ -48,6 +51,9 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 		if err := r.ensureComputeDomain(ctx, tj, objects.ComputeDomain); err != nil {
 			return err
 		}
+	}
+	if existing != nil && !builtByCopse(existing) {
+		return r.applyToAdoptedJobSet(ctx, tj, objects.JobSet, existing)
 	}
 	desired := objects.JobSet
 	run := backendObject{kind: "JobSet", desired: desired, spec: desired.Spec, createdReason: reasonJobSetCreated}
@@ -73,8 +79,14 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 // and says so, as the JobSet's pods would join someone else's domain.
 func (r *Reconciler) ensureComputeDomain(ctx context.Context, tj *trainerv1alpha1.TrainJob, desired *unstructured.Unstructured) error {
 	existing := mnnvl.NewComputeDomain()
-	if found, err := r.getControlled(ctx, tj, "ComputeDomain", existing); found || err != nil {
-		return err
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case err == nil && metav1.IsControlledBy(existing, tj):
+		return nil
+	case err == nil:
+		return fmt.Errorf("ComputeDomain %s exists but is not controlled by TrainJob %s: copse leaves it alone", desired.GetName(), tj.Name)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get the ComputeDomain %s of TrainJob %s: %w", desired.GetName(), tj.Name, err)
 	}
 	if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create ComputeDomain %s: %w", desired.GetName(), err)
@@ -274,8 +286,24 @@ func (r *Reconciler) ensureMPIObjects(ctx context.Context, tj *trainerv1alpha1.T
 // any of its pods: a pod whose PodGroup is missing is not scheduled, and a
 // gang whose PodGroup comes late could be placed piecemeal. Both are
 // immutable once created and kept while the TrainJob is suspended
-// (KEP-3015), so they are only ever created.
+// (KEP-3015), so they are only ever created. The Workload is made only for
+// a PodGroup to be made: PodGroups that exist keep the Workload they name
+// (a TrainJob's Workload was named after it alone before it was
+// <trainjob>.trainjob).
 func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobSetObjects) error {
+	var missing []string
+	for _, podGroup := range trainjob.BuildPodGroups(objects.Plan, "") {
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(podGroup), &schedulingv1beta1.PodGroup{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, podGroup.Name)
+		case err != nil:
+			return fmt.Errorf("get PodGroup %s: %w", podGroup.Name, err)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
 	workload := &schedulingv1beta1.Workload{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(objects.Workload), workload)
 	switch {
@@ -288,11 +316,7 @@ func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobS
 		return fmt.Errorf("get Workload %s: %w", objects.Workload.Name, err)
 	}
 	for _, podGroup := range trainjob.BuildPodGroups(objects.Plan, string(workload.UID)) {
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(podGroup), &schedulingv1beta1.PodGroup{})
-		if !apierrors.IsNotFound(err) {
-			if err != nil {
-				return fmt.Errorf("get PodGroup %s: %w", podGroup.Name, err)
-			}
+		if !slices.Contains(missing, podGroup.Name) {
 			continue
 		}
 		if err := r.Client.Create(ctx, podGroup); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -317,22 +341,24 @@ func (r *Reconciler) ensureMPISecret(ctx context.Context, tj *trainerv1alpha1.Tr
 	return nil
 }
 
-// ensureConfigMap creates a ConfigMap, or updates its data when it differs.
+// ensureConfigMap creates a ConfigMap, or updates its data when it differs;
+// one another controller made (Kubeflow Trainer's hostfile) gets copse's
+// labels too, which adopt it.
 func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.ConfigMap) error {
-	existing := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	existing, found, err := r.getConfigMap(ctx, client.ObjectKeyFromObject(desired))
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case !found:
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
 		return nil
-	case err != nil:
-		return fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
-	case maps.Equal(existing.Data, desired.Data):
+	case maps.Equal(existing.Data, desired.Data) && existing.Labels[labels.ManagedByKey] == labels.ManagedByValue:
 		return nil
 	}
 	existing.Data = desired.Data
+	existing.Labels = labels.Merge(existing.Labels, desired.Labels)
 	if err := r.Client.Update(ctx, existing); err != nil {
 		return fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}

@@ -48,6 +48,10 @@ type Reconciler struct {
 	// (trainjob.AddJobSetMNNVL); on the PodCliqueSet backend the
 	// PodCliqueSet controller gives it one.
 	MNNVL bool
+	// APIReader reads from the API server what the cache does not hold: the
+	// cache holds only copse's ConfigMaps, and a runtime snapshot Kubeflow
+	// Trainer wrote is not one until adopted. Nil reads only the cache.
+	APIReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;delete

@@ -52,18 +52,87 @@ func (r *Reconciler) resolveRuntime(ctx context.Context, tj *trainerv1alpha1.Tra
 }
 
 // readSnapshot reads the TrainJob's runtime snapshot; found is false when it
-// has none yet.
+// has none yet. A snapshot another controller wrote (Kubeflow Trainer's,
+// before the move to copse) is adopted first (adoptSnapshot).
 func (r *Reconciler) readSnapshot(ctx context.Context, tj *trainerv1alpha1.TrainJob) (trainjob.Runtime, bool, error) {
-	cm := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Name + trainjob.RuntimeSnapshotSuffix}, cm)
-	if apierrors.IsNotFound(err) {
-		return trainjob.Runtime{}, false, nil
-	}
-	if err != nil {
-		return trainjob.Runtime{}, false, fmt.Errorf("get the runtime snapshot of TrainJob %s: %w", tj.Name, err)
+	cm, found, err := r.getConfigMap(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Name + trainjob.RuntimeSnapshotSuffix})
+	if err != nil || !found {
+		return trainjob.Runtime{}, false, err
 	}
 	runtime, err := trainjob.RuntimeFromSnapshot(tj, cm)
-	return runtime, err == nil, err
+	if err != nil {
+		return trainjob.Runtime{}, false, err
+	}
+	if !trainjob.IsCopseSnapshot(cm) {
+		if runtime, err = r.adoptSnapshot(ctx, tj, cm, runtime); err != nil {
+			return trainjob.Runtime{}, false, err
+		}
+	}
+	return runtime, true, nil
+}
+
+// getConfigMap reads a ConfigMap of the TrainJob's: from the cache, which
+// holds only copse's, else from the API server, where one another
+// controller wrote (Kubeflow Trainer's snapshot and hostfile) is found. found
+// is false when neither has it.
+func (r *Reconciler) getConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, bool, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, key, cm)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, cm)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
+	}
+	return cm, true, nil
+}
+
+// adoptSnapshot makes a runtime snapshot Kubeflow Trainer wrote copse's
+// (trainjob.AdoptRuntimeSnapshot): labelled, so the cache and the watch see
+// it from now on, and with the live runtime's ttlSecondsAfterFinished,
+// which Trainer's API cannot hold. The ConfigMap is updated with an
+// optimistic lock, never recreated, and the runtime it returns is the one
+// the snapshot now holds.
+func (r *Reconciler) adoptSnapshot(ctx context.Context, tj *trainerv1alpha1.TrainJob, cm *corev1.ConfigMap, runtime trainjob.Runtime) (trainjob.Runtime, error) {
+	var ttl *int32
+	if runtime.Spec.TTLSecondsAfterFinished == nil {
+		live, key, err := trainjob.RuntimeRefTarget(tj)
+		if err != nil {
+			return trainjob.Runtime{}, err
+		}
+		switch err := r.Client.Get(ctx, key, live); {
+		case err == nil:
+			ttl = trainjob.RuntimeOf(live).Spec.TTLSecondsAfterFinished
+		case !apierrors.IsNotFound(err):
+			return trainjob.Runtime{}, fmt.Errorf("get %s %s for the TTL of the adopted runtime snapshot: %w", trainjob.RuntimeKind(tj), key.Name, err)
+		}
+	}
+	adopted, err := trainjob.AdoptRuntimeSnapshot(tj, cm, runtime, ttl)
+	if err != nil {
+		return trainjob.Runtime{}, err
+	}
+	if err := r.Client.Update(ctx, adopted); err != nil {
+		return trainjob.Runtime{}, fmt.Errorf("adopt runtime snapshot %s: %w", cm.Name, err)
+	}
+	r.Recorder.Eventf(tj, adopted, corev1.EventTypeNormal, reasonRuntimeSnapshotAdopted, "Adopt",
+		"adopted runtime snapshot %s, written without copse's labels (by Kubeflow Trainer); ttlSecondsAfterFinished %s",
+		cm.Name, describeTTL(ttl, runtime.Spec.TTLSecondsAfterFinished))
+	return trainjob.RuntimeFromSnapshot(tj, adopted)
+}
+
+// describeTTL says where an adopted snapshot's TTL came from.
+func describeTTL(fromLive, inSnapshot *int32) string {
+	switch {
+	case inSnapshot != nil:
+		return fmt.Sprintf("%d from the snapshot", *inSnapshot)
+	case fromLive != nil:
+		return fmt.Sprintf("%d from the live runtime", *fromLive)
+	default:
+		return "unset"
+	}
 }
 
 // liveRuntime gets the runtime the TrainJob's runtimeRef names: a

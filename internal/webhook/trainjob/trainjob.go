@@ -143,6 +143,11 @@ func (v Validator) validate(ctx context.Context, old, tj *trainerv1alpha1.TrainJ
 	if err != nil {
 		return append(errs, field.Invalid(runtimePatchesPath, tj.Spec.RuntimePatches, err.Error()))
 	}
+	if v.MNNVLEnabled && old == nil {
+		// On create only: the name never changes, and an update must not
+		// be refused for a ComputeDomain that was named before.
+		errs = append(errs, trainjob.ValidateComputeDomainName(plan)...)
+	}
 	return append(errs, trainjob.Validate(plan)...)
 }
 
