@@ -77,7 +77,7 @@ func (r *Reconciler) ensureComputeDomain(ctx context.Context, tj *trainerv1alpha
 		return err
 	}
 	if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ComputeDomain %s: %w", desired.GetName(), err)
+		return refused(opCreate, "ComputeDomain", desired.GetName(), err)
 	}
 	return nil
 }
@@ -213,7 +213,7 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 
 	if run.existing == nil {
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", run.kind, desired.GetName(), err)
+			return refused(opCreate, run.kind, desired.GetName(), err)
 		}
 		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, run.createdReason, "Create", "created %s %s", run.kind, desired.GetName())
 		return nil
@@ -244,14 +244,10 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 		updated.SetAnnotations(maps.Clone(desired.GetAnnotations()))
 	}
 	if err := r.Client.Update(ctx, updated); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			// Admission refused the rebuilt object (e.g. a runtime patch
-			// that changes more than a suspended Training PodCliqueSet
-			// allows): say so on the TrainJob; the retry picks up a fix.
-			r.Recorder.Eventf(tj, updated, corev1.EventTypeWarning, reasonRebuildRefused, "Rebuild",
-				"the rebuilt %s %s was refused: %v", run.kind, updated.GetName(), err)
-		}
-		return fmt.Errorf("rebuild suspended %s %s: %w", run.kind, updated.GetName(), err)
+		// Admission may refuse the rebuilt object (e.g. a runtime patch
+		// that changes more than a suspended Training PodCliqueSet
+		// allows): settle records it on the TrainJob.
+		return refused(opUpdate, run.kind, updated.GetName(), err)
 	}
 	return nil
 }
@@ -282,7 +278,7 @@ func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobS
 	case apierrors.IsNotFound(err):
 		workload = objects.Workload.DeepCopy()
 		if err := r.Client.Create(ctx, workload); err != nil {
-			return fmt.Errorf("create Workload %s: %w", objects.Workload.Name, err)
+			return refused(opCreate, "Workload", objects.Workload.Name, err)
 		}
 	case err != nil:
 		return fmt.Errorf("get Workload %s: %w", objects.Workload.Name, err)
@@ -296,7 +292,7 @@ func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobS
 			continue
 		}
 		if err := r.Client.Create(ctx, podGroup); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create PodGroup %s: %w", podGroup.Name, err)
+			return refused(opCreate, "PodGroup", podGroup.Name, err)
 		}
 	}
 	return nil
@@ -312,7 +308,7 @@ func (r *Reconciler) ensureMPISecret(ctx context.Context, tj *trainerv1alpha1.Tr
 		return err
 	}
 	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create MPI SSH Secret %s: %w", secret.Name, err)
+		return refused(opCreate, "Secret", secret.Name, err)
 	}
 	return nil
 }
@@ -324,7 +320,7 @@ func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.Config
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
+			return refused(opCreate, "ConfigMap", desired.Name, err)
 		}
 		return nil
 	case err != nil:
@@ -334,7 +330,7 @@ func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.Config
 	}
 	existing.Data = desired.Data
 	if err := r.Client.Update(ctx, existing); err != nil {
-		return fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
+		return refused(opUpdate, "ConfigMap", desired.Name, err)
 	}
 	return nil
 }

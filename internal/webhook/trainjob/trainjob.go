@@ -96,8 +96,9 @@ var mnnvlGroupPath = field.NewPath("metadata", "annotations").Key(mnnvl.GroupAnn
 
 var _ admission.Validator[*trainerv1alpha1.TrainJob] = Validator{}
 
-// ValidateCreate implements admission.Validator: the runtime must exist and
-// the TrainJob must fit it.
+// ValidateCreate implements admission.Validator: the runtime must exist,
+// the TrainJob must fit it, and its name must be short enough for the
+// object the runtime's backend makes of it (validateBackendNames).
 func (v Validator) ValidateCreate(ctx context.Context, tj *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
 	var errs field.ErrorList
 	if group, ok := tj.Annotations[mnnvl.GroupAnnotation]; ok {
@@ -143,7 +144,13 @@ func (v Validator) validate(ctx context.Context, old, tj *trainerv1alpha1.TrainJ
 	if err != nil {
 		return append(errs, field.Invalid(runtimePatchesPath, tj.Spec.RuntimePatches, err.Error()))
 	}
-	return append(errs, trainjob.Validate(plan)...)
+	errs = append(errs, trainjob.Validate(plan)...)
+	if old == nil {
+		// Only on create: a name never changes, and a TrainJob admitted
+		// before this rule must stay updatable (suspend, Kueue's patches).
+		errs = append(errs, validateBackendNames(tj, runtime)...)
+	}
+	return errs
 }
 
 // validatePatchChange: Kueue changes runtime patches and suspend in one
