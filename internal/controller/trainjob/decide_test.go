@@ -169,7 +169,7 @@ func TestDecideKeepsATransitionTime(t *testing.T) {
 func TestDecideOnTheBackendObject(t *testing.T) {
 	deleted := "PodCliqueSet tj was deleted before the TrainJob finished"
 	notControlled := "PodCliqueSet tj exists but is not controlled by TrainJob tj"
-	refusedBefore := cond(trainerv1alpha1.TrainJobBackendRefused, metav1.ConditionTrue, reasonQuotaExceeded, at(1))
+	refusedBefore := cond(trainerv1alpha1.TrainJobBackendRefused, metav1.ConditionTrue, reasonResourceQuota, at(1))
 	cases := []struct {
 		name string
 		in   facts
@@ -192,7 +192,7 @@ func TestDecideOnTheBackendObject(t *testing.T) {
 			outcome{Conditions: map[string]string{"BackendRefused": "True/NotControlled"}, RequeueAfter: 5 * time.Second}},
 		{"a refusal not yet resolved is kept while the TrainJob runs (the act step clears it)",
 			facts{TrainJob: job(0, false, refusedBefore), Now: at(10)},
-			outcome{Conditions: map[string]string{"BackendRefused": "True/QuotaExceeded"}, Run: true}},
+			outcome{Conditions: map[string]string{"BackendRefused": "True/ResourceQuota"}, Run: true}},
 		{"a refused TrainJob past its deadline fails, and BackendRefused goes (nothing is retried)",
 			facts{TrainJob: job(5, false, refusedBefore), Now: at(10)},
 			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}}},

@@ -15,8 +15,9 @@ import (
 // Reasons of the BackendRefused condition: why the API server refused the
 // backend object (or an object copse makes for it) for now.
 const (
-	// reasonQuotaExceeded: a ResourceQuota of the namespace has no room.
-	reasonQuotaExceeded = "QuotaExceeded"
+	// reasonResourceQuota: a ResourceQuota of the namespace refused it: it
+	// has no room, or its usage is not counted yet.
+	reasonResourceQuota = "ResourceQuota"
 	// reasonForbidden: refused for another reason that may pass (the
 	// namespace is being deleted, permissions).
 	reasonForbidden = "Forbidden"
@@ -93,7 +94,8 @@ type backendRefusal struct {
 //     snapshot, so it fails the TrainJob. The one exception is an update of
 //     a suspended TrainJob's object: its runtime patches may still change
 //     before it runs, so that waits (RebuildRefused).
-//   - a ResourceQuota without room, another Forbidden (the namespace being
+//   - a ResourceQuota without room (or whose usage is not counted yet),
+//     another Forbidden (the namespace being
 //     deleted), a conflict or an object that already exists, and whatever
 //     says the server could not answer (unavailable, timeout, throttled, a
 //     webhook that could not be called): retried, and said on the
@@ -109,8 +111,8 @@ func classifyRefusal(write *refusedWrite, trainJobSuspended bool) backendRefusal
 	case specRefused:
 		return backendRefusal{Terminal: true, Reason: trainerv1alpha1.TrainJobBackendRejectedReason,
 			Message: quoted + "; the object is built from the TrainJob and its runtime snapshot, so this cannot pass by itself"}
-	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"):
-		return backendRefusal{Reason: reasonQuotaExceeded, Retry: refusalRetry, Message: quoted + "; retried until the quota has room"}
+	case apierrors.IsForbidden(err) && quotaRefused(err):
+		return backendRefusal{Reason: reasonResourceQuota, Retry: refusalRetry, Message: quoted + "; retried until the quota admits it"}
 	case apierrors.IsForbidden(err):
 		return backendRefusal{Reason: reasonForbidden, Retry: refusalRetry, Message: quoted + "; retried"}
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
@@ -125,6 +127,15 @@ func classifyRefusal(write *refusedWrite, trainJobSuspended bool) backendRefusal
 func deniedByWebhook(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "admission webhook") && strings.Contains(msg, "denied the request")
+}
+
+// quotaRefused reports whether the API server's quota admission refused the
+// request: "exceeded quota: ..." when the quota has no room, "status
+// unknown for quota: ..." while the quota controller has not counted its
+// usage.
+func quotaRefused(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "exceeded quota:") || strings.Contains(msg, "for quota:")
 }
 
 // asRefusedWrite finds a refused write in an act step's error.

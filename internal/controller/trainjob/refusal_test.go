@@ -25,6 +25,7 @@ func TestClassifyRefusal(t *testing.T) {
 		Reason:  metav1.StatusReasonForbidden,
 		Message: `admission webhook "vjobset.kb.io" denied the request: JobSet name is too long, job names generated for this JobSet will exceed 63 characters`}}
 	quota := apierrors.NewForbidden(pcsResource, "tj", errors.New("exceeded quota: pcs, requested: count/podcliquesets.grove.io=1, used: count/podcliquesets.grove.io=0, limited: count/podcliquesets.grove.io=0"))
+	quotaNotCounted := apierrors.NewForbidden(pcsResource, "tj", errors.New("status unknown for quota: pcs, resources: count/podcliquesets.grove.io"))
 	terminating := apierrors.NewForbidden(pcsResource, "tj", errors.New("unable to create new content in namespace ml because it is being terminated"))
 	webhookDown := apierrors.NewInternalError(errors.New(`failed calling webhook "vpodcliqueset.copse.dev": connection refused`))
 	cases := []struct {
@@ -47,7 +48,9 @@ func TestClassifyRefusal(t *testing.T) {
 		{"a rebuild denied by a webhook while suspended: the same", opUpdate, deniedByJobSet, true,
 			backendRefusal{Reason: reasonRebuildRefused, Retry: refusalRetry}},
 		{"a ResourceQuota without room: retried", opCreate, quota, false,
-			backendRefusal{Reason: reasonQuotaExceeded, Retry: refusalRetry}},
+			backendRefusal{Reason: reasonResourceQuota, Retry: refusalRetry}},
+		{"a ResourceQuota whose usage is not counted yet: retried", opCreate, quotaNotCounted, false,
+			backendRefusal{Reason: reasonResourceQuota, Retry: refusalRetry}},
 		{"another Forbidden (a namespace being deleted): retried", opCreate, terminating, false,
 			backendRefusal{Reason: reasonForbidden, Retry: refusalRetry}},
 		{"a conflict: retried at once", opUpdate, apierrors.NewConflict(pcsResource, "tj", errors.New("the object has been modified")), false,
@@ -89,14 +92,14 @@ func TestRefusedWriteIsFoundThroughWrapping(t *testing.T) {
 }
 
 func TestRecordRefusal(t *testing.T) {
-	transient := backendRefusal{Reason: reasonQuotaExceeded, Message: "the API server refused to create PodCliqueSet tj: exceeded quota"}
+	transient := backendRefusal{Reason: reasonResourceQuota, Message: "the API server refused to create PodCliqueSet tj: exceeded quota"}
 	terminal := backendRefusal{Terminal: true, Reason: trainerv1alpha1.TrainJobBackendRejectedReason, Message: "the API server refused to create PodCliqueSet tj: invalid"}
 
 	status := trainerv1alpha1.TrainJobStatus{}
 	recordRefusal(&status, transient, at(1))
 	got := meta.FindStatusCondition(status.Conditions, trainerv1alpha1.TrainJobBackendRefused)
-	if got == nil || got.Status != metav1.ConditionTrue || got.Reason != reasonQuotaExceeded || got.Message != transient.Message {
-		t.Fatalf("BackendRefused = %+v, want True/QuotaExceeded quoting the API server", got)
+	if got == nil || got.Status != metav1.ConditionTrue || got.Reason != reasonResourceQuota || got.Message != transient.Message {
+		t.Fatalf("BackendRefused = %+v, want True/ResourceQuota quoting the API server", got)
 	}
 	if finished(status) {
 		t.Fatal("a transient refusal finished the TrainJob")
