@@ -154,14 +154,14 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 	}
 	_, err := mgr.GetRESTMapper().RESTMapping(schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), schedulingv1beta1.SchemeGroupVersion.Version)
 	tjReconciler := &trainjob.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: recorders.For(trainjob.ControllerName),
-		Clock:    clock.RealClock{},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  recorders.For(trainjob.ControllerName),
+		Clock:     clock.RealClock{},
 		// Without the Workload API, a runtime asking for Workload gangs
 		// fails its TrainJobs with a stated reason instead.
 		WorkloadAPI: err == nil,
 		MNNVL:       cfg.MNNVL.Enabled,
-		APIReader:   mgr.GetAPIReader(),
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)

@@ -277,7 +277,9 @@ var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("ku
 		Eventually(func(g Gomega) {
 			g.Expect(b.templateLabels(ctx, g, tj, trainjob.NodeName)).NotTo(HaveKey("team"))
 		}).WithContext(ctx).WithTimeout(tjWait).WithPolling(tjPoll).Should(Succeed())
-		Expect(env.EventsWithReason(ctx, Default, ns, "RebuildRefused")).To(BeEmpty())
+		got := getTJ(ctx, Default, tj)
+		Expect(apimeta.FindStatusCondition(got.Status.Conditions, trainerv1alpha1.TrainJobBackendRefused)).To(BeNil(), "a refused rebuild")
+		Expect(apimeta.FindStatusCondition(got.Status.Conditions, trainerv1alpha1.TrainJobFailed)).To(BeNil())
 
 		By("resumed, it runs pods without the cleared patch")
 		Eventually(func(g Gomega) {

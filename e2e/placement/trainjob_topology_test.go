@@ -269,12 +269,73 @@ var _ = Describe("TrainJob topology level", Label("placement"), func() {
 		}).WithTimeout(trainJobWait).Should(Succeed())
 	})
 
+	It("keeps the placement a TrainJob on the PodCliqueSet backend started with: its binding deleted, it still suspends and resumes", func(ctx context.Context) {
+		// First by name, so that the level resolves to this binding.
+		binding := createBinding(ctx, "aaa-tj-kept", fleetLevels())
+		Expect(env.Client.Create(ctx, packedRuntime(ns, trainerv1alpha1.RuntimeBackendPodCliqueSet, cluster.LabelRack))).To(Succeed())
+		tj := wholeNodeTrainJob(ns, "kept", 2)
+		createTrainJob(ctx, tj)
+		pcs := &copsev1alpha1.PodCliqueSet{}
+		Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs) }).WithTimeout(trainJobWait).Should(Succeed())
+		packing := &grovecorev1alpha1.TopologyConstraint{TopologyName: binding.Name,
+			Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: "rack"}}
+		Expect(pcs.Spec.Template.TopologyConstraint).To(Equal(packing))
+		expectOneDomain(ctx, ns, 2, cluster.LabelRack)
+
+		By("deleting the ClusterTopologyBinding its PodCliqueSet names")
+		Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKeyFromObject(binding), &copsev1alpha1.ClusterTopologyBinding{})
+		}).WithTimeout(trainJobWait).Should(MatchError(ContainSubstring("not found")))
+
+		By("suspending the TrainJob: the suspension reaches the PodCliqueSet and every pod goes")
+		setTrainJobSuspend(ctx, tj, true)
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs)).To(Succeed())
+			g.Expect(pcs.Spec.Suspend).To(HaveValue(BeTrue()))
+		}).WithTimeout(trainJobWait).Should(Succeed())
+
+		By("resuming it: pods run again, the PodCliqueSet's packing as it was created, the TrainJob never waiting for a binding")
+		setTrainJobSuspend(ctx, tj, false)
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			running := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			g.Expect(running).To(Equal(2), "running pods")
+		}).WithTimeout(trainJobWait).Should(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), pcs)).To(Succeed())
+		Expect(pcs.Spec.Template.TopologyConstraint).To(Equal(packing))
+		got := &trainerv1alpha1.TrainJob{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+		Expect(meta.FindStatusCondition(got.Status.Conditions, trainerv1alpha1.TrainJobTopologyLevelsUnavailable)).To(BeNil())
+		Expect(meta.FindStatusCondition(got.Status.Conditions, trainerv1alpha1.TrainJobFailed)).To(BeNil())
+	})
+
 	It("refuses a runtime whose topology level is not a node label key, naming the field", func(ctx context.Context) {
 		err := env.Client.Create(ctx, packedRuntime(ns, trainerv1alpha1.RuntimeBackendJobSet, "not a key!"))
 		framework.ExpectAdmissionInvalid(err, "", "spec.podGroupPolicy.workload.topologyConstraint.level",
 			"level must be a node label key")
 	})
 })
+
+// setTrainJobSuspend sets a TrainJob's spec.suspend.
+func setTrainJobSuspend(ctx context.Context, tj *trainerv1alpha1.TrainJob, suspend bool) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &trainerv1alpha1.TrainJob{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+		got.Spec.Suspend = ptr.To(suspend)
+		g.Expect(env.Client.Update(ctx, got)).To(Succeed())
+	}).WithTimeout(trainJobWait).Should(Succeed())
+}
 
 // firstBindingWithKey is the ClusterTopologyBinding, first by name, with a
 // level of key, and that level's domain.

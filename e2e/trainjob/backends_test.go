@@ -260,6 +260,21 @@ func expectComplete(ctx context.Context, tj *trainerv1alpha1.TrainJob) *trainerv
 	return got
 }
 
+// expectFinalJobsStatus waits until the TrainJob's jobsStatus is final: the
+// node job counted as failed jobs, and no job active, ready or suspended.
+func expectFinalJobsStatus(ctx context.Context, tj *trainerv1alpha1.TrainJob, failed int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		jobs := getTrainJob(ctx, tj).Status.JobsStatus
+		g.Expect(jobs).To(ContainElement(And(HaveField("Name", trainjob.NodeName), HaveField("Failed", HaveValue(Equal(failed))))))
+		for _, job := range jobs {
+			g.Expect(job.Active).To(HaveValue(BeZero()), "job %s", job.Name)
+			g.Expect(job.Ready).To(HaveValue(BeZero()), "job %s", job.Name)
+			g.Expect(job.Suspended).To(HaveValue(BeZero()), "job %s", job.Name)
+		}
+	}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+}
+
 // scenario is one row of the backend table.
 type scenario struct {
 	name string
@@ -384,6 +399,9 @@ var backendScenarios = []scenario{
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(tj), b.object(tj))
 		}).WithContext(ctx).WithTimeout(time.Second).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound),
 			"the backend object of a failed TrainJob was created again")
+
+		By("keeping the last jobsStatus, final: the node job that was running counts as failed, nothing active")
+		expectFinalJobsStatus(ctx, tj, 1)
 	}},
 
 	{"is deleted with everything it owns ttlSecondsAfterFinished after it completed", func(ctx context.Context, b backend) {
@@ -432,11 +450,12 @@ var backendScenarios = []scenario{
 		Expect(failed.LastTransitionTime.Time).To(BeTemporally(">=", resumed.LastTransitionTime.Add(5*time.Second)))
 	}},
 
-	{"rebuilds its backend object when it is deleted from outside mid-run, and completes", func(ctx context.Context, b backend) {
+	{"when its backend object is deleted from outside mid-run: a JobSet is rebuilt and completes (as Kubeflow Trainer), a PodCliqueSet fails it with BackendDeleted", func(ctx context.Context, b backend) {
 		ns := newNamespace(ctx, "be-deleted")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 2)
-		withPods(tj, trainjob.NodeName, simulate(6*time.Second, "0"))
+		// Long enough to be deleted mid-run.
+		withPods(tj, trainjob.NodeName, simulate(10*time.Second, "0"))
 		Expect(env.Client.Create(ctx, tj)).To(Succeed())
 		first := b.runningPods(ctx, ns, trainjob.NodeName, 2)
 
@@ -444,7 +463,31 @@ var backendScenarios = []scenario{
 		object := b.object(tj)
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(object), object)).To(Succeed())
 		oldUID := object.GetUID()
+		Eventually(func(g Gomega) {
+			backend := getTrainJob(ctx, tj).Status.Backend
+			g.Expect(backend).NotTo(BeNil(), "status.backend")
+			g.Expect(backend.UID).To(Equal(oldUID))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 		Expect(env.Client.Delete(ctx, object)).To(Succeed())
+
+		if b.kind == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+			By("failing the TrainJob with BackendDeleted and a Warning event; no new PodCliqueSet (it held the restart count and the exit-0 records)")
+			got := waitCondition(ctx, tj, trainerv1alpha1.TrainJobFailed, wait)
+			failed := condition(got, trainerv1alpha1.TrainJobFailed)
+			Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobBackendDeletedReason))
+			Expect(failed.Message).To(ContainSubstring("PodCliqueSet train was deleted before the TrainJob finished"))
+			Eventually(func(g Gomega) {
+				g.Expect(env.EventsWithReason(ctx, g, ns, trainerv1alpha1.TrainJobBackendDeletedReason)).
+					To(ContainElement(HaveField("Type", corev1.EventTypeWarning)))
+			}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
+			b.expectNoPods(ctx, ns)
+			Consistently(func() error {
+				return env.Client.Get(ctx, client.ObjectKeyFromObject(tj), b.object(tj))
+			}).WithContext(ctx).WithTimeout(2*time.Second).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound),
+				"a new PodCliqueSet was created after the TrainJob's was deleted from outside")
+			expectFinalJobsStatus(ctx, tj, 1)
+			return
+		}
 
 		By("getting a new backend object and new pods, and completing")
 		Eventually(func(g Gomega) {

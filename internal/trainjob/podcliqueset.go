@@ -34,10 +34,11 @@ type PodCliqueSetObjects struct {
 // cannot do is refused with an UnsupportedError naming the fields (the
 // TrainJob fails with TrainingRuntimeNotSupported). The pod group policy step
 // is skipped: podGroupPolicy.workload says "gang", and a PodCliqueSet always
-// gangs its pods itself; its topologyConstraint.level is resolved against
-// bindings (ResolveTopologyLevel), and a level no binding has is a
-// TopologyUnresolvedError.
-func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, bindings []copsev1alpha1.ClusterTopologyBinding) (*Plan, error) {
+// gangs its pods itself; the replica's packing comes from topology: its
+// topologyConstraint.level resolved against the ClusterTopologyBindings
+// (ResolveTopologyLevel; a level no binding has is a
+// TopologyUnresolvedError), or the existing PodCliqueSet's kept.
+func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, topology TopologySource) (*Plan, error) {
 	plan, err := NewPlan(trainJob, runtime)
 	if err != nil {
 		return nil, err
@@ -45,10 +46,8 @@ func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, bindi
 	if errs := podCliqueSetRefusals(&plan.Spec, plan.PodGroupPolicy); len(errs) > 0 {
 		return nil, &UnsupportedError{Reason: errs.ToAggregate().Error()}
 	}
-	if level := topologyLevel(plan.PodGroupPolicy); level != "" {
-		if plan.TopologyConstraint, err = ResolveTopologyLevel(level, bindings, runtime); err != nil {
-			return nil, err
-		}
+	if plan.TopologyConstraint, err = topology.topologyConstraint(topologyLevel(plan.PodGroupPolicy), runtime); err != nil {
+		return nil, err
 	}
 	if err := ApplyMLPolicy(plan); err != nil {
 		return nil, err
@@ -60,7 +59,7 @@ func PlanPodCliqueSet(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, bindi
 // BuildPodCliqueSetObjects builds the PodCliqueSet backend's objects for a
 // TrainJob; bindings are the cluster's ClusterTopologyBindings.
 func BuildPodCliqueSetObjects(trainJob *trainerv1alpha1.TrainJob, runtime Runtime, bindings []copsev1alpha1.ClusterTopologyBinding) (*PodCliqueSetObjects, error) {
-	plan, err := PlanPodCliqueSet(trainJob, runtime, bindings)
+	plan, err := PlanPodCliqueSet(trainJob, runtime, ResolveTopologyAgainst(bindings))
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,44 @@ func topologyLevel(policy *trainerv1alpha1.PodGroupPolicy) string {
 	return policy.Workload.TopologyConstraint.Level
 }
 
+// TopologySource is where PlanPodCliqueSet takes the replica's packing
+// from: resolved against the cluster's ClusterTopologyBindings
+// (ResolveTopologyAgainst), or kept as the TrainJob's PodCliqueSet has it
+// (KeepTopology).
+type TopologySource struct {
+	keep     bool
+	kept     *grovecorev1alpha1.TopologyConstraint
+	bindings []copsev1alpha1.ClusterTopologyBinding
+}
+
+// ResolveTopologyAgainst resolves the runtime's topology level against
+// bindings: for a TrainJob whose PodCliqueSet does not exist yet.
+func ResolveTopologyAgainst(bindings []copsev1alpha1.ClusterTopologyBinding) TopologySource {
+	return TopologySource{bindings: bindings}
+}
+
+// KeepTopology keeps the packing a TrainJob's PodCliqueSet was created with,
+// its spec.template.topologyConstraint (nil for none). A TrainJob keeps the
+// placement it started with: the constraint is immutable on the
+// PodCliqueSet, so a rebuild (suspend, resume, a runtime patch) must carry
+// it unchanged, and a ClusterTopologyBinding deleted, renamed or added later
+// must not stop the rebuild. The bindings are not read again.
+func KeepTopology(existing *grovecorev1alpha1.TopologyConstraint) TopologySource {
+	return TopologySource{keep: true, kept: existing}
+}
+
+// topologyConstraint is the replica's packing from source for the runtime's
+// level ("" for none).
+func (source TopologySource) topologyConstraint(level string, runtime Runtime) (*grovecorev1alpha1.TopologyConstraint, error) {
+	switch {
+	case source.keep:
+		return source.kept.DeepCopy(), nil
+	case level == "":
+		return nil, nil
+	}
+	return ResolveTopologyLevel(level, source.bindings, runtime)
+}
+
 // ResolveTopologyLevel turns a node label key into a PodCliqueSet
 // topologyConstraint: the first binding by name with a level of that key
 // gives topologyName (the binding) and pack.required (the level's domain).

@@ -118,3 +118,29 @@ func TestPodCliqueSetTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestPodCliqueSetKeepsItsTopology: once the PodCliqueSet exists its packing
+// is kept as it is, whatever the ClusterTopologyBindings became (deleted,
+// renamed, a new one first by name with the key): KeepTopology never reads
+// them, where resolving again would fail or name another binding.
+func TestPodCliqueSetKeepsItsTopology(t *testing.T) {
+	kept := &grovecorev1alpha1.TopologyConstraint{TopologyName: "fleet",
+		Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: "rack"}}
+	for _, want := range []*grovecorev1alpha1.TopologyConstraint{kept, nil} {
+		plan, err := PlanPodCliqueSet(pcsTrainJob(3), packedRuntime(rackKey), KeepTopology(want))
+		if err != nil {
+			t.Fatalf("keeping %+v: the build failed: %v", want, err)
+		}
+		if diff := cmp.Diff(want, BuildPodCliqueSet(plan).Spec.Template.TopologyConstraint); diff != "" {
+			t.Errorf("spec.template.topologyConstraint (-want +got):\n%s", diff)
+		}
+	}
+	if _, err := PlanPodCliqueSet(pcsTrainJob(3), packedRuntime(rackKey), ResolveTopologyAgainst(nil)); !IsTopologyUnresolved(err) {
+		t.Errorf("resolving again without the binding: err = %v, want TopologyUnresolved", err)
+	}
+	plan, err := PlanPodCliqueSet(pcsTrainJob(3), packedRuntime(rackKey), ResolveTopologyAgainst(
+		[]copsev1alpha1.ClusterTopologyBinding{topologyBinding("a-fleet", "nvl", rackKey), topologyBinding("fleet", "rack", rackKey)}))
+	if err != nil || plan.TopologyConstraint.TopologyName != "a-fleet" {
+		t.Errorf("resolving again with a new binding first by name: %+v, %v; want a-fleet (which the immutable constraint would refuse)", plan, err)
+	}
+}

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Condition types of a TrainJob, Kubeflow Trainer's, so tools that read
@@ -33,6 +34,26 @@ const (
 	TrainJobTopologyLevelsUnavailable     = "TopologyLevelsUnavailable"
 	TrainJobTopologyLevelUnresolvedReason = "TopologyLevelUnresolved"
 	TrainJobTopologyLevelResolvedReason   = "TopologyLevelResolved"
+)
+
+// Condition reasons and the condition of the backend object (the JobSet or
+// PodCliqueSet), copse's:
+//   - Failed, reason TrainJobBackendRejectedReason: the API server refused
+//     to create or update the backend object for a reason that cannot pass
+//     by itself (the object is invalid, or a webhook denied it); the message
+//     quotes the API server.
+//   - Failed, reason TrainJobBackendDeletedReason: the PodCliqueSet was
+//     deleted from outside before the TrainJob finished. It held the run's
+//     state (restart count, the exit-0 records), so it is not created again.
+//   - TrainJobBackendRefused (True): the API server refused the backend
+//     object for a reason that may pass (quota, a conflict, unavailable), or
+//     an object of its name and kind exists that the TrainJob does not
+//     control. copse retries; the condition is removed once the object is
+//     created or updated.
+const (
+	TrainJobBackendRejectedReason = "BackendRejected"
+	TrainJobBackendDeletedReason  = "BackendDeleted"
+	TrainJobBackendRefused        = "BackendRefused"
 )
 
 // The values spec.managedBy accepts. A TrainJob managed by MultiKueue runs on
@@ -406,7 +427,8 @@ type ContainerPatch struct {
 //
 // +kubebuilder:validation:MinProperties=1
 type TrainJobStatus struct {
-	// conditions: Suspended, Complete, Failed.
+	// conditions: Suspended, Complete, Failed (Kubeflow Trainer's), and
+	// copse's TopologyLevelsUnavailable and BackendRefused.
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
@@ -432,6 +454,31 @@ type TrainJobStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	NumNodes *int32 `json:"numNodes,omitempty"`
+
+	// backend is the object the TrainJob runs as (its JobSet or
+	// PodCliqueSet), recorded the first time copse sees it exist. copse's
+	// addition: it tells a backend object deleted from outside from one not
+	// created yet, without trusting a cache. A PodCliqueSet that is gone once
+	// recorded fails the TrainJob (reason BackendDeleted); a JobSet is
+	// created again, as Kubeflow Trainer does.
+	// +optional
+	Backend *BackendStatus `json:"backend,omitempty"`
+}
+
+// BackendStatus names the object a TrainJob runs as.
+type BackendStatus struct {
+	// kind is JobSet or PodCliqueSet.
+	// +kubebuilder:validation:Enum=JobSet;PodCliqueSet
+	// +required
+	Kind string `json:"kind"`
+	// name of the object (the TrainJob's own).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+	// uid of the object copse last saw.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // JobStatus counts the Jobs of one replicated job by state.

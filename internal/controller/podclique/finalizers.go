@@ -24,7 +24,7 @@ type releaseInput struct {
 	// namespaceGoing: the pods' namespace is being deleted; whatever its
 	// pods did, nothing of the workload will be left to read it.
 	namespaceGoing bool
-	desired int
+	desired        int
 	// recordedSucceeded and recordedReplacing are the records as written to
 	// the API server: a pod is released only once its outcome is durable.
 	recordedSucceeded indexset.Set

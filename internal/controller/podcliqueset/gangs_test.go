@@ -72,9 +72,13 @@ func TestGangFactsOf(t *testing.T) {
 		LastTransitionTime: metav1.NewTime(t0.Add(-10 * time.Minute))}
 	pcs := &copsev1alpha1.PodCliqueSet{}
 	pcs.Spec.Replicas = 1
-	workers := func() (*copsev1alpha1.PodClique, []podstate.Summary) { return gangClique("job-0-worker", 0, 3, placed, 0) }
+	workers := func() (*copsev1alpha1.PodClique, []podstate.Summary) {
+		return gangClique("job-0-worker", 0, 3, placed, 0)
+	}
 	noLeader := func() (*copsev1alpha1.PodClique, []podstate.Summary) { return gangClique("job-0-leader", 0, 1, nil, 1) }
-	leader := func() (*copsev1alpha1.PodClique, []podstate.Summary) { return gangClique("job-0-leader", 0, 1, placed[:1], 0) }
+	leader := func() (*copsev1alpha1.PodClique, []podstate.Summary) {
+		return gangClique("job-0-leader", 0, 1, placed[:1], 0)
+	}
 
 	t.Run("the workers fill minCount, the leader is not placed: incomplete, naming the leader", func(t *testing.T) {
 		got := gangFactsOf(pcs, gangObserved([]*schedulingv1beta1.PodGroup{podGroup("job-0", 0, 0, 4, scheduled)}, workers, noLeader),
@@ -182,7 +186,7 @@ func TestDecideIncompletePlacements(t *testing.T) {
 	}{
 		{name: "placed whole: nothing", gangs: []gangFacts{{replica: 0, minCount: 2, placed: 2}}},
 		{name: "incomplete for the timeout: recreated", gangs: []gangFacts{incomplete(0, t0.Add(-time.Minute))}, want: []int{0}},
-		{name: "incomplete for less: looked at again when due", gangs: []gangFacts{incomplete(0, t0.Add(-20 * time.Second))}, wantRequeue: 40 * time.Second},
+		{name: "incomplete for less: looked at again when due", gangs: []gangFacts{incomplete(0, t0.Add(-20*time.Second))}, wantRequeue: 40 * time.Second},
 		{name: "two gangs of one replica: recreated once", gangs: []gangFacts{incomplete(1, t0.Add(-time.Hour)), incomplete(1, t0.Add(-time.Hour))}, want: []int{1}},
 		{name: "a skipped replica (being recreated, succeeded, updated)", gangs: []gangFacts{incomplete(0, t0.Add(-time.Hour))}, skip: map[int]bool{0: true}},
 	}
@@ -195,4 +199,3 @@ func TestDecideIncompletePlacements(t *testing.T) {
 		})
 	}
 }
-

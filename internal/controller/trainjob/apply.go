@@ -89,7 +89,7 @@ func (r *Reconciler) ensureComputeDomain(ctx context.Context, tj *trainerv1alpha
 		return fmt.Errorf("get the ComputeDomain %s of TrainJob %s: %w", desired.GetName(), tj.Name, err)
 	}
 	if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ComputeDomain %s: %w", desired.GetName(), err)
+		return refused(opCreate, "ComputeDomain", desired.GetName(), err)
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 
 	if run.existing == nil {
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", run.kind, desired.GetName(), err)
+			return refused(opCreate, run.kind, desired.GetName(), err)
 		}
 		r.Recorder.Eventf(tj, desired, corev1.EventTypeNormal, run.createdReason, "Create", "created %s %s", run.kind, desired.GetName())
 		return nil
@@ -256,14 +256,10 @@ func (r *Reconciler) ensureBackendObject(ctx context.Context, tj *trainerv1alpha
 		updated.SetAnnotations(maps.Clone(desired.GetAnnotations()))
 	}
 	if err := r.Client.Update(ctx, updated); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			// Admission refused the rebuilt object (e.g. a runtime patch
-			// that changes more than a suspended Training PodCliqueSet
-			// allows): say so on the TrainJob; the retry picks up a fix.
-			r.Recorder.Eventf(tj, updated, corev1.EventTypeWarning, reasonRebuildRefused, "Rebuild",
-				"the rebuilt %s %s was refused: %v", run.kind, updated.GetName(), err)
-		}
-		return fmt.Errorf("rebuild suspended %s %s: %w", run.kind, updated.GetName(), err)
+		// Admission may refuse the rebuilt object (e.g. a runtime patch
+		// that changes more than a suspended Training PodCliqueSet
+		// allows): settle records it on the TrainJob.
+		return refused(opUpdate, run.kind, updated.GetName(), err)
 	}
 	return nil
 }
@@ -310,7 +306,7 @@ func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobS
 	case apierrors.IsNotFound(err):
 		workload = objects.Workload.DeepCopy()
 		if err := r.Client.Create(ctx, workload); err != nil {
-			return fmt.Errorf("create Workload %s: %w", objects.Workload.Name, err)
+			return refused(opCreate, "Workload", objects.Workload.Name, err)
 		}
 	case err != nil:
 		return fmt.Errorf("get Workload %s: %w", objects.Workload.Name, err)
@@ -320,7 +316,7 @@ func (r *Reconciler) ensurePodGroups(ctx context.Context, objects *trainjob.JobS
 			continue
 		}
 		if err := r.Client.Create(ctx, podGroup); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create PodGroup %s: %w", podGroup.Name, err)
+			return refused(opCreate, "PodGroup", podGroup.Name, err)
 		}
 	}
 	return nil
@@ -336,7 +332,7 @@ func (r *Reconciler) ensureMPISecret(ctx context.Context, tj *trainerv1alpha1.Tr
 		return err
 	}
 	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create MPI SSH Secret %s: %w", secret.Name, err)
+		return refused(opCreate, "Secret", secret.Name, err)
 	}
 	return nil
 }
@@ -351,7 +347,7 @@ func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.Config
 		return err
 	case !found:
 		if err := r.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
+			return refused(opCreate, "ConfigMap", desired.Name, err)
 		}
 		return nil
 	case maps.Equal(existing.Data, desired.Data) && existing.Labels[labels.ManagedByKey] == labels.ManagedByValue:
@@ -360,7 +356,7 @@ func (r *Reconciler) ensureConfigMap(ctx context.Context, desired *corev1.Config
 	existing.Data = desired.Data
 	existing.Labels = labels.Merge(existing.Labels, desired.Labels)
 	if err := r.Client.Update(ctx, existing); err != nil {
-		return fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
+		return refused(opUpdate, "ConfigMap", desired.Name, err)
 	}
 	return nil
 }

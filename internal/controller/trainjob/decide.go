@@ -5,11 +5,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // Condition messages copse writes itself, Kubeflow Trainer's words.
@@ -31,6 +33,9 @@ const minRequeue = time.Second
 // facts are the plain values a TrainJob's decisions depend on.
 type facts struct {
 	TrainJob *trainerv1alpha1.TrainJob
+	// Backend is what the TrainJob runs as (its runtime snapshot's);
+	// "" is the JobSet backend.
+	Backend trainerv1alpha1.RuntimeBackend
 	// JobSet is the TrainJob's JobSet, nil when there is none (or the
 	// TrainJob runs on the PodCliqueSet backend).
 	JobSet *jobsetv1alpha2.JobSet
@@ -54,7 +59,20 @@ type facts struct {
 	// runtime's topology level (no ClusterTopologyBinding has its key), ""
 	// when it can or the TrainJob sets none.
 	TopologyUnresolved string
-	Now                time.Time
+	// Topology is where the PodCliqueSet backend's build takes the
+	// replica's packing from: the existing PodCliqueSet's, else the
+	// ClusterTopologyBindings.
+	Topology trainjob.TopologySource
+	// NotControlled says that an object of the backend's kind and the
+	// TrainJob's name exists that the TrainJob does not control, "" when
+	// none does: copse leaves it alone and creates nothing.
+	NotControlled string
+	// BackendDeleted says that the TrainJob's PodCliqueSet, recorded in
+	// status.backend, is gone (confirmed by a read from the API server,
+	// not the cache) or being deleted, while the TrainJob has not finished;
+	// "" otherwise.
+	BackendDeleted string
+	Now            time.Time
 }
 
 // decision is what one pass does: the status to write and what to do after.
@@ -87,19 +105,24 @@ func decide(f facts) decision {
 
 	if !finished(status) {
 		setSuspended(&status, ptr.Deref(tj.Spec.Suspend, false), f.Now)
-		if f.Unsupported != "" {
+		switch {
+		case f.Unsupported != "":
 			setCondition(&status, trainerv1alpha1.TrainJobFailed, trainerv1alpha1.TrainJobRuntimeNotSupportedReason, f.Unsupported, f.Now)
-		} else if f.JobSet != nil {
+		case f.BackendDeleted != "":
+			setCondition(&status, trainerv1alpha1.TrainJobFailed, trainerv1alpha1.TrainJobBackendDeletedReason, f.BackendDeleted, f.Now)
+		case f.JobSet != nil:
 			mirrorOutcome(&status, f.JobSet)
-		} else if f.PodCliqueSet != nil {
-			mirrorPodCliqueSetOutcome(&status, f.PodCliqueSet, f.Now)
+		case f.PodCliqueSet != nil:
+			mirrorPodCliqueSetOutcome(&status, f.PodCliqueSet, f.PodCliques, f.Now)
 		}
 	}
 	switch {
 	case f.JobSet != nil:
 		mirrorJobsStatus(&status, f.JobSet)
+		status.Backend = backendRecord("JobSet", f.JobSet.Name, f.JobSet.UID)
 	case f.PodCliqueSet != nil:
 		status.JobsStatus = podCliqueSetJobsStatus(f.PodCliqueSet, f.PodCliques, f.PodsNotEnded, tj.Status.JobsStatus)
+		status.Backend = backendRecord("PodCliqueSet", f.PodCliqueSet.Name, f.PodCliqueSet.UID)
 	}
 
 	if !finished(status) {
@@ -114,14 +137,25 @@ func decide(f facts) decision {
 
 	if !finished(status) && f.Unsupported == "" {
 		setTopologyUnavailable(&status, f.TopologyUnresolved, f.Now)
-		if f.TopologyUnresolved != "" && (d.RequeueAfter == 0 || d.RequeueAfter > topologyRetry) {
-			d.RequeueAfter = topologyRetry
+		if f.TopologyUnresolved != "" {
+			d.RequeueAfter = sooner(d.RequeueAfter, topologyRetry)
 		}
+	}
+	switch {
+	case finished(status):
+		// Nothing is retried any more.
+		meta.RemoveStatusCondition(&status.Conditions, trainerv1alpha1.TrainJobBackendRefused)
+	case f.NotControlled != "":
+		setCondition(&status, trainerv1alpha1.TrainJobBackendRefused, reasonNotControlled, f.NotControlled, f.Now)
+		d.RequeueAfter = sooner(d.RequeueAfter, refusalRetry)
+	}
+	if meta.IsStatusConditionTrue(status.Conditions, trainerv1alpha1.TrainJobFailed) && (isDeadlineExceeded(status) || (f.JobSet == nil && f.PodCliqueSet == nil)) {
+		status.JobsStatus = finalJobsStatus(status.JobsStatus, f.Backend == trainerv1alpha1.RuntimeBackendPodCliqueSet)
 	}
 
 	switch {
 	case !finished(status):
-		d.Run = true
+		d.Run = f.NotControlled == ""
 	case isDeadlineExceeded(status):
 		d.DeleteRun = f.JobSet != nil || f.PodCliqueSet != nil
 	}
@@ -135,6 +169,47 @@ func decide(f facts) decision {
 	}
 	d.Status = status
 	return d
+}
+
+// backendRecord is status.backend for the object the TrainJob runs as.
+func backendRecord(kind, name string, uid types.UID) *trainerv1alpha1.BackendStatus {
+	return &trainerv1alpha1.BackendStatus{Kind: kind, Name: name, UID: uid}
+}
+
+// finalJobsStatus is the last jobsStatus of a failed TrainJob whose backend
+// object is gone or being deleted (past the deadline, or deleted from
+// outside): nothing runs or waits any more, so no job stays active, ready
+// or suspended, and a job that had not finished counts as failed, as a Job
+// past its activeDeadlineSeconds fails. Succeeded and failed counts stay.
+// A JobSet counts a Job as active or suspended only while it has not
+// finished; on the PodCliqueSet backend (oneJobEach) each entry is one
+// clique, which may count as succeeded and active at once (it succeeded
+// before a suspension and runs again), and it stays succeeded.
+func finalJobsStatus(jobs []trainerv1alpha1.JobStatus, oneJobEach bool) []trainerv1alpha1.JobStatus {
+	var out []trainerv1alpha1.JobStatus
+	for _, job := range jobs {
+		unfinished := max(ptr.Deref(job.Active, 0), ptr.Deref(job.Suspended, 0))
+		if oneJobEach {
+			unfinished = max(min(unfinished, 1-ptr.Deref(job.Succeeded, 0)-ptr.Deref(job.Failed, 0)), 0)
+		}
+		out = append(out, trainerv1alpha1.JobStatus{
+			Name:      job.Name,
+			Ready:     ptr.To[int32](0),
+			Succeeded: ptr.To(ptr.Deref(job.Succeeded, 0)),
+			Failed:    ptr.To(ptr.Deref(job.Failed, 0) + unfinished),
+			Active:    ptr.To[int32](0),
+			Suspended: ptr.To[int32](0),
+		})
+	}
+	return out
+}
+
+// sooner is the earlier of two waits, 0 meaning none.
+func sooner(current, wait time.Duration) time.Duration {
+	if current == 0 || wait < current {
+		return wait
+	}
+	return current
 }
 
 // setSuspended records a suspension, and a resume once suspended: the

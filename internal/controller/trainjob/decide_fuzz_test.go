@@ -33,6 +33,11 @@ const (
 	// fuzzJobSetCompleted and fuzzJobSetFailed then make the PodCliqueSet
 	// Succeeded (with SuccessCriteriaMet when both) or Failed.
 	fuzzHasPodCliqueSet
+	// fuzzBackendDeleted: the recorded PodCliqueSet is gone (then there is
+	// no PodCliqueSet); fuzzNotControlled: an object of the TrainJob's name
+	// it does not control exists (then there is no backend object).
+	fuzzBackendDeleted
+	fuzzNotControlled
 )
 
 // FuzzDecide checks decide's promises on any TrainJob, JobSet and time:
@@ -80,6 +85,22 @@ func FuzzDecide(f *testing.F) {
 				t.Fatal("deletes a TrainJob before its TTL passed")
 			}
 		}
+		if in.BackendDeleted != "" && !finished(d.Status) {
+			t.Fatal("a TrainJob whose PodCliqueSet was deleted from outside has not finished")
+		}
+		if in.NotControlled != "" && d.Run {
+			t.Fatal("builds over an object the TrainJob does not control")
+		}
+		if finished(d.Status) && meta.FindStatusCondition(d.Status.Conditions, trainerv1alpha1.TrainJobBackendRefused) != nil {
+			t.Fatal("a finished TrainJob still says its backend object is refused")
+		}
+		if meta.IsStatusConditionTrue(d.Status.Conditions, trainerv1alpha1.TrainJobFailed) && in.JobSet == nil && in.PodCliqueSet == nil {
+			for _, js := range d.Status.JobsStatus {
+				if *js.Active != 0 || *js.Ready != 0 || *js.Suspended != 0 {
+					t.Fatalf("a failed TrainJob without its backend object shows a job still running: %+v", js)
+				}
+			}
+		}
 		if d.RequeueAfter != 0 && d.RequeueAfter < minRequeue {
 			t.Fatalf("waits %v, less than %v", d.RequeueAfter, minRequeue)
 		}
@@ -109,6 +130,8 @@ func decideCases() []decideCase {
 		{fuzzJobSetFailed, fuzzHasPodCliqueSet, 0, 0, 31, 30},
 		{fuzzSuspended, fuzzHasPodCliqueSet, 0, 0, 31, 30},
 		{0, fuzzHasPodCliqueSet, 60, 0, 70, 0},
+		{fuzzSuspended, fuzzBackendDeleted, 0, 0, 31, 30},
+		{0, fuzzNotControlled | fuzzHasTTL, 60, 0, 10, 0},
 	}
 }
 
@@ -138,7 +161,19 @@ func fuzzFacts(flags, more uint8, deadline int64, ttl int32, now, transition int
 		add(cond(trainerv1alpha1.TrainJobFailed, metav1.ConditionTrue, reason, since))
 	}
 	in := facts{TrainJob: tj, Now: seconds(now)}
+	tj.Status.JobsStatus = []trainerv1alpha1.JobStatus{{Name: "node", Ready: ptr.To[int32](1), Succeeded: ptr.To[int32](0),
+		Failed: ptr.To[int32](0), Active: ptr.To[int32](1), Suspended: ptr.To[int32](0)}}
+	switch {
+	case more&fuzzBackendDeleted != 0:
+		in.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+		in.BackendDeleted = "PodCliqueSet tj was deleted"
+		return withTTL(in, more, ttl)
+	case more&fuzzNotControlled != 0:
+		in.NotControlled = "JobSet tj exists but is not controlled by TrainJob tj"
+		return withTTL(in, more, ttl)
+	}
 	if more&fuzzHasPodCliqueSet != 0 {
+		in.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
 		pcs := podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 1)
 		switch {
 		case flags&fuzzJobSetCompleted != 0 && flags&fuzzJobSetFailed != 0:
@@ -163,11 +198,16 @@ func fuzzFacts(flags, more uint8, deadline int64, ttl int32, now, transition int
 		}
 		in.JobSet = jobSet(conditions...)
 	}
-	if more&fuzzHasTTL != 0 {
-		in.TTL = ptr.To(int32(bound(int64(ttl), 3600)))
-	}
 	if more&fuzzUnsupported != 0 {
 		in.Unsupported = "not supported"
+	}
+	return withTTL(in, more, ttl)
+}
+
+// withTTL gives the facts a TTL of 0..1h when the flags ask for one.
+func withTTL(in facts, more uint8, ttl int32) facts {
+	if more&fuzzHasTTL != 0 {
+		in.TTL = ptr.To(((ttl % 3600) + 3600) % 3600)
 	}
 	return in
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -42,15 +43,17 @@ func trainJobFailureReason(pcsReason string) string {
 // ended it, else AllJobsCompleted), Failed stays Failed with the reason of
 // trainJobFailureReason (ReachedMaxRestarts, MaxRuntimeExceeded). TrainJob
 // has no field for the restart count, so the message says it, with the root
-// cause of the last failure.
-func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *copsev1alpha1.PodCliqueSet, now time.Time) {
+// cause of the last failure. The condition's time is when the PodCliqueSet
+// reached its end (outcomeTime), not when copse noticed, so the TTL counts
+// from it.
+func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, now time.Time) {
 	switch pcs.Status.Phase {
 	case copsev1alpha1.PodCliqueSetPhaseSucceeded:
 		reason, message := reasonAllJobsCompleted, fmt.Sprintf("PodCliqueSet %s succeeded: every clique completed", pcs.Name)
 		if meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
 			reason, message = copsev1alpha1.ReasonSuccessPolicy, fmt.Sprintf("PodCliqueSet %s succeeded: its success policy was met", pcs.Name)
 		}
-		setCondition(status, trainerv1alpha1.TrainJobComplete, reason, message+restartsNote(pcs), now)
+		setCondition(status, trainerv1alpha1.TrainJobComplete, reason, message+restartsNote(pcs), outcomeTime(pcs, pclqs, now))
 	case copsev1alpha1.PodCliqueSetPhaseFailed:
 		reason, message := reasonPodCliqueSetFailed, fmt.Sprintf("PodCliqueSet %s failed", pcs.Name)
 		if c := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil && c.Reason != "" {
@@ -62,8 +65,37 @@ func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *cops
 		if failure := pcs.Status.LastFailure; failure != nil && failure.Summary != "" {
 			message += "; last failure: " + failure.Summary
 		}
-		setCondition(status, trainerv1alpha1.TrainJobFailed, reason, message+restartsNote(pcs), now)
+		setCondition(status, trainerv1alpha1.TrainJobFailed, reason, message+restartsNote(pcs), outcomeTime(pcs, pclqs, now))
 	}
+}
+
+// outcomeTime is when a finished PodCliqueSet reached its end, as it
+// recorded it: a failure, when its Failed condition turned True (JobSet's
+// Failed condition likewise is set when the failure is decided, before the
+// last pods are gone); a success by its success policy, when
+// SuccessCriteriaMet turned True; any other success, when its last clique
+// completed: the latest lastSucceededTime (the pods' own finish times) of
+// the current run's PodCliques. now only when it recorded none.
+func outcomeTime(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, now time.Time) time.Time {
+	var at time.Time
+	switch {
+	case pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed:
+		if c := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil && c.Status == metav1.ConditionTrue {
+			at = c.LastTransitionTime.Time
+		}
+	case meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet):
+		at = meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet).LastTransitionTime.Time
+	default:
+		for _, pclq := range currentPodCliques(pclqs) {
+			if t := pclq.Status.LastSucceededTime; t != nil && t.After(at) {
+				at = t.Time
+			}
+		}
+	}
+	if at.IsZero() || at.After(now) {
+		return now
+	}
+	return at
 }
 
 func restartsNote(pcs *copsev1alpha1.PodCliqueSet) string {

@@ -10,7 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -161,5 +163,196 @@ func TestDecideKeepsATransitionTime(t *testing.T) {
 	d := decide(facts{TrainJob: job(0, true, suspended), Now: at(50)})
 	if got := meta.FindStatusCondition(d.Status.Conditions, "Suspended").LastTransitionTime.Time; !got.Equal(at(3)) {
 		t.Errorf("Suspended transition %v, want the original %v: a pass must not move it", got, at(3))
+	}
+}
+
+func TestDecideOnTheBackendObject(t *testing.T) {
+	deleted := "PodCliqueSet tj was deleted before the TrainJob finished"
+	notControlled := "PodCliqueSet tj exists but is not controlled by TrainJob tj"
+	refusedBefore := cond(trainerv1alpha1.TrainJobBackendRefused, metav1.ConditionTrue, reasonResourceQuota, at(1))
+	cases := []struct {
+		name string
+		in   facts
+		want outcome
+	}{
+		{"its PodCliqueSet deleted from outside: Failed BackendDeleted, nothing created again",
+			facts{TrainJob: job(0, false), Backend: trainerv1alpha1.RuntimeBackendPodCliqueSet, BackendDeleted: deleted, Now: at(10)},
+			outcome{Conditions: map[string]string{"Failed": "True/BackendDeleted"}}},
+		{"suspended, its PodCliqueSet deleted from outside: the same failure",
+			facts{TrainJob: job(0, true), Backend: trainerv1alpha1.RuntimeBackendPodCliqueSet, BackendDeleted: deleted, Now: at(10)},
+			outcome{Conditions: map[string]string{"Suspended": "True/Suspended", "Failed": "True/BackendDeleted"}}},
+		{"a finished TrainJob whose PodCliqueSet is gone stays as it finished",
+			facts{TrainJob: job(0, false, cond("Complete", metav1.ConditionTrue, "AllJobsCompleted", at(5))), BackendDeleted: deleted, Now: at(10)},
+			outcome{Conditions: map[string]string{"Complete": "True/AllJobsCompleted"}}},
+		{"an object of its name it does not control: BackendRefused NotControlled, nothing created, looked at again",
+			facts{TrainJob: job(0, false), NotControlled: notControlled, Now: at(10)},
+			outcome{Conditions: map[string]string{"BackendRefused": "True/NotControlled"}, RequeueAfter: refusalRetry}},
+		{"an object it does not control, deadline sooner: woken at the deadline",
+			facts{TrainJob: job(15, false), NotControlled: notControlled, Now: at(10)},
+			outcome{Conditions: map[string]string{"BackendRefused": "True/NotControlled"}, RequeueAfter: 5 * time.Second}},
+		{"a refusal not yet resolved is kept while the TrainJob runs (the act step clears it)",
+			facts{TrainJob: job(0, false, refusedBefore), Now: at(10)},
+			outcome{Conditions: map[string]string{"BackendRefused": "True/ResourceQuota"}, Run: true}},
+		{"a refused TrainJob past its deadline fails, and BackendRefused goes (nothing is retried)",
+			facts{TrainJob: job(5, false, refusedBefore), Now: at(10)},
+			outcome{Conditions: map[string]string{"Failed": "True/DeadlineExceeded"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, summarize(decide(tc.in))); diff != "" {
+				t.Errorf("decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideRecordsTheBackendObject(t *testing.T) {
+	js := jobSet()
+	js.Name, js.UID = "tj", "js-uid"
+	pcs := podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0)
+	pcs.UID = "pcs-uid"
+	recorded := &trainerv1alpha1.BackendStatus{Kind: "PodCliqueSet", Name: "tj", UID: "pcs-uid"}
+	cases := []struct {
+		name string
+		in   facts
+		want *trainerv1alpha1.BackendStatus
+	}{
+		{"none yet: nothing recorded", facts{TrainJob: job(0, false), Now: at(1)}, nil},
+		{"a JobSet", facts{TrainJob: job(0, false), JobSet: js, Now: at(1)}, &trainerv1alpha1.BackendStatus{Kind: "JobSet", Name: "tj", UID: "js-uid"}},
+		{"a PodCliqueSet", facts{TrainJob: job(0, false), PodCliqueSet: pcs, Now: at(1)}, recorded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, decide(tc.in).Status.Backend); diff != "" {
+				t.Errorf("status.backend (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The record stays once the object is gone: it is what tells a
+	// deletion from outside from an object not created yet.
+	tj := job(0, false)
+	tj.Status.Backend = recorded
+	if got := decide(facts{TrainJob: tj, Now: at(2)}).Status.Backend; !cmp.Equal(got, recorded) {
+		t.Errorf("status.backend %+v after the object is gone, want %+v kept", got, recorded)
+	}
+}
+
+// TestDecideFinalJobsStatus: a failed TrainJob whose backend object is
+// deleted (past its deadline, or from outside) keeps its last jobsStatus,
+// with nothing left active, ready or suspended; what had not finished
+// counts as failed.
+func TestDecideFinalJobsStatus(t *testing.T) {
+	counts := func(name string, ready, succeeded, failed, active, suspended int32) trainerv1alpha1.JobStatus {
+		return trainerv1alpha1.JobStatus{Name: name, Ready: ptr.To(ready), Succeeded: ptr.To(succeeded), Failed: ptr.To(failed),
+			Active: ptr.To(active), Suspended: ptr.To(suspended)}
+	}
+	withJobs := func(tj *trainerv1alpha1.TrainJob, jobs ...trainerv1alpha1.JobStatus) *trainerv1alpha1.TrainJob {
+		tj.Status.JobsStatus = jobs
+		return tj
+	}
+	deadlineFailed := cond("Failed", metav1.ConditionTrue, "DeadlineExceeded", at(61))
+	runningJobSet := jobSet() // node: 2 ready, 2 active
+	runningPCS := podCliqueSet(copsev1alpha1.PodCliqueSetPhaseRunning, 0)
+	pcsJobs := []trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 1, 0), counts("node", 1, 0, 0, 1, 0)}
+	cases := []struct {
+		name string
+		in   facts
+		want []trainerv1alpha1.JobStatus
+	}{
+		{"JobSet backend, the pass that fails it for the deadline: the running Jobs count as failed",
+			facts{TrainJob: job(60, false), JobSet: runningJobSet, Now: at(61)},
+			[]trainerv1alpha1.JobStatus{counts("node", 0, 0, 2, 0, 0)}},
+		{"JobSet backend, the JobSet deleted for the deadline: the last jobsStatus made final",
+			facts{TrainJob: withJobs(job(60, false, deadlineFailed), counts("node", 2, 0, 0, 2, 0)), Now: at(70)},
+			[]trainerv1alpha1.JobStatus{counts("node", 0, 0, 2, 0, 0)}},
+		{"final already: unchanged",
+			facts{TrainJob: withJobs(job(60, false, deadlineFailed), counts("node", 0, 0, 2, 0, 0)), Now: at(80)},
+			[]trainerv1alpha1.JobStatus{counts("node", 0, 0, 2, 0, 0)}},
+		{"PodCliqueSet backend, past the deadline: a clique that succeeded stays succeeded, one that ran counts as failed",
+			facts{TrainJob: withJobs(job(60, false), pcsJobs...), Backend: trainerv1alpha1.RuntimeBackendPodCliqueSet,
+				PodCliqueSet: runningPCS, PodCliques: []copsev1alpha1.PodClique{podClique("node", 1, 2, 2, "")},
+				PodsNotEnded: map[string]int{"node": 2}, Now: at(61)},
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 0, 0, 0, 0), counts("node", 0, 0, 1, 0, 0)}},
+		{"PodCliqueSet backend, the PodCliqueSet gone after the deadline: final, a clique carried as succeeded stays succeeded",
+			facts{TrainJob: withJobs(job(60, false, deadlineFailed), pcsJobs...), Backend: trainerv1alpha1.RuntimeBackendPodCliqueSet, Now: at(70)},
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 1, 0, 0)}},
+		{"PodCliqueSet backend, deleted from outside while suspended: the suspended cliques count as failed",
+			facts{TrainJob: withJobs(job(0, true), counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 0, 0, 1)),
+				Backend: trainerv1alpha1.RuntimeBackendPodCliqueSet, BackendDeleted: "deleted", Now: at(70)},
+			[]trainerv1alpha1.JobStatus{counts("launcher", 0, 1, 0, 0, 0), counts("node", 0, 0, 1, 0, 0)}},
+		{"a JobSet that failed on its own keeps JobSet's counts",
+			facts{TrainJob: job(0, false), JobSet: jobSet(cond(string(jobsetv1alpha2.JobSetFailed), metav1.ConditionTrue, "FailedJobs", at(30))), Now: at(31)},
+			[]trainerv1alpha1.JobStatus{counts("node", 2, 0, 0, 2, 0)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, decide(tc.in).Status.JobsStatus); diff != "" {
+				t.Errorf("jobsStatus (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideOutcomeTimes: Complete and Failed carry the time the backend
+// reached its end, not the time copse noticed, and the TTL counts from it.
+func TestDecideOutcomeTimes(t *testing.T) {
+	succeededPodClique := func(clique string, finished time.Time) copsev1alpha1.PodClique {
+		pclq := podClique(clique, 0, 0, 0, "0", cond(copsev1alpha1.ConditionTypeSucceeded, metav1.ConditionTrue, copsev1alpha1.ReasonAllPodsSucceeded, at(50)))
+		pclq.Status.LastSucceededTime = ptr.To(metav1.NewTime(finished))
+		return pclq
+	}
+	criteriaMet := cond(copsev1alpha1.ConditionTypeSuccessCriteriaMet, metav1.ConditionTrue, copsev1alpha1.ReasonSuccessPolicy, at(22))
+	restartsExceeded := cond(copsev1alpha1.ConditionTypeFailed, metav1.ConditionTrue, copsev1alpha1.ReasonMaxRestartsExceeded, at(25))
+	oldAttempt := succeededPodClique("node", at(40))
+	oldAttempt.Labels[labels.AttemptKey] = "0"
+	newAttempt := succeededPodClique("node", at(28))
+	newAttempt.Labels[labels.AttemptKey] = "1"
+	cases := []struct {
+		name       string
+		in         facts
+		conditions string
+		want       time.Time
+	}{
+		{"PodCliqueSet succeeded: when its last clique's last pod finished",
+			facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0),
+				PodCliques: []copsev1alpha1.PodClique{succeededPodClique("launcher", at(20)), succeededPodClique("node", at(27))}, Now: at(90)},
+			trainerv1alpha1.TrainJobComplete, at(27)},
+		{"PodCliqueSet succeeded after a restart: the current attempt's time",
+			facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 1),
+				PodCliques: []copsev1alpha1.PodClique{succeededPodClique("launcher", at(20)), oldAttempt, newAttempt}, Now: at(90)},
+			trainerv1alpha1.TrainJobComplete, at(28)},
+		{"PodCliqueSet succeeded by its success policy: when SuccessCriteriaMet turned True",
+			facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0, criteriaMet),
+				PodCliques: []copsev1alpha1.PodClique{succeededPodClique("launcher", at(21))}, Now: at(90)},
+			trainerv1alpha1.TrainJobComplete, at(22)},
+		{"PodCliqueSet failed: when its Failed condition turned True",
+			facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseFailed, 2, restartsExceeded), Now: at(90)},
+			trainerv1alpha1.TrainJobFailed, at(25)},
+		{"PodCliqueSet succeeded without any recorded time: now",
+			facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0), Now: at(90)},
+			trainerv1alpha1.TrainJobComplete, at(90)},
+		{"JobSet completed: JobSet's condition time",
+			facts{TrainJob: job(0, false), JobSet: jobSet(cond(string(jobsetv1alpha2.JobSetCompleted), metav1.ConditionTrue, "AllJobsCompleted", at(33))), Now: at(90)},
+			trainerv1alpha1.TrainJobComplete, at(33)},
+		{"JobSet failed: JobSet's condition time",
+			facts{TrainJob: job(0, false), JobSet: jobSet(cond(string(jobsetv1alpha2.JobSetFailed), metav1.ConditionTrue, "FailedJobs", at(34))), Now: at(90)},
+			trainerv1alpha1.TrainJobFailed, at(34)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := meta.FindStatusCondition(decide(tc.in).Status.Conditions, tc.conditions)
+			if c == nil || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(tc.want) {
+				t.Errorf("%s = %+v, want True since %v", tc.conditions, c, tc.want)
+			}
+		})
+	}
+
+	// The TTL counts from the backend's time: finished at 27, a TTL of 10,
+	// noticed at 40: deleted in this very pass.
+	d := decide(facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0),
+		PodCliques: []copsev1alpha1.PodClique{succeededPodClique("launcher", at(20)), succeededPodClique("node", at(27))},
+		TTL:        ptr.To[int32](10), Now: at(40)})
+	if !d.DeleteTrainJob {
+		t.Errorf("finished at 27 with a TTL of 10, at 40 not deleted (requeue %v)", d.RequeueAfter)
 	}
 }

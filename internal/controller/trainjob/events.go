@@ -13,9 +13,9 @@ const (
 	reasonBuildFailed         = "BuildFailed"
 	reasonJobSetCreated       = "JobSetCreated"
 	reasonPodCliqueSetCreated = "PodCliqueSetCreated"
-	// reasonRebuildRefused: admission refused the backend object rebuilt
-	// while suspended; the message quotes the API server.
-	reasonRebuildRefused = "RebuildRefused"
+	// reasonSuspendedOnly: the build could not be made, so only the
+	// TrainJob's suspension was carried to its backend object.
+	reasonSuspendedOnly = "SuspendedWithoutBuild"
 )
 
 // recordTransitions emits one event per condition that became true in the
@@ -26,7 +26,8 @@ func (r *Reconciler) recordTransitions(tj *trainerv1alpha1.TrainJob, before, aft
 			continue
 		}
 		eventType := corev1.EventTypeNormal
-		if c.Type == trainerv1alpha1.TrainJobFailed || c.Type == trainerv1alpha1.TrainJobTopologyLevelsUnavailable {
+		if c.Type == trainerv1alpha1.TrainJobFailed || c.Type == trainerv1alpha1.TrainJobTopologyLevelsUnavailable ||
+			c.Type == trainerv1alpha1.TrainJobBackendRefused {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(tj, nil, eventType, c.Reason, c.Type, "%s", c.Message)

@@ -10,11 +10,13 @@ package trainjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -36,8 +38,14 @@ const ControllerName = "trainjob"
 
 // Reconciler reconciles TrainJobs into JobSets or PodCliqueSets.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads from the API server, not the cache: it confirms that
+	// a recorded PodCliqueSet is gone before the TrainJob fails for it, and
+	// reads what the cache does not hold (it holds only copse's ConfigMaps,
+	// and a runtime snapshot Kubeflow Trainer wrote is not one until
+	// adopted). Nil reads only the cache.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
 	// WorkloadAPI: the cluster serves scheduling.k8s.io/v1beta1 Workloads
@@ -48,10 +56,6 @@ type Reconciler struct {
 	// (trainjob.AddJobSetMNNVL); on the PodCliqueSet backend the
 	// PodCliqueSet controller gives it one.
 	MNNVL bool
-	// APIReader reads from the API server what the cache does not hold: the
-	// cache holds only copse's ConfigMaps, and a runtime snapshot Kubeflow
-	// Trainer wrote is not one until adopted. Nil reads only the cache.
-	APIReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;delete
@@ -78,6 +82,12 @@ type Reconciler struct {
 //	act      create or rebuild the JobSet or PodCliqueSet, or delete it
 //	         (deadline), or
 //	         delete the finished TrainJob (TTL)
+//	settle   a write the API server refused is recorded on the status
+//	         (classifyRefusal), and a retried write that went through
+//	         clears it
+//
+// A build that cannot be made still carries a suspension to the backend
+// object (suspendWithoutBuild).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := &trainerv1alpha1.TrainJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
@@ -91,31 +101,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	f := facts{TrainJob: tj, Now: r.Clock.Now()}
 	backend := trainerv1alpha1.RuntimeBackendJobSet
-	var built builtObjects
+	var runtime trainjob.Runtime
 	if finished(tj.Status) {
-		runtime, found, err := r.readSnapshot(ctx, tj)
+		snapshot, found, err := r.readSnapshot(ctx, tj)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if found {
-			f.TTL = runtime.Spec.TTLSecondsAfterFinished
-			backend = trainjob.BackendOf(&runtime.Spec)
+			f.TTL = snapshot.Spec.TTLSecondsAfterFinished
+			backend = trainjob.BackendOf(&snapshot.Spec)
 		}
 	} else {
-		runtime, err := r.resolveRuntime(ctx, tj)
-		if err != nil {
+		var err error
+		if runtime, err = r.resolveRuntime(ctx, tj); err != nil {
 			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonRuntimeUnavailable, "Resolve", "%v", err)
-			return ctrl.Result{}, err
+			return ctrl.Result{}, r.suspendWithoutBuild(ctx, tj, nil, err)
 		}
 		f.TTL = runtime.Spec.TTLSecondsAfterFinished
 		backend = trainjob.BackendOf(&runtime.Spec)
-		if built, err = r.build(ctx, tj, runtime, backend, &f); err != nil {
-			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
-			return ctrl.Result{}, fmt.Errorf("build the %s of TrainJob %s: %w", backend, tj.Name, err)
-		}
 	}
+	f.Backend = backend
 	if err := r.observe(ctx, tj, backend, &f); err != nil {
 		return ctrl.Result{}, err
+	}
+	var built builtObjects
+	if !finished(tj.Status) {
+		var err error
+		if built, err = r.build(tj, runtime, backend, &f); err != nil {
+			r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, reasonBuildFailed, "Build", "%v", err)
+			return ctrl.Result{}, r.suspendWithoutBuild(ctx, tj, &f, fmt.Errorf("build the %s of TrainJob %s: %w", backend, tj.Name, err))
+		}
 	}
 
 	d := decide(f)
@@ -124,11 +139,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch {
 	case d.Run && built.jobSet != nil:
-		if err := r.apply(ctx, tj, built.jobSet, f.JobSet); err != nil {
-			return ctrl.Result{}, err
-		}
+		return r.settle(ctx, tj, d, r.apply(ctx, tj, built.jobSet, f.JobSet))
 	case d.Run && built.podCliqueSet != nil:
-		if err := r.applyPodCliqueSet(ctx, tj, built.podCliqueSet, f.PodCliqueSet); err != nil {
+		return r.settle(ctx, tj, d, r.applyPodCliqueSet(ctx, tj, built.podCliqueSet, f.PodCliqueSet))
+	case d.Run:
+		// Nothing could be built (a topology level no binding has): a
+		// suspension still reaches an existing object.
+		if err := r.suspendWithoutBuild(ctx, tj, &f, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 	case d.DeleteRun:
@@ -148,6 +165,118 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
+// settle records how the act step's writes went. A write the API server
+// refused becomes the TrainJob's Failed condition (reason BackendRejected)
+// or its BackendRefused condition, retried (classifyRefusal); writes that
+// went through clear BackendRefused. Any other error is returned, and so
+// retried with back-off.
+func (r *Reconciler) settle(ctx context.Context, tj *trainerv1alpha1.TrainJob, d decision, actErr error) (ctrl.Result, error) {
+	write, isRefusal := asRefusedWrite(actErr)
+	if actErr != nil && !isRefusal {
+		return ctrl.Result{}, actErr
+	}
+	status := *tj.Status.DeepCopy()
+	if !isRefusal {
+		meta.RemoveStatusCondition(&status.Conditions, trainerv1alpha1.TrainJobBackendRefused)
+		if err := r.writeStatus(ctx, tj, status); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	}
+	refusal := classifyRefusal(write, ptr.Deref(tj.Spec.Suspend, false))
+	log.FromContext(ctx).Info("the API server refused a write of the TrainJob's backend", "terminal", refusal.Terminal,
+		"reason", refusal.Reason, "error", write.err.Error())
+	recordRefusal(&status, refusal, r.Clock.Now())
+	if err := r.writeStatus(ctx, tj, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if refusal.Terminal {
+		// The Failed condition just written brings the TrainJob back for
+		// its TTL.
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: sooner(d.RequeueAfter, refusal.Retry)}, nil
+}
+
+// suspendWithoutBuild carries a suspended TrainJob's suspension to its
+// backend object when the build cannot be made (cause says why; nil when
+// nothing was built for a stated reason): it sets only spec.suspend on the
+// existing JobSet or PodCliqueSet, so that its pods go and a queue gets its
+// quota back even while the rest of the TrainJob cannot be rebuilt. f holds
+// the observed objects, nil when the backend is not known yet (both kinds
+// are read). cause is returned, joined with any error of the update.
+func (r *Reconciler) suspendWithoutBuild(ctx context.Context, tj *trainerv1alpha1.TrainJob, f *facts, cause error) error {
+	if !ptr.Deref(tj.Spec.Suspend, false) || finished(tj.Status) {
+		return cause
+	}
+	var objects []client.Object
+	if f != nil {
+		if f.JobSet != nil {
+			objects = append(objects, f.JobSet)
+		}
+		if f.PodCliqueSet != nil {
+			objects = append(objects, f.PodCliqueSet)
+		}
+	} else {
+		jobSet, jobSetErr := r.getJobSet(ctx, tj)
+		pcs, pcsErr := r.getPodCliqueSet(ctx, tj)
+		if jobSet != nil {
+			objects = append(objects, jobSet)
+		}
+		if pcs != nil {
+			objects = append(objects, pcs)
+		}
+		if jobSetErr != nil || pcsErr != nil {
+			cause = errors.Join(cause, jobSetErr, pcsErr)
+		}
+	}
+	for _, obj := range objects {
+		updated, changed := suspendedCopy(obj)
+		if !changed {
+			continue
+		}
+		if err := r.Client.Update(ctx, updated); err != nil {
+			return errors.Join(cause, fmt.Errorf("suspend %s %s without its build: %w", kindOf(obj), obj.GetName(), err))
+		}
+		why := "the build could not be made"
+		if cause != nil {
+			why += ": " + cause.Error()
+		}
+		r.Recorder.Eventf(tj, updated, corev1.EventTypeWarning, reasonSuspendedOnly, "Suspend",
+			"%s %s suspended (only spec.suspend set): %s", kindOf(obj), obj.GetName(), why)
+	}
+	return cause
+}
+
+// suspendedCopy is a copy of a JobSet or PodCliqueSet with spec.suspend
+// true; changed is false when it was suspended already.
+func suspendedCopy(obj client.Object) (client.Object, bool) {
+	switch o := obj.(type) {
+	case *jobsetv1alpha2.JobSet:
+		if ptr.Deref(o.Spec.Suspend, false) {
+			return nil, false
+		}
+		updated := o.DeepCopy()
+		updated.Spec.Suspend = ptr.To(true)
+		return updated, true
+	case *copsev1alpha1.PodCliqueSet:
+		if o.IsSuspended() {
+			return nil, false
+		}
+		updated := o.DeepCopy()
+		updated.Spec.Suspend = ptr.To(true)
+		return updated, true
+	}
+	return nil, false
+}
+
+func kindOf(obj client.Object) string {
+	if _, ok := obj.(*copsev1alpha1.PodCliqueSet); ok {
+		return "PodCliqueSet"
+	}
+	return "JobSet"
+}
+
 // managedHere: copse reconciles TrainJobs managed by the TrainJob controller
 // (the default); MultiKueue's are run on a worker cluster.
 func managedHere(tj *trainerv1alpha1.TrainJob) bool {
@@ -164,17 +293,16 @@ type builtObjects struct {
 // build runs the backend's pipeline. A runtime the backend cannot run is a
 // fact (Unsupported: the TrainJob fails), not an error; so is a topology
 // level no ClusterTopologyBinding has (TopologyUnresolved: nothing is built
-// until one has it).
-func (r *Reconciler) build(ctx context.Context, tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime,
+// until one has it). On the PodCliqueSet backend the packing is resolved
+// against the bindings only until the PodCliqueSet exists; from then on its
+// own topologyConstraint is kept (trainjob.KeepTopology), so the
+// bindings never block a rebuild, a suspension or a resume.
+func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime,
 	backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
 	var plan *trainjob.Plan
 	var err error
 	if backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
-		bindings := &copsev1alpha1.ClusterTopologyBindingList{}
-		if err := r.Client.List(ctx, bindings); err != nil {
-			return builtObjects{}, fmt.Errorf("list ClusterTopologyBindings: %w", err)
-		}
-		plan, err = trainjob.PlanPodCliqueSet(tj, runtime, bindings.Items)
+		plan, err = trainjob.PlanPodCliqueSet(tj, runtime, f.Topology)
 	} else {
 		plan, err = trainjob.PlanJobSet(tj, runtime)
 	}
@@ -208,17 +336,53 @@ func (r *Reconciler) build(ctx context.Context, tj *trainerv1alpha1.TrainJob, ru
 // PodCliques and how many of its pods have not ended. A PodCliqueSet's
 // status changes as its pods go away (its Suspended condition counts them),
 // which brings the TrainJob back: pods need no watch of their own.
+//
+// An object of the TrainJob's name that it does not control is a fact
+// (NotControlled), as is, on the PodCliqueSet backend, a recorded
+// PodCliqueSet that is gone (BackendDeleted): the cache may simply not have
+// it yet, so its absence is confirmed with a read from the API server.
+// The PodCliqueSet backend's packing comes from here: the existing
+// PodCliqueSet's, else the ClusterTopologyBindings to resolve against.
 func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, backend trainerv1alpha1.RuntimeBackend, f *facts) error {
 	if backend != trainerv1alpha1.RuntimeBackendPodCliqueSet {
 		jobSet, err := r.getJobSet(ctx, tj)
+		if notControlled, ok := asNotControlled(err); ok {
+			f.NotControlled = notControlled.Error()
+			return nil
+		}
 		f.JobSet = jobSet
 		return err
 	}
 	pcs, err := r.getPodCliqueSet(ctx, tj)
-	if err != nil || pcs == nil {
+	notControlled, foreign := asNotControlled(err)
+	if err != nil && !foreign {
 		return err
 	}
+	if !finished(tj.Status) && recordedPodCliqueSet(tj) != nil {
+		deleted, live, err := r.checkRecordedPodCliqueSet(ctx, tj, pcs)
+		if err != nil || deleted != "" {
+			f.BackendDeleted = deleted
+			return err
+		}
+		pcs, foreign = live, false
+	}
+	if foreign {
+		f.NotControlled = notControlled.Error()
+		return nil
+	}
+	if pcs == nil {
+		if finished(tj.Status) {
+			return nil
+		}
+		bindings := &copsev1alpha1.ClusterTopologyBindingList{}
+		if err := r.Client.List(ctx, bindings); err != nil {
+			return fmt.Errorf("list ClusterTopologyBindings: %w", err)
+		}
+		f.Topology = trainjob.ResolveTopologyAgainst(bindings.Items)
+		return nil
+	}
 	f.PodCliqueSet = pcs
+	f.Topology = trainjob.KeepTopology(pcs.Spec.Template.TopologyConstraint)
 	pclqs := &copsev1alpha1.PodCliqueList{}
 	if err := r.Client.List(ctx, pclqs, client.InNamespace(tj.Namespace), client.MatchingLabels{labels.PartOfKey: pcs.Name}); err != nil {
 		return fmt.Errorf("list the PodCliques of PodCliqueSet %s: %w", pcs.Name, err)
@@ -234,6 +398,55 @@ func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 	}
 	f.PodsNotEnded = podsNotEnded(pods.Items)
 	return nil
+}
+
+// recordedPodCliqueSet is the PodCliqueSet status.backend records, nil when
+// it records none.
+func recordedPodCliqueSet(tj *trainerv1alpha1.TrainJob) *trainerv1alpha1.BackendStatus {
+	if b := tj.Status.Backend; b != nil && b.Kind == "PodCliqueSet" {
+		return b
+	}
+	return nil
+}
+
+// checkRecordedPodCliqueSet tells whether the PodCliqueSet the TrainJob
+// recorded still runs it. cached is the cache's (nil when the cache has
+// none the TrainJob controls). deleted says why it does not, "" when it
+// does; live is then the PodCliqueSet, read from the API server when the
+// cache did not have it. It is gone when the API server has no PodCliqueSet
+// of that name controlled by the TrainJob with the recorded UID, or has it
+// being deleted.
+func (r *Reconciler) checkRecordedPodCliqueSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, cached *copsev1alpha1.PodCliqueSet) (deleted string, live *copsev1alpha1.PodCliqueSet, err error) {
+	record := recordedPodCliqueSet(tj)
+	live = cached
+	if live == nil {
+		live = &copsev1alpha1.PodCliqueSet{}
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(tj), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return "", nil, fmt.Errorf("read PodCliqueSet %s from the API server: %w", tj.Name, err)
+		case !metav1.IsControlledBy(live, tj):
+			live = nil
+		}
+	}
+	switch {
+	case live == nil:
+		return backendDeletedMessage(record.Name, "was deleted"), nil, nil
+	case record.UID != "" && live.UID != record.UID:
+		return backendDeletedMessage(record.Name, fmt.Sprintf("was deleted (PodCliqueSet %s now has uid %s, not the recorded %s)", live.Name, live.UID, record.UID)), nil, nil
+	case live.DeletionTimestamp != nil:
+		return backendDeletedMessage(record.Name, "is being deleted"), nil, nil
+	}
+	return "", live, nil
+}
+
+// backendDeletedMessage is the Failed condition's message for a
+// PodCliqueSet deleted from outside.
+func backendDeletedMessage(name, what string) string {
+	return fmt.Sprintf("PodCliqueSet %s %s before the TrainJob finished. It held the run's state (its restart count and the pods "+
+		"that had exited 0), so copse does not create it again: a new one would reset the restart budget and run finished work again", name, what)
 }
 
 // podsNotEnded counts, per clique template, the pods that have not ended
@@ -283,8 +496,8 @@ func (r *Reconciler) getJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob
 }
 
 // getControlled reads the TrainJob's namesake of a kind into obj; found is
-// false when there is none. One the TrainJob does not control is an error:
-// copse leaves it alone.
+// false when there is none. One the TrainJob does not control is a
+// *notControlledError: copse leaves it alone.
 func (r *Reconciler) getControlled(ctx context.Context, tj *trainerv1alpha1.TrainJob, kind string, obj client.Object) (bool, error) {
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), obj)
 	switch {
@@ -293,9 +506,25 @@ func (r *Reconciler) getControlled(ctx context.Context, tj *trainerv1alpha1.Trai
 	case err != nil:
 		return false, fmt.Errorf("get the %s of TrainJob %s: %w", kind, tj.Name, err)
 	case !metav1.IsControlledBy(obj, tj):
-		return false, fmt.Errorf("%s %s exists but is not controlled by TrainJob %s: copse leaves it alone", kind, obj.GetName(), tj.Name)
+		return false, &notControlledError{kind: kind, name: obj.GetName(), trainJob: tj.Name}
 	}
 	return true, nil
+}
+
+// notControlledError: an object of the TrainJob's name exists that the
+// TrainJob does not control.
+type notControlledError struct {
+	kind, name, trainJob string
+}
+
+func (e *notControlledError) Error() string {
+	return fmt.Sprintf("%s %s exists but is not controlled by TrainJob %s: copse leaves it alone, and creates the TrainJob's own "+
+		"once it is gone", e.kind, e.name, e.trainJob)
+}
+
+func asNotControlled(err error) (*notControlledError, bool) {
+	var notControlled *notControlledError
+	return notControlled, errors.As(err, &notControlled)
 }
 
 // writeStatus writes the decided status when it differs, with an optimistic

@@ -96,8 +96,9 @@ var mnnvlGroupPath = field.NewPath("metadata", "annotations").Key(mnnvl.GroupAnn
 
 var _ admission.Validator[*trainerv1alpha1.TrainJob] = Validator{}
 
-// ValidateCreate implements admission.Validator: the runtime must exist and
-// the TrainJob must fit it.
+// ValidateCreate implements admission.Validator: the runtime must exist,
+// the TrainJob must fit it, and its name must be short enough for the
+// object the runtime's backend makes of it (validateBackendNames).
 func (v Validator) ValidateCreate(ctx context.Context, tj *trainerv1alpha1.TrainJob) (admission.Warnings, error) {
 	var errs field.ErrorList
 	if group, ok := tj.Annotations[mnnvl.GroupAnnotation]; ok {
@@ -143,12 +144,17 @@ func (v Validator) validate(ctx context.Context, old, tj *trainerv1alpha1.TrainJ
 	if err != nil {
 		return append(errs, field.Invalid(runtimePatchesPath, tj.Spec.RuntimePatches, err.Error()))
 	}
-	if v.MNNVLEnabled && old == nil {
-		// On create only: the name never changes, and an update must not
-		// be refused for a ComputeDomain that was named before.
-		errs = append(errs, trainjob.ValidateComputeDomainName(plan)...)
+	errs = append(errs, trainjob.Validate(plan)...)
+	if old == nil {
+		// Only on create: a name never changes, and a TrainJob admitted
+		// before these rules must stay updatable (suspend, Kueue's
+		// patches), as must one whose ComputeDomain was named before.
+		errs = append(errs, validateBackendNames(tj, runtime)...)
+		if v.MNNVLEnabled {
+			errs = append(errs, trainjob.ValidateComputeDomainName(plan)...)
+		}
 	}
-	return append(errs, trainjob.Validate(plan)...)
+	return errs
 }
 
 // validatePatchChange: Kueue changes runtime patches and suspend in one
