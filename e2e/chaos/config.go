@@ -18,7 +18,7 @@ const (
 
 // Defaults: the small form.
 const (
-	DefaultWorkloads   = 8
+	DefaultWorkloads   = 9
 	DefaultKills       = 4
 	DefaultConcurrency = 8
 )
