@@ -116,6 +116,7 @@ func (r *runner) checkEnd(ctx context.Context, run *WorkloadRun) {
 		"two runs of a replica overlapped": framework.AttemptOverlaps(events),
 		"a gang was made too early":        framework.EarlyGangs(events),
 		"an index that exited 0 ran again": framework.RerunSuccesses(events),
+		"two pods shared a hostname":       framework.HostnameOverlaps(events),
 	} {
 		for i, line := range found {
 			if i == maxLinesPerInvariant {

@@ -26,7 +26,7 @@ const (
 	InvariantEnd      = "end"       // ends as its history implies (or says why) within workloadDeadline
 	InvariantStatus   = "status"    // status only moves forward
 	InvariantAfterEnd = "after-end" // once ended: no pod runs, none is created, none keeps the outcome finalizer or lacks its PodClique
-	InvariantRuns     = "runs"      // runs of a replica never overlap, no early gang, exit 0 is final, one replacement per tolerated failure
+	InvariantRuns     = "runs"      // runs of a replica never overlap, no early gang, exit 0 is final, no two pods share a hostname, one replacement per tolerated failure
 	InvariantQuota    = "quota"     // Kueue's quota released once a workload that is not running has no pod left
 	InvariantGPU      = "gpu"       // no GPU pod bound to a workload that is not running for longer than gpuReleaseBound
 	InvariantHarness  = "harness"   // the harness could do what the plan says
@@ -37,7 +37,7 @@ var AllInvariants = []struct{ Name, Rule string }{
 	{InvariantEnd, fmt.Sprintf("ends as its injected history implies, or says why it cannot progress, within %s of its creation", workloadDeadline)},
 	{InvariantStatus, "phase, startTime, restartCount and terminal conditions only move forward"},
 	{InvariantAfterEnd, "once ended, no pod runs or is created, keeps the outcome finalizer or lacks its PodClique"},
-	{InvariantRuns, "runs of a replica never overlap, no gang before the old run is gone, exit 0 is final, replacements counted once"},
+	{InvariantRuns, "runs of a replica never overlap, no gang before the old run is gone, exit 0 is final, no two pods share a hostname, replacements counted once"},
 	{InvariantQuota, fmt.Sprintf("quota Kueue reserved is released within %s once its workload is not running and has no pod left", quotaReleaseBound)},
 	{InvariantGPU, fmt.Sprintf("no GPU pod stays bound for more than %s to a workload that is not running (suspended, ended, not admitted)", gpuReleaseBound)},
 	{InvariantHarness, "the harness could carry out the plan"},
