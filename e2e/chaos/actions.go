@@ -29,16 +29,27 @@ type stepProgress struct {
 	acted bool
 	// exited are the pods a StepExit told to exit.
 	exited map[types.UID]bool
+	// seen are the pods that existed when the last step acted: a StepExit
+	// and StepRelease leave them alone.
+	seen map[types.UID]bool
+	// releasing: a StepRelease was reached; released are the pods told to
+	// exit since.
+	releasing bool
+	released  map[types.UID]bool
 	// quietSince is when the harness first saw no pod of the workload
 	// holding a node (zero while one does).
 	quietSince time.Time
 }
 
 // targetPods are the unit's pods of the step's target: the clique (a
-// TrainJob's job) in the replica (a TrainJob has one), of every run.
-func targetPods(u unit, s Step, st unitState) []corev1.Pod {
+// TrainJob's job) in the replica (a TrainJob has one), of every run; for a
+// StepExit only those the previous step did not see.
+func targetPods(u unit, s Step, st unitState, seen map[types.UID]bool) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range st.Pods {
+		if s.Kind == StepExit && seen[p.UID] {
+			continue
+		}
 		if u.jobSetPods() {
 			if p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] == s.Clique {
 				out = append(out, p)
@@ -54,13 +65,13 @@ func targetPods(u unit, s Step, st unitState) []corev1.Pod {
 
 // targetRunning: as many pods of the target as the plan gives it run and
 // are not terminating.
-func targetRunning(w Workload, u unit, s Step, st unitState) bool {
+func targetRunning(w Workload, u unit, s Step, st unitState, seen map[types.UID]bool) bool {
 	c, err := w.Clique(s.Clique)
 	if err != nil {
 		return false
 	}
 	running := 0
-	for _, p := range targetPods(u, s, st) {
+	for _, p := range targetPods(u, s, st, seen) {
 		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
 			running++
 		}
@@ -99,6 +110,12 @@ func (r *runner) advanceSteps(ctx context.Context, run *WorkloadRun, st unitStat
 				return
 			}
 			p.acted = true
+			if s.Kind != StepRelease {
+				p.seen = map[types.UID]bool{}
+				for _, pod := range st.Pods {
+					p.seen[pod.UID] = true
+				}
+			}
 			run.Actions = append(run.Actions, fmt.Sprintf("%s at %s", s, clock(r.start, time.Now())))
 			fmt.Fprintf(r.out, "[chaos] %s %s: %s\n", clock(r.start, time.Now()), run.Name, s)
 			for _, k := range run.kills {
@@ -119,8 +136,29 @@ func (r *runner) stepMomentCame(run *WorkloadRun, s Step, st unitState) bool {
 	switch s.Kind {
 	case StepResume, StepReactivate:
 		return !run.steps.quietSince.IsZero() && time.Since(run.steps.quietSince) >= s.Hold
+	case StepRelease:
+		return true
 	}
-	return targetRunning(run.Workload, run.unit, s, st)
+	return targetRunning(run.Workload, run.unit, s, st, run.steps.seen)
+}
+
+// release makes every running pod of a workload that reached its
+// StepRelease exit 0, but those the step before it saw.
+func (r *runner) release(ctx context.Context, run *WorkloadRun, st unitState) {
+	p := &run.steps
+	if !p.releasing {
+		return
+	}
+	for _, pod := range st.Pods {
+		if p.seen[pod.UID] || p.released[pod.UID] || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if err := r.env.PatchPodExit(ctx, &pod, "0"); err != nil {
+			fmt.Fprintf(r.out, "[chaos] %s: release: %v (retrying)\n", run.Name, err)
+			return
+		}
+		p.released[pod.UID] = true
+	}
 }
 
 // stepDone: a StepExit is done once every pod it told to exit has exited 0
@@ -151,7 +189,7 @@ func (r *runner) act(ctx context.Context, run *WorkloadRun, s Step, st unitState
 		if run.steps.exited == nil {
 			run.steps.exited = map[types.UID]bool{}
 		}
-		for _, p := range targetPods(run.unit, s, st) {
+		for _, p := range targetPods(run.unit, s, st, run.steps.seen) {
 			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || run.steps.exited[p.UID] {
 				continue
 			}
@@ -160,6 +198,10 @@ func (r *runner) act(ctx context.Context, run *WorkloadRun, s Step, st unitState
 			}
 			run.steps.exited[p.UID] = true
 		}
+		return nil
+	case StepRelease:
+		// The pods the previous step saw are left alone: seen is kept.
+		run.steps.releasing, run.steps.released = true, map[types.UID]bool{}
 		return nil
 	case StepDeletePodClique:
 		pclq := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace,

@@ -172,6 +172,14 @@ func planTraining(rng *rand.Rand, w *Workload, s Scenario) {
 	}
 }
 
+// untilReleased makes the workload's pods run until the harness releases
+// them (StepRelease), so that it cannot end before the harness acted.
+func untilReleased(w *Workload) {
+	for j := range w.Cliques {
+		w.Cliques[j].RunFor = 0
+	}
+}
+
 // trainerNode is a TrainJob's trainer job: 1 to 3 nodes of a GPU each,
 // every one needed.
 func trainerNode(rng *rand.Rand, lo, hi int) Clique {
@@ -221,10 +229,12 @@ func planKueue(rng *rand.Rand, w *Workload) {
 	switch w.Variant {
 	case VariantPreempted:
 		w.Queue.Eviction = EvictionPreempted
-		w.Steps = []Step{{Kind: StepPreempt, Clique: target}}
+		untilReleased(w)
+		w.Steps = []Step{{Kind: StepPreempt, Clique: target}, {Kind: StepRelease}}
 	case VariantDeactivated:
 		w.Queue.Eviction = EvictionDeactivated
-		w.Steps = []Step{{Kind: StepDeactivate, Clique: target}, {Kind: StepReactivate, Hold: seconds(rng, 1, 3)}}
+		untilReleased(w)
+		w.Steps = []Step{{Kind: StepDeactivate, Clique: target}, {Kind: StepReactivate, Hold: seconds(rng, 1, 3)}, {Kind: StepRelease}}
 	case VariantNoQuota:
 		w.Queue.GPUQuota--
 	}
@@ -240,7 +250,8 @@ func planSuspend(rng *rand.Rand, w *Workload) {
 	case w.Kind == KindTrainJob:
 		w.Cliques = []Clique{trainerNode(rng, 8, 14)}
 		w.MaxRestarts = rng.Int32N(2)
-		w.Steps = []Step{{Kind: StepSuspend, Clique: trainjob.NodeName}, {Kind: StepResume, Hold: hold}}
+		untilReleased(w)
+		w.Steps = []Step{{Kind: StepSuspend, Clique: trainjob.NodeName}, {Kind: StepResume, Hold: hold}, {Kind: StepRelease}}
 	case w.Variant == VariantSuspendSuccessPolicy:
 		w.Replicas = 2
 		workers := 1 + rng.Int32N(3)
@@ -267,7 +278,8 @@ func planSuspend(rng *rand.Rand, w *Workload) {
 			w.Cliques = append(w.Cliques, Clique{Name: "s1", Pods: n, MinAvailable: n, RunFor: seconds(rng, 6, 14)})
 		}
 		w.MaxRestarts = rng.Int32N(3)
-		w.Steps = []Step{{Kind: StepSuspend, Replica: rng.Int32N(w.Replicas), Clique: "s0"}, {Kind: StepResume, Hold: hold}}
+		untilReleased(w)
+		w.Steps = []Step{{Kind: StepSuspend, Replica: rng.Int32N(w.Replicas), Clique: "s0"}, {Kind: StepResume, Hold: hold}, {Kind: StepRelease}}
 	}
 }
 
@@ -346,7 +358,8 @@ func planDeletedChild(rng *rand.Rand, w *Workload) {
 	if w.Kind == KindTrainJob {
 		w.Cliques = []Clique{trainerNode(rng, 8, 14)}
 		w.MaxRestarts = rng.Int32N(2)
-		w.Steps = []Step{{Kind: StepDeleteBackend, Clique: trainjob.NodeName}}
+		untilReleased(w)
+		w.Steps = []Step{{Kind: StepDeleteBackend, Clique: trainjob.NodeName}, {Kind: StepRelease}}
 		return
 	}
 	w.Replicas = 1 + rng.Int32N(2)
@@ -358,7 +371,8 @@ func planDeletedChild(rng *rand.Rand, w *Workload) {
 	}
 	w.MaxRestarts = rng.Int32N(3)
 	victim := w.Cliques[rng.IntN(len(w.Cliques))]
-	w.Steps = []Step{{Kind: StepDeletePodClique, Replica: rng.Int32N(w.Replicas), Clique: victim.Name}}
+	untilReleased(w)
+	w.Steps = []Step{{Kind: StepDeletePodClique, Replica: rng.Int32N(w.Replicas), Clique: victim.Name}, {Kind: StepRelease}}
 }
 
 // planTopology draws a workload packed at a rack level of its own binding:
@@ -382,8 +396,9 @@ func planTopology(rng *rand.Rand, w *Workload) {
 	}
 	w.MaxRestarts = rng.Int32N(2)
 	if change != TopologyUnresolved {
+		untilReleased(w)
 		w.Steps = []Step{{Kind: StepChangeTopology, Clique: target}, {Kind: StepSuspend, Clique: target},
-			{Kind: StepResume, Hold: seconds(rng, 1, 2)}}
+			{Kind: StepResume, Hold: seconds(rng, 1, 2)}, {Kind: StepRelease}}
 	}
 }
 

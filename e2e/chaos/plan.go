@@ -337,13 +337,19 @@ const (
 	// StepReactivate sets it to true again once no pod of the workload
 	// holds a node.
 	StepReactivate StepKind = "reactivate"
+	// StepRelease makes, from then on, every running pod of the workload
+	// that the previous step did not see exit 0: the pods of a workload
+	// acted on run until then, so that it cannot end before the harness
+	// acted.
+	StepRelease StepKind = "release"
 )
 
 // Step is one action of a workload's history. The steps run in order: a
 // step waits for its moment (the target's pods all running, for a step
-// with a target; no pod holding a node, for StepResume and
-// StepReactivate), acts, and the next waits until this one is done (for
-// StepExit: the target's pods exited 0).
+// with a target, only those the previous step did not see for StepExit;
+// no pod holding a node, for StepResume and StepReactivate), acts, and
+// the next waits until this one is done (for StepExit: the target's pods
+// exited 0).
 type Step struct {
 	Kind StepKind
 	// Replica and Clique name the target: the pods of that clique (a

@@ -180,7 +180,7 @@ func checkWorkload(t *testing.T, seed int64, w Workload) {
 			fail("policy %+v over %d replicas, expected %s", w.SuccessPolicy, w.Replicas, w.Expected)
 		}
 	case FeatureDeletedChild:
-		if len(w.Steps) != 1 {
+		if len(w.Steps) != 2 || (w.Steps[0].Kind != StepDeletePodClique && w.Steps[0].Kind != StepDeleteBackend) {
 			fail("steps %v", w.Steps)
 		}
 	case FeatureTopology:
@@ -282,6 +282,18 @@ func checkSteps(w Workload, fail func(string, ...any)) {
 	}
 	if suspended || deactivated {
 		fail("ends suspended or deactivated: %v", w.Steps)
+	}
+	// A workload acted on whose pods run until released must be released
+	// (the success policy's leaders are told to exit by StepExit).
+	if len(w.Steps) > 0 && w.SuccessPolicy == nil {
+		if w.Steps[len(w.Steps)-1].Kind != StepRelease {
+			fail("steps %v do not end with a release", w.Steps)
+		}
+		for _, c := range w.Cliques {
+			if c.RunFor != 0 && c.Name != trainjob.DatasetInitializerName {
+				fail("clique %s exits on its own after %s: the workload could end before the harness acted", c.Name, c.RunFor)
+			}
+		}
 	}
 }
 

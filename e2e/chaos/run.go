@@ -429,6 +429,9 @@ func (r *runner) monitor(ctx context.Context, run *WorkloadRun) bool {
 			}
 		}
 		r.advanceSteps(ctx, run, st)
+		if !ended {
+			r.release(ctx, run, st)
+		}
 		for _, k := range run.kills {
 			if k.Trigger == TriggerUniform || k.Trigger == TriggerAction || r.killer.hasFired(k.Index) {
 				continue
