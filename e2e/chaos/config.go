@@ -16,7 +16,8 @@ const (
 	EnvConcurrency = "COPSE_CHAOS_CONCURRENCY"
 )
 
-// Defaults: the small form.
+// Defaults: the small form, one workload per feature (the plan's first
+// len(AllFeatures) workloads are).
 const (
 	DefaultWorkloads   = 9
 	DefaultKills       = 4

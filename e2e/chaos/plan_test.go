@@ -451,3 +451,15 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallFormSpansTheFeatures: the default size is one workload per
+// feature, and the Makefile's full form covers every cell.
+func TestSmallFormSpansTheFeatures(t *testing.T) {
+	if DefaultWorkloads != len(AllFeatures) {
+		t.Errorf("the small form has %d workloads for %d features", DefaultWorkloads, len(AllFeatures))
+	}
+	const makefileWorkloads = 64 // COPSE_CHAOS_WORKLOADS in the Makefile
+	if n := len(allCells()); n > makefileWorkloads || n != 47 {
+		t.Errorf("%d cells: the Makefile's comment says 47, and make chaos runs %d workloads", n, makefileWorkloads)
+	}
+}
