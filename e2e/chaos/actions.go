@@ -29,8 +29,8 @@ type stepProgress struct {
 	acted bool
 	// exited are the pods a StepExit told to exit.
 	exited map[types.UID]bool
-	// seen are the pods that existed when the last step acted: a StepExit
-	// and StepRelease leave them alone.
+	// seen are the pods the last step acted on: a StepExit and a
+	// StepRelease leave them alone.
 	seen map[types.UID]bool
 	// releasing: a StepRelease was reached; released are the pods told to
 	// exit since.
@@ -111,10 +111,7 @@ func (r *runner) advanceSteps(ctx context.Context, run *WorkloadRun, st unitStat
 			}
 			p.acted = true
 			if s.Kind != StepRelease {
-				p.seen = map[types.UID]bool{}
-				for _, pod := range st.Pods {
-					p.seen[pod.UID] = true
-				}
+				p.seen = aimedAt(run.unit, s, st)
 			}
 			run.Actions = append(run.Actions, fmt.Sprintf("%s at %s", s, clock(r.start, time.Now())))
 			fmt.Fprintf(r.out, "[chaos] %s %s: %s\n", clock(r.start, time.Now()), run.Name, s)
@@ -132,6 +129,20 @@ func (r *runner) advanceSteps(ctx context.Context, run *WorkloadRun, st unitStat
 	}
 }
 
+// aimedAt are the pods step s acts on: a deleted PodClique's pods; every
+// pod of the workload for a step on the whole workload.
+func aimedAt(u unit, s Step, st unitState) map[types.UID]bool {
+	pods := st.Pods
+	if s.Kind == StepDeletePodClique {
+		pods = targetPods(u, s, st, nil)
+	}
+	out := map[types.UID]bool{}
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out
+}
+
 func (r *runner) stepMomentCame(run *WorkloadRun, s Step, st unitState) bool {
 	switch s.Kind {
 	case StepResume, StepReactivate:
@@ -143,7 +154,7 @@ func (r *runner) stepMomentCame(run *WorkloadRun, s Step, st unitState) bool {
 }
 
 // release makes every running pod of a workload that reached its
-// StepRelease exit 0, but those the step before it saw.
+// StepRelease exit 0, but those the step before it acted on.
 func (r *runner) release(ctx context.Context, run *WorkloadRun, st unitState) {
 	p := &run.steps
 	if !p.releasing {

@@ -338,15 +338,16 @@ const (
 	// holds a node.
 	StepReactivate StepKind = "reactivate"
 	// StepRelease makes, from then on, every running pod of the workload
-	// that the previous step did not see exit 0: the pods of a workload
-	// acted on run until then, so that it cannot end before the harness
-	// acted.
+	// that the previous step did not act on exit 0 (every pod but a
+	// deleted PodClique's, and those the workload's suspension, eviction or
+	// deletion ended): the pods of a workload acted on run until then, so
+	// that it cannot end before the harness acted.
 	StepRelease StepKind = "release"
 )
 
 // Step is one action of a workload's history. The steps run in order: a
 // step waits for its moment (the target's pods all running, for a step
-// with a target, only those the previous step did not see for StepExit;
+// with a target, only those the previous step did not act on for StepExit;
 // no pod holding a node, for StepResume and StepReactivate), acts, and
 // the next waits until this one is done (for StepExit: the target's pods
 // exited 0).
