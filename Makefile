@@ -145,16 +145,17 @@ test-fuzz: ## Fuzz every target (func Fuzz* in a *_fuzz_test.go) for FUZZTIME (3
 test-e2e: tools ## Ginkgo e2e suites on the local cluster; LABELS=<label> selects one area.
 	go test -v -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./e2e/... -args -ginkgo.label-filter='$(LABELS)'
 
-# make chaos runs the chaos harness (e2e/chaos) in its full form; make test-e2e
-# runs its small form (8 workloads, 4 kills). COPSE_CHAOS_SEED=<seed> replays a
-# run's shapes, histories and kill schedule; COPSE_CHAOS_CONCURRENCY (default 8)
-# is how many workloads run at once.
-COPSE_CHAOS_WORKLOADS ?= 50
-COPSE_CHAOS_KILLS     ?= 20
-CHAOS_TIMEOUT         ?= 90m
+# make chaos runs the chaos harness (e2e/chaos) in its full form: its first 47
+# workloads cover every case of every feature once, the rest are drawn at
+# random; make test-e2e runs its small form (9 workloads, one per feature, 4
+# kills). COPSE_CHAOS_SEED=<seed> replays a run's workloads, histories and kill
+# schedule; COPSE_CHAOS_CONCURRENCY (default 8) is how many workloads run at once.
+COPSE_CHAOS_WORKLOADS ?= 64
+COPSE_CHAOS_KILLS     ?= 24
+CHAOS_TIMEOUT         ?= 120m
 
 .PHONY: chaos
-chaos: tools ## Chaos harness: 50 Training workloads, 20 operator SIGKILLs (4-15 min); COPSE_CHAOS_SEED=<seed> replays a run.
+chaos: tools ## Chaos harness: 64 workloads over every feature (Training, TrainJobs on both backends, Kueue, suspend, start order, success policy, deleted children, topology, long names), 24 operator SIGKILLs; COPSE_CHAOS_SEED=<seed> replays a run.
 	COPSE_CHAOS_WORKLOADS=$(COPSE_CHAOS_WORKLOADS) COPSE_CHAOS_KILLS=$(COPSE_CHAOS_KILLS) \
 		go test -v -count=1 -timeout $(CHAOS_TIMEOUT) ./e2e/chaos/... -args -ginkgo.label-filter=chaos
 

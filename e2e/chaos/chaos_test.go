@@ -16,7 +16,7 @@ import (
 var config, configErr = chaos.ConfigFromProcessEnv()
 
 var _ = Describe("Chaos", Label("chaos"), func() {
-	It("ends every Training workload as the oracle says, with every invariant kept, while the operator is SIGKILLed",
+	It("ends every workload of every feature as the oracle says (or says why it cannot progress), with every invariant kept, while the operator is SIGKILLed",
 		func(ctx context.Context) {
 			Expect(configErr).NotTo(HaveOccurred())
 			// A failed spec must not leave the operator down for the suite's

@@ -36,61 +36,63 @@ const (
 // invariants of docs/training.md.
 func (r *runner) checkEnd(ctx context.Context, run *WorkloadRun) {
 	defer run.history.Stop()
-	key := client.ObjectKey{Namespace: run.Namespace, Name: PodCliqueSetName}
-	pcs := &copsev1alpha1.PodCliqueSet{}
-	if err := r.env.Client.Get(ctx, key, pcs); err != nil {
-		run.violate("read the PodCliqueSet after its end: %v", err)
+	st, err := readUnit(ctx, r.env.Client, run.unit)
+	if err != nil {
+		run.violate(InvariantHarness, "read the workload after its end: %v", err)
 		return
 	}
-	run.Observed = endOf(pcs)
-	if run.Observed != run.Expected {
-		run.violate("ended %s, the oracle says %s; %s", run.Observed, run.Expected, statusDetail(pcs))
+	for _, line := range CheckEnd(run.Expected, run.Observed, true, run.Ended.Sub(run.Created), workloadDeadline) {
+		run.violate(InvariantEnd, "%s; %s", line, st.detail(run.unit))
 	}
-	if run.Observed.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded {
-		run.checkAttempts(pcs)
-	}
-
-	// Read after the PodCliqueSet: the operator saw at most what the API
-	// server holds now, so a pod still running here held its node when the
-	// workload was declared ended.
-	pods, err := r.pods(ctx, run.Namespace)
-	if err != nil {
-		run.violate("%v", err)
+	if run.Observed.State == StateBlocked {
 		return
 	}
-	for _, p := range pods {
-		if !framework.IsTerminal(&p) {
-			run.violate("pod %s is %s on node %q (terminating: %t) after the workload ended %s",
-				p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, run.Observed.Phase)
-		}
-	}
-	r.checkReplacements(ctx, run)
-
-	// The last answer read counts: a poll that ends with its context may
-	// have failed to read, which proves nothing.
-	var finalizers, orphans []string
-	readOnce := false
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, settleTimeout, true, func(pollCtx context.Context) (bool, error) {
-		f, o, err := r.leftovers(pollCtx, run.Namespace)
-		if err != nil {
-			return false, nil
-		}
-		finalizers, orphans, readOnce = f, o, true
-		return len(f)+len(o) == 0, nil
-	})
-	if !readOnce {
-		run.violate("could not read the pods after the end")
-	}
-	if len(finalizers) > 0 {
-		run.violate("pods keep the %s finalizer %s after the end: %s", copsev1alpha1.OutcomeFinalizer, settleTimeout, strings.Join(finalizers, ", "))
-	}
-	if len(orphans) > 0 {
-		run.violate("orphaned pods %s after the end: %s", settleTimeout, strings.Join(orphans, "; "))
+	if run.Kind == KindPodCliqueSet && st.PCS != nil && run.Observed.State == StateSucceeded && run.Suspensions() == 0 {
+		run.checkAttempts(st.PCS)
 	}
 
-	after, err := r.pods(ctx, run.Namespace)
+	// Read after the end: the operator saw at most what the API server
+	// holds now, so a pod still running here held its node when the
+	// workload was declared ended. (A TrainJob's end is its backend's
+	// condition, written before its pods are gone: the gpu invariant bounds
+	// them.)
+	pods := st.Pods
+	if run.Kind == KindPodCliqueSet {
+		for _, p := range pods {
+			if !framework.IsTerminal(&p) {
+				run.violate(InvariantAfterEnd, "pod %s is %s on node %q (terminating: %t) after the workload ended %s",
+					p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, run.Observed.State)
+			}
+		}
+	}
+	if run.hasPodCliqueSet() {
+		r.checkReplacements(ctx, run)
+		// The last answer read counts: a poll that ends with its context
+		// may have failed to read, which proves nothing.
+		var finalizers, orphans []string
+		readOnce := false
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, settleTimeout, true, func(pollCtx context.Context) (bool, error) {
+			f, o, err := r.leftovers(pollCtx, run.unit)
+			if err != nil {
+				return false, nil
+			}
+			finalizers, orphans, readOnce = f, o, true
+			return len(f)+len(o) == 0, nil
+		})
+		if !readOnce {
+			run.violate(InvariantHarness, "could not read the pods after the end")
+		}
+		if len(finalizers) > 0 {
+			run.violate(InvariantAfterEnd, "pods keep the %s finalizer %s after the end: %s", copsev1alpha1.OutcomeFinalizer, settleTimeout, strings.Join(finalizers, ", "))
+		}
+		if len(orphans) > 0 {
+			run.violate(InvariantAfterEnd, "orphaned pods %s after the end: %s", settleTimeout, strings.Join(orphans, "; "))
+		}
+	}
+
+	after, err := r.pods(ctx, run.unit)
 	if err != nil {
-		run.violate("%v", err)
+		run.violate(InvariantHarness, "%v", err)
 		return
 	}
 	before := map[types.UID]bool{}
@@ -101,8 +103,11 @@ func (r *runner) checkEnd(ctx context.Context, run *WorkloadRun) {
 	for _, p := range after {
 		run.podsAfterEnd[p.UID] = true
 		if !before[p.UID] {
-			run.violate("pod %s was created after the workload ended", p.Name)
+			run.violate(InvariantAfterEnd, "pod %s was created after the workload ended", p.Name)
 		}
+	}
+	if slices.ContainsFunc(run.Steps, func(s Step) bool { return s.Kind == StepPreempt }) {
+		r.checkPreemptor(ctx, run)
 	}
 
 	run.history.Stop() // it relists after a lost watch, so it has no gaps to report
@@ -111,47 +116,48 @@ func (r *runner) checkEnd(ctx context.Context, run *WorkloadRun) {
 		"two runs of a replica overlapped": framework.AttemptOverlaps(events),
 		"a gang was made too early":        framework.EarlyGangs(events),
 		"an index that exited 0 ran again": framework.RerunSuccesses(events),
+		"two pods shared a hostname":       framework.HostnameOverlaps(events),
 	} {
 		for i, line := range found {
 			if i == maxLinesPerInvariant {
-				run.violate("%s: %d more", name, len(found)-i)
+				run.violate(InvariantRuns, "%s: %d more", name, len(found)-i)
 				break
 			}
-			run.violate("%s: %s", name, line)
+			run.violate(InvariantRuns, "%s: %s", name, line)
 		}
 	}
 }
 
 // checkAttempts checks a succeeded workload's recreations: each replica
-// restarted exactly as often as its injected failures, each restart
+// restarted exactly as often as its injected breaches, each restart
 // completed, and restartCount is their sum.
 func (run *WorkloadRun) checkAttempts(pcs *copsev1alpha1.PodCliqueSet) {
 	attempts := map[int32]int32{}
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		attempts[rec.ReplicaIndex] = rec.Attempt
 		if rec.CompletedAt == nil {
-			run.violate("replica %d: the restart to attempt %d never completed", rec.ReplicaIndex, rec.Attempt)
+			run.violate(InvariantRuns, "replica %d: the restart to attempt %d never completed", rec.ReplicaIndex, rec.Attempt)
 		}
 	}
 	var sum int32
-	for r, f := range run.FailuresPerReplica() {
+	for r, f := range run.Injected().FailuresPerReplica() {
 		if got := attempts[int32(r)]; got != int32(f) {
-			run.violate("replica %d succeeded in attempt %d; its first %d run(s) were to fail", r, got, f)
+			run.violate(InvariantRuns, "replica %d succeeded in attempt %d; its first %d run(s) were to end in a breach", r, got, f)
 		}
 		sum += attempts[int32(r)]
 	}
 	if sum != pcs.Status.RestartCount {
-		run.violate("restartCount %d differs from the %d restarts recorded per replica", pcs.Status.RestartCount, sum)
+		run.violate(InvariantRuns, "restartCount %d differs from the %d restarts recorded per replica", pcs.Status.RestartCount, sum)
 	}
 }
 
 // checkReplacements checks every PodClique's podReplacements: one for the
 // tolerated failure's PodClique, none elsewhere (pods terminated by a
-// restart or by the workload's failure are not replacements).
+// restart, a suspension or the workload's end are not replacements).
 func (r *runner) checkReplacements(ctx context.Context, run *WorkloadRun) {
 	var cliques copsev1alpha1.PodCliqueList
 	if err := r.env.Client.List(ctx, &cliques, client.InNamespace(run.Namespace)); err != nil {
-		run.violate("list PodCliques: %v", err)
+		run.violate(InvariantHarness, "list PodCliques: %v", err)
 		return
 	}
 	victimSeen := false
@@ -161,25 +167,44 @@ func (r *runner) checkReplacements(ctx context.Context, run *WorkloadRun) {
 			want, victimSeen = 1, true
 		}
 		if c.Status.PodReplacements != want {
-			run.violate("PodClique %s has podReplacements %d, want %d", c.Name, c.Status.PodReplacements, want)
+			run.violate(InvariantRuns, "PodClique %s has podReplacements %d, want %d", c.Name, c.Status.PodReplacements, want)
 		}
 	}
 	if run.victimPodClique != "" && !victimSeen {
-		run.violate("the tolerated failure's PodClique %s is gone", run.victimPodClique)
+		run.violate(InvariantRuns, "the tolerated failure's PodClique %s is gone", run.victimPodClique)
 	}
 }
 
-// leftovers lists the pods that keep the outcome finalizer, and the pods
-// not controlled by a PodClique that exists (ended pods are kept for their
-// logs, with their PodClique).
-func (r *runner) leftovers(ctx context.Context, namespace string) (finalizers, orphans []string, err error) {
-	pods, err := r.pods(ctx, namespace)
+// checkPreemptor checks that the preemptor of a preempted workload
+// succeeded.
+func (r *runner) checkPreemptor(ctx context.Context, run *WorkloadRun) {
+	u := unit{Kind: KindPodCliqueSet, Namespace: run.Namespace, Name: PreemptorName, Queued: true}
+	var last unitState
+	err := wait.PollUntilContextTimeout(ctx, time.Second, settleTimeout, true, func(pollCtx context.Context) (bool, error) {
+		st, err := readUnit(pollCtx, r.env.Client, u)
+		if err != nil {
+			return false, nil
+		}
+		last = st
+		end, ok := st.terminal(u)
+		return ok && end.State == StateSucceeded, nil
+	})
+	if err != nil {
+		run.violate(InvariantEnd, "its preemptor did not succeed: %s", last.detail(u))
+	}
+}
+
+// leftovers lists the unit's pods that keep the outcome finalizer, and
+// those not controlled by a PodClique that exists (ended pods are kept for
+// their logs, with their PodClique).
+func (r *runner) leftovers(ctx context.Context, u unit) (finalizers, orphans []string, err error) {
+	pods, err := r.pods(ctx, u)
 	if err != nil {
 		return nil, nil, err
 	}
 	var cliques copsev1alpha1.PodCliqueList
-	if err := r.env.Client.List(ctx, &cliques, client.InNamespace(namespace)); err != nil {
-		return nil, nil, fmt.Errorf("list PodCliques of %s: %w", namespace, err)
+	if err := r.env.Client.List(ctx, &cliques, client.InNamespace(u.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("list PodCliques of %s: %w", u.Namespace, err)
 	}
 	uids := map[string]types.UID{}
 	for _, c := range cliques.Items {
@@ -200,10 +225,11 @@ func (r *runner) leftovers(ctx context.Context, namespace string) (finalizers, o
 	return finalizers, orphans, nil
 }
 
-func (r *runner) pods(ctx context.Context, namespace string) ([]corev1.Pod, error) {
+// pods lists the unit's pods from the API server.
+func (r *runner) pods(ctx context.Context, u unit) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := r.env.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list pods of %s: %w", namespace, err)
+	if err := r.env.Client.List(ctx, &pods, client.InNamespace(u.Namespace), u.podSelector()); err != nil {
+		return nil, fmt.Errorf("list pods of %s: %w", u, err)
 	}
 	return pods.Items, nil
 }
@@ -211,8 +237,8 @@ func (r *runner) pods(ctx context.Context, namespace string) ([]corev1.Pod, erro
 // finish checks, once the last kill is done and the operator that came
 // back has run for a while, that no workload's end changed, and the
 // run-wide invariants.
-func (r *runner) finish(ctx context.Context) *Report {
-	rep := &Report{Config: r.cfg, Plan: r.plan, Runs: r.runs, Events: map[string]int{}, Start: r.start}
+func (r *runner) finish(ctx context.Context, stopSampling context.CancelFunc, sampled <-chan struct{}) *Report {
+	rep := &Report{Config: r.cfg, Plan: r.plan, Runs: r.runs, Events: map[string]int{}, Start: r.start, Checked: map[string]int{}}
 	rep.Kills, _ = r.killer.done()
 	if len(rep.Kills) != len(r.plan.Kills) {
 		rep.violate("%d of %d planned kills were done", len(rep.Kills), len(r.plan.Kills))
@@ -231,9 +257,9 @@ func (r *runner) finish(ctx context.Context) *Report {
 			rep.Events[reason] += n
 		}
 	}
-	for _, reason := range EventReasons {
+	for _, reason := range ImpliedEventReasons(r.plan.Workloads) {
 		if rep.Events[reason] == 0 {
-			rep.violate("no workload got a %s event", reason)
+			rep.violate("no workload got a %s event, which the plan's histories imply", reason)
 		}
 	}
 	for _, line := range matchingLines(r.env.Operator.LogPath(), "panic", 0) {
@@ -247,6 +273,38 @@ func (r *runner) finish(ctx context.Context) *Report {
 			rep.violate("the operator exited on its own at %s: %v; last log lines:\n%s", clock(r.start, e.At), e.Err, e.LogTail)
 		} else if e.LeadingAt.IsZero() {
 			rep.violate("the operator lost its Lease at %s and could not be started again: %v", clock(r.start, e.At), e.Err)
+		}
+	}
+
+	stopSampling()
+	<-sampled
+	r.mu.Lock()
+	for _, f := range r.followed {
+		who := ""
+		if f.preemptor {
+			who = "its preemptor: "
+		}
+		checked, found := GPUsHeldWhileNotRunning(f.samples, gpuReleaseBound)
+		rep.Checked[InvariantGPU] += checked
+		for _, line := range found {
+			f.run.violate(InvariantGPU, "%s%s", who, line)
+		}
+		checked, found = QuotaHeldWithoutPods(f.samples, quotaReleaseBound)
+		rep.Checked[InvariantQuota] += checked
+		for _, line := range found {
+			f.run.violate(InvariantQuota, "%s%s", who, line)
+		}
+	}
+	r.mu.Unlock()
+	for _, run := range r.runs {
+		rep.Checked[InvariantEnd]++
+		rep.Checked[InvariantHarness]++
+		if !run.Created.IsZero() && run.Observed.State != StateRefused {
+			rep.Checked[InvariantStatus]++
+		}
+		if run.podsAfterEnd != nil {
+			rep.Checked[InvariantAfterEnd]++
+			rep.Checked[InvariantRuns]++
 		}
 	}
 	for _, run := range r.runs {
@@ -265,9 +323,16 @@ const evidenceLines = 60
 // violations, its Kubernetes events and the operator's log lines about its
 // namespace.
 func (r *runner) printEvidence(ctx context.Context, run *WorkloadRun) {
-	fmt.Fprintf(r.out, "\n[chaos] ===== evidence for %s (namespace %s; %s; %s) =====\n", run.Name, run.Namespace, run.Shape(), run.History())
+	fmt.Fprintf(r.out, "\n[chaos] ===== evidence for %s (%s %s; namespace %s; %s; %s) =====\n", run.Name, run.Feature, run.Variant,
+		run.Namespace, run.Shape(), run.History())
+	for _, a := range run.Actions {
+		fmt.Fprintf(r.out, "[chaos] action: %s\n", a)
+	}
 	for _, v := range run.Violations {
 		fmt.Fprintf(r.out, "[chaos] violation: %s\n", v)
+	}
+	if run.Namespace == "" {
+		return
 	}
 	var events eventsv1.EventList
 	if err := r.env.Client.List(ctx, &events, client.InNamespace(run.Namespace)); err == nil {
@@ -283,39 +348,38 @@ func (r *runner) printEvidence(ctx context.Context, run *WorkloadRun) {
 }
 
 // recheck checks an ended workload again at the end of the run: the same
-// end, no pod running, none with the finalizer, none new; and counts its
-// events, some of which may have been written late.
+// end, no pod running (for a PodCliqueSet), none with the finalizer, none
+// new; and counts its events, some of which may have been written late.
 func (r *runner) recheck(ctx context.Context, run *WorkloadRun) {
-	pcs := &copsev1alpha1.PodCliqueSet{}
-	if err := r.env.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: PodCliqueSetName}, pcs); err != nil {
-		run.violate("final check: %v", err)
-		return
-	}
-	if got := endOf(pcs); got != run.Observed {
-		run.violate("final check: the end changed from %s to %s; %s", run.Observed, got, statusDetail(pcs))
-	}
-	pods, err := r.pods(ctx, run.Namespace)
+	st, err := readUnit(ctx, r.env.Client, run.unit)
 	if err != nil {
-		run.violate("final check: %v", err)
+		run.violate(InvariantHarness, "final check: %v", err)
 		return
 	}
-	for _, p := range pods {
+	switch end, ok := st.terminal(run.unit); {
+	case !ok:
+		run.violate(InvariantStatus, "final check: the end %s is gone; %s", run.Observed, st.detail(run.unit))
+	case run.Kind == KindPodCliqueSet && end != run.Observed,
+		run.Kind == KindTrainJob && (end.State != run.Observed.State || end.Reason != run.Observed.Reason):
+		run.violate(InvariantStatus, "final check: the end changed from %s to %s; %s", run.Observed, end, st.detail(run.unit))
+	}
+	for _, p := range st.Pods {
 		switch {
 		case !run.podsAfterEnd[p.UID]:
-			run.violate("final check: pod %s appeared after the end", p.Name)
-		case !framework.IsTerminal(&p):
-			run.violate("final check: pod %s is %s", p.Name, p.Status.Phase)
+			run.violate(InvariantAfterEnd, "final check: pod %s appeared after the end", p.Name)
+		case run.Kind == KindPodCliqueSet && !framework.IsTerminal(&p):
+			run.violate(InvariantAfterEnd, "final check: pod %s is %s", p.Name, p.Status.Phase)
 		case slices.Contains(p.Finalizers, copsev1alpha1.OutcomeFinalizer):
-			run.violate("final check: pod %s has the %s finalizer again", p.Name, copsev1alpha1.OutcomeFinalizer)
+			run.violate(InvariantAfterEnd, "final check: pod %s has the %s finalizer again", p.Name, copsev1alpha1.OutcomeFinalizer)
 		}
 	}
 	var events eventsv1.EventList
 	if err := r.env.Client.List(ctx, &events, client.InNamespace(run.Namespace)); err != nil {
-		run.violate("final check: list events: %v", err)
+		run.violate(InvariantHarness, "final check: list events: %v", err)
 		return
 	}
 	for _, e := range events.Items {
-		if slices.Contains(EventReasons, e.Reason) {
+		if slices.Contains(EventReasons, e.Reason) && e.Regarding.Name == run.ObjectName {
 			run.Events[e.Reason]++
 		}
 	}

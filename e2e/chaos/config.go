@@ -16,9 +16,10 @@ const (
 	EnvConcurrency = "COPSE_CHAOS_CONCURRENCY"
 )
 
-// Defaults: the small form.
+// Defaults: the small form, one workload per feature (the plan's first
+// len(AllFeatures) workloads are).
 const (
-	DefaultWorkloads   = 8
+	DefaultWorkloads   = 9
 	DefaultKills       = 4
 	DefaultConcurrency = 8
 )

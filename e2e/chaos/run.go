@@ -11,15 +11,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
@@ -27,19 +28,16 @@ import (
 
 // Time limits of a run.
 const (
-	// workloadDeadline bounds one workload from its creation to its end.
-	workloadDeadline = 6 * time.Minute
 	// monitorInterval is how often a workload's state is read from the
 	// harness's informer cache (in memory: the API server sees one watch
 	// per kind, whatever the interval).
 	monitorInterval = 100 * time.Millisecond
+	// sampleInterval is how often the invariants' samples are taken.
+	sampleInterval = 500 * time.Millisecond
 	// createTimeout bounds the retries of a creation refused while the
 	// operator, which serves the webhooks, is down.
 	createTimeout = 2 * time.Minute
 )
-
-// EventReasons are GREP-0285's event reasons; a run must produce each.
-var EventReasons = []string{"PodCliqueFailed", "ReplicaRestarting", "MaxRestartsExceeded", "MaxRuntimeExceeded", "WorkloadSucceeded"}
 
 // WorkloadRun is one workload as it ran.
 type WorkloadRun struct {
@@ -47,27 +45,45 @@ type WorkloadRun struct {
 	Namespace      string
 	Created, Ended time.Time
 	Observed       End
-	// Injected names the pod failed by hand, for a tolerated failure;
+	// InjectedPod names the pod failed by hand, for a tolerated failure;
 	// Released is set once its replacement ran and every pod was told to
 	// exit 0.
-	Injected string
-	Released bool
+	InjectedPod string
+	Released    bool
+	// Actions are the steps the harness took, with when.
+	Actions []string
 	// Events counts the workload's events by reason.
 	Events     map[string]int
-	Violations []string
+	Violations []Violation
 
+	unit            unit
+	kills           []Kill
+	steps           stepProgress
 	history         *framework.History
 	victimPodClique string
 	podsAfterEnd    map[types.UID]bool
 	// What the monitor saw last, to check that it only moves forward.
-	phase        copsev1alpha1.PodCliqueSetPhase
-	startTime    *metav1.Time
-	restartCount int32
-	failedReason string
+	phase               copsev1alpha1.PodCliqueSetPhase
+	startTime           *metav1.Time
+	suspendedSinceStart bool
+	pcsUID              types.UID
+	restartCount        int32
+	failedReason        string
+	trainJobEnd         End
+	backendRestarts     int32
 }
 
-func (run *WorkloadRun) violate(format string, args ...any) {
-	run.Violations = append(run.Violations, fmt.Sprintf(format, args...))
+func (run *WorkloadRun) violate(invariant, format string, args ...any) {
+	run.Violations = append(run.Violations, Violation{Invariant: invariant, Text: fmt.Sprintf(format, args...)})
+}
+
+// followed is a unit the sampler samples, with its samples.
+type followed struct {
+	unit    unit
+	run     *WorkloadRun
+	samples []Sample
+	// preemptor: a workload's preemptor, not the workload itself.
+	preemptor bool
 }
 
 type runner struct {
@@ -79,11 +95,15 @@ type runner struct {
 	killer *killer
 	start  time.Time
 	runs   []*WorkloadRun
+
+	mu       sync.Mutex
+	followed []*followed
 }
 
-// Run carries out the plan of cfg against env's cluster and operator and
-// reports what happened. An error means the harness could not run; the
-// invariants that did not hold are in the report.
+// Run carries out the plan of cfg against env's cluster, operator, JobSet
+// controller and Kueue, and reports what happened. An error means the
+// harness could not run; the invariants that did not hold are in the
+// report.
 func Run(ctx context.Context, env *framework.Env, cfg Config, out io.Writer) (*Report, error) {
 	plan, err := NewPlan(cfg.Seed, cfg.Workloads, cfg.Kills)
 	if err != nil {
@@ -96,6 +116,11 @@ func Run(ctx context.Context, env *framework.Env, cfg Config, out io.Writer) (*R
 	defer stopCache()
 	if r.cache, err = startCache(cacheCtx, env); err != nil {
 		return nil, err
+	}
+	for _, obj := range KueueShared() {
+		if err := client.IgnoreAlreadyExists(env.Client.Create(ctx, obj)); err != nil {
+			return nil, fmt.Errorf("create Kueue's %T %s: %w", obj, obj.GetName(), err)
+		}
 	}
 	r.killer = newKiller(env.Operator, len(plan.Kills), out, r.start)
 	killsDone := make(chan struct{})
@@ -113,15 +138,30 @@ func Run(ctx context.Context, env *framework.Env, cfg Config, out io.Writer) (*R
 		stopSupervising()
 		<-supervised
 	}()
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		r.sample(sampleCtx)
+	}()
+	defer func() {
+		stopSampling()
+		<-sampled
+	}()
 
 	slots := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	for _, w := range plan.Workloads {
 		run := &WorkloadRun{Workload: w, Events: map[string]int{}}
+		for _, k := range plan.Kills {
+			if k.Workload == w.Index {
+				run.kills = append(run.kills, k)
+			}
+		}
 		r.runs = append(r.runs, run)
 		select {
 		case <-ctx.Done():
-			run.violate("not started: %v", ctx.Err())
+			run.violate(InvariantHarness, "not started: %v", ctx.Err())
 			continue
 		case slots <- struct{}{}:
 		}
@@ -138,7 +178,7 @@ func Run(ctx context.Context, env *framework.Env, cfg Config, out io.Writer) (*R
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the last kills: %w", ctx.Err())
 	}
-	return r.finish(ctx), nil
+	return r.finish(ctx, stopSampling, sampled), nil
 }
 
 func startCache(ctx context.Context, env *framework.Env) (ctrlcache.Cache, error) {
@@ -147,7 +187,8 @@ func startCache(ctx context.Context, env *framework.Env) (ctrlcache.Cache, error
 		return nil, fmt.Errorf("harness cache: %w", err)
 	}
 	go func() { _ = c.Start(ctx) }()
-	for _, obj := range []client.Object{&copsev1alpha1.PodCliqueSet{}, &corev1.Pod{}, &eventsv1.Event{}} {
+	for _, obj := range []client.Object{&copsev1alpha1.PodCliqueSet{}, &corev1.Pod{}, &eventsv1.Event{},
+		&trainerv1alpha1.TrainJob{}, &jobsetv1alpha2.JobSet{}, &kueue.Workload{}} {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, fmt.Errorf("harness cache: informer for %T: %w", obj, err)
 		}
@@ -166,29 +207,65 @@ func (r *runner) printPlan() {
 	fmt.Fprintf(r.out, "[chaos] seed %d (%s); replay with: make chaos %s=%d %s=%d %s=%d\n", r.plan.Seed, how,
 		EnvSeed, r.plan.Seed, EnvWorkloads, r.cfg.Workloads, EnvKills, r.cfg.Kills)
 	fmt.Fprintf(r.out, "[chaos] %d workloads, %d at a time; %d operator kills\n", len(r.plan.Workloads), r.cfg.Concurrency, len(r.plan.Kills))
+	for _, inv := range AllInvariants {
+		fmt.Fprintf(r.out, "[chaos] invariant %-9s %s\n", inv.Name, inv.Rule)
+	}
 	for _, w := range r.plan.Workloads {
-		fmt.Fprintf(r.out, "[chaos]   %s %-17s %-40s %-45s expect %s\n", w.Name, w.Scenario, w.Shape(), w.History(), w.Expected)
+		fmt.Fprintf(r.out, "[chaos]   %s %-14s %-30s %-40s %s; expect %s\n", w.Name, w.Feature, w.Variant, w.Shape(), w.History(), w.Expected)
 	}
 	for _, k := range r.plan.Kills {
 		fmt.Fprintf(r.out, "[chaos]   kill %d: %s on w%02d, %s after it, down %s\n", k.Index, k.Trigger, k.Workload, k.Delay, k.Down)
 	}
 }
 
-// runWorkload creates the workload, watches it to its end while firing
-// the kills aimed at it, and checks it.
-func (r *runner) runWorkload(ctx context.Context, run *WorkloadRun) {
-	var kills []Kill
-	for _, k := range r.plan.Kills {
-		if k.Workload == run.Index {
-			kills = append(kills, k)
+// follow adds a unit to those the sampler samples.
+func (r *runner) follow(run *WorkloadRun, u unit, preemptor bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.followed {
+		if f.unit == u {
+			return
 		}
 	}
+	r.followed = append(r.followed, &followed{unit: u, run: run, preemptor: preemptor})
+}
+
+// sample records, every sampleInterval until ctx ends, what each followed
+// unit's state says for the run-wide invariants.
+func (r *runner) sample(ctx context.Context) {
+	ticker := time.NewTicker(sampleInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		r.mu.Lock()
+		units := append([]*followed(nil), r.followed...)
+		r.mu.Unlock()
+		for _, f := range units {
+			st, err := readUnit(ctx, r.cache, f.unit)
+			if err != nil {
+				continue
+			}
+			s := st.sample(f.unit, time.Now())
+			r.mu.Lock()
+			f.samples = append(f.samples, s)
+			r.mu.Unlock()
+		}
+	}
+}
+
+// runWorkload creates the workload, watches it to its end while firing
+// the kills aimed at it and taking its steps, and checks it.
+func (r *runner) runWorkload(ctx context.Context, run *WorkloadRun) {
 	timers := map[int]*time.Timer{}
 	// A moment that never came (the workload ended first, or never
 	// started) fires its kill at the end, so that every planned kill
 	// happens; fire ignores kills already fired.
 	fireRest := func() {
-		for _, k := range kills {
+		for _, k := range run.kills {
 			if timers[k.Index] == nil {
 				r.killer.fire(k, fmt.Sprintf("%s moment not seen before the end", k.Trigger))
 			}
@@ -196,137 +273,266 @@ func (r *runner) runWorkload(ctx context.Context, run *WorkloadRun) {
 	}
 	defer fireRest()
 
-	if err := r.create(ctx, run); err != nil {
-		run.violate("%v", err)
+	created, err := r.create(ctx, run)
+	if err != nil {
+		run.violate(InvariantHarness, "%v", err)
+		return
+	}
+	if !created {
+		r.checkRefusal(run)
 		return
 	}
 	fmt.Fprintf(r.out, "[chaos] %s %s created in namespace %s\n", clock(r.start, run.Created), run.Name, run.Namespace)
-	for _, k := range kills {
+	if run.Expected.State == StateRefused {
+		r.checkAccepted(ctx, run)
+		return
+	}
+	for _, k := range run.kills {
 		if k.Trigger == TriggerUniform {
 			timers[k.Index] = time.AfterFunc(k.Delay, func() { r.killer.fire(k, "uniform") })
 		}
 	}
 
-	ended := r.monitor(ctx, run, kills)
+	ended := r.monitor(ctx, run)
 	fireRest()
 	if !ended {
 		run.history.Stop()
 		return
 	}
 	fmt.Fprintf(r.out, "[chaos] %s %s ended %s (expected %s) after %s\n", clock(r.start, run.Ended), run.Name,
-		run.phase, run.Expected, run.Ended.Sub(run.Created).Round(100*time.Millisecond))
+		run.Observed, run.Expected, run.Ended.Sub(run.Created).Round(100*time.Millisecond))
 	r.checkEnd(ctx, run)
 	fmt.Fprintf(r.out, "[chaos] %s %s checked: %s, %d violation(s)\n", clock(r.start, time.Now()), run.Name, run.Observed, len(run.Violations))
 }
 
-// create makes the workload's namespace, starts recording its pods and
-// PodGroups, and creates its PodCliqueSet, retrying while the webhooks are
-// down with the operator.
-func (r *runner) create(ctx context.Context, run *WorkloadRun) error {
+// create makes the workload's namespace, its queue, binding and runtime,
+// starts recording its pods and PodGroups, and creates its PodCliqueSet or
+// TrainJob, retrying while the webhooks are down with the operator. It
+// returns false when the API server refused the workload (Observed says
+// why).
+func (r *runner) create(ctx context.Context, run *WorkloadRun) (bool, error) {
 	ns, err := framework.CreateNamespace(ctx, r.env.Client, "chaos-"+run.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	run.Namespace = ns
-	if run.history, err = framework.RecordHistory(ctx, r.env.Clientset, ns); err != nil {
-		return err
+	run.unit = unit{Kind: run.Kind, Backend: run.Backend, Namespace: ns, Name: run.ObjectName, Queued: run.Queue != nil}
+	var prerequisites []client.Object
+	if run.Queue != nil {
+		prerequisites = append(prerequisites, run.ClusterQueue(ns), LocalQueue(ns))
 	}
-	pcs := run.PodCliqueSet(ns)
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, createTimeout, true, func(ctx context.Context) (bool, error) {
-		lastErr = r.env.Client.Create(ctx, pcs.DeepCopy())
-		return lastErr == nil || apierrors.IsAlreadyExists(lastErr), nil
-	})
+	if run.Topology != nil && run.Topology.Change != TopologyUnresolved {
+		if err := r.labelNodes(ctx, TopologyKey(ns)); err != nil {
+			return false, err
+		}
+		prerequisites = append(prerequisites, Binding(BindingName(ns), TopologyKey(ns)))
+	}
+	if run.Kind == KindTrainJob {
+		prerequisites = append(prerequisites, run.TrainingRuntime(ns))
+	}
+	for _, obj := range prerequisites {
+		refused, err := r.createRetrying(ctx, obj)
+		if err != nil {
+			return false, err
+		}
+		if refused != nil {
+			return false, fmt.Errorf("create %T %s: refused: %w", obj, obj.GetName(), refused)
+		}
+	}
+	if run.history, err = framework.RecordHistory(ctx, r.env.Clientset, ns); err != nil {
+		return false, err
+	}
+	var obj client.Object = run.PodCliqueSet(ns)
+	if run.Kind == KindTrainJob {
+		obj = run.TrainJob(ns)
+	}
+	refused, err := r.createRetrying(ctx, obj)
 	if err != nil {
 		run.history.Stop()
-		return fmt.Errorf("create PodCliqueSet %s/%s: %w (last error: %v)", ns, PodCliqueSetName, err, lastErr)
+		return false, err
 	}
 	run.Created = time.Now()
-	return nil
+	if refused != nil {
+		run.Ended = run.Created
+		run.history.Stop()
+		run.Observed = End{State: StateRefused, Reason: refusedField(refused)}
+		fmt.Fprintf(r.out, "[chaos] %s %s refused: %v\n", clock(r.start, run.Created), run.Name, refused)
+		return false, nil
+	}
+	r.follow(run, run.unit, false)
+	return true, nil
 }
 
-// monitor follows the workload until it is terminal, checking that its
-// status only moves forward, failing the victim pod of a tolerated
-// failure, and firing the kills whose moment comes. It returns false when
-// the workload did not end.
-func (r *runner) monitor(ctx context.Context, run *WorkloadRun, kills []Kill) bool {
-	key := client.ObjectKey{Namespace: run.Namespace, Name: PodCliqueSetName}
+// acceptedWatch is how long the harness watches a workload the API server
+// accepted although the oracle says it refuses it, to report what became
+// of it.
+const acceptedWatch = 20 * time.Second
+
+// checkAccepted reports a workload the API server accepted although the
+// oracle says it is refused, with what became of it.
+func (r *runner) checkAccepted(ctx context.Context, run *WorkloadRun) {
+	defer run.history.Stop()
+	sleep(ctx, acceptedWatch)
+	st, _ := readUnit(ctx, r.cache, run.unit)
+	run.Ended = time.Now()
+	run.Observed = End{State: StateAccepted, Reason: "created"}
+	for _, line := range CheckEnd(run.Expected, run.Observed, true, 0, workloadDeadline) {
+		run.violate(InvariantEnd, "%s; %s after its creation: %s", line, acceptedWatch, st.detail(run.unit))
+	}
+}
+
+// checkRefusal checks a workload the API server refused against the
+// oracle.
+func (r *runner) checkRefusal(run *WorkloadRun) {
+	for _, line := range CheckEnd(run.Expected, run.Observed, true, 0, workloadDeadline) {
+		run.violate(InvariantEnd, "%s", line)
+	}
+}
+
+// monitor follows the workload until it ends (or, when the oracle says it
+// cannot progress, until a condition says why), checking that its status
+// only moves forward, failing the victim pod of a tolerated failure,
+// taking its steps and firing the kills whose moment comes. It returns
+// false when the workload did not end.
+func (r *runner) monitor(ctx context.Context, run *WorkloadRun) bool {
 	deadline := run.Created.Add(workloadDeadline)
 	ticker := time.NewTicker(monitorInterval)
 	defer ticker.Stop()
+	var last unitState
 	for {
 		select {
 		case <-ctx.Done():
-			run.violate("stopped before the end: %v", ctx.Err())
+			run.violate(InvariantEnd, "stopped before the end: %v", ctx.Err())
 			return false
 		case <-ticker.C:
 		}
-		pcs := &copsev1alpha1.PodCliqueSet{}
-		if err := r.cache.Get(ctx, key, pcs); err != nil {
-			continue // not in the cache yet
+		st, err := readUnit(ctx, r.cache, run.unit)
+		if err == nil && st.exists(run.unit) {
+			last = st
 		}
 		if time.Now().After(deadline) {
-			run.violate("did not end within %s of its creation: %s", workloadDeadline, statusDetail(pcs))
+			for _, line := range CheckEnd(run.Expected, End{}, false, 0, workloadDeadline) {
+				run.violate(InvariantEnd, "%s; %s", line, last.detail(run.unit))
+			}
 			return false
 		}
-		run.observe(pcs)
-		if run.Victim != nil && !pcs.Status.Phase.IsTerminal() {
-			if run.Injected == "" {
+		if err != nil || !st.exists(run.unit) {
+			continue // not in the cache yet
+		}
+		run.observe(st)
+		end, ended := st.terminal(run.unit)
+		if run.Victim != nil && !ended {
+			if run.InjectedPod == "" {
 				r.injectFailure(ctx, run)
 			} else {
 				r.releaseAfterReplacement(ctx, run)
 			}
 		}
-		for _, k := range kills {
-			if k.Trigger == TriggerUniform || r.killer.hasFired(k.Index) {
+		r.advanceSteps(ctx, run, st)
+		if !ended {
+			r.release(ctx, run, st)
+		}
+		for _, k := range run.kills {
+			if k.Trigger == TriggerUniform || k.Trigger == TriggerAction || r.killer.hasFired(k.Index) {
 				continue
 			}
-			if cause := r.momentCame(ctx, run, pcs, k.Trigger); cause != "" {
+			if cause := r.momentCame(run, st, k.Trigger); cause != "" {
 				r.killer.fire(k, cause)
 			}
 		}
-		if pcs.Status.Phase.IsTerminal() {
+		if ended {
 			run.Ended = time.Now()
-			if run.Victim != nil && run.Injected == "" {
-				run.violate("the tolerated failure was never injected: the workload never had all its pods ready")
+			if run.Kind == KindTrainJob {
+				end.RestartCount = run.backendRestarts
+			}
+			run.Observed = end
+			if run.Victim != nil && run.InjectedPod == "" {
+				run.violate(InvariantHarness, "the tolerated failure was never injected: the workload never had all its pods ready")
+			}
+			if run.steps.next < len(run.Steps) {
+				run.violate(InvariantHarness, "ended before its step %s", run.Steps[run.steps.next])
 			}
 			return true
+		}
+		if run.Expected.State == StateBlocked {
+			if reason, ok := st.blockedBy(run.unit); ok {
+				run.Ended = time.Now()
+				run.Observed = End{State: StateBlocked, Reason: reason}
+				return true
+			}
 		}
 	}
 }
 
 // observe checks that the status moves only forward: no phase after a
-// terminal one, no Running back to Pending, startTime set once,
-// restartCount never lower and never above the budget, the Failed reason
-// never changed.
-func (run *WorkloadRun) observe(pcs *copsev1alpha1.PodCliqueSet) {
+// terminal one, no Running back to Pending but through a suspension,
+// startTime set once (again only after a suspension), restartCount never
+// lower and never above the budget, the Failed reason never changed, a
+// TrainJob's terminal condition never changed; and keeps the restarts a
+// TrainJob's backend reported last.
+func (run *WorkloadRun) observe(st unitState) {
+	if pcs := st.PCS; pcs != nil {
+		if run.pcsUID != "" && pcs.UID != run.pcsUID {
+			run.violate(InvariantStatus, "the PodCliqueSet was made again (uid %s, was %s) with restartCount %d", pcs.UID, run.pcsUID, pcs.Status.RestartCount)
+			run.phase, run.startTime, run.suspendedSinceStart = "", nil, false
+		}
+		run.pcsUID = pcs.UID
+		run.observePodCliqueSet(pcs)
+	}
+	if run.Kind != KindTrainJob {
+		return
+	}
+	if restarts := st.backendRestarts(); restarts >= 0 {
+		if restarts < run.backendRestarts {
+			run.violate(InvariantStatus, "the backend's restarts went down from %d to %d", run.backendRestarts, restarts)
+		}
+		run.backendRestarts = restarts
+	}
+	if end, ok := st.terminal(run.unit); ok {
+		end.RestartCount = 0
+		if run.trainJobEnd.State != "" && end != run.trainJobEnd {
+			run.violate(InvariantStatus, "the TrainJob's end changed from %s to %s", run.trainJobEnd, end)
+		}
+		run.trainJobEnd = end
+	} else if run.trainJobEnd.State != "" {
+		run.violate(InvariantStatus, "the TrainJob left its end %s", run.trainJobEnd)
+		run.trainJobEnd = End{}
+	}
+}
+
+func (run *WorkloadRun) observePodCliqueSet(pcs *copsev1alpha1.PodCliqueSet) {
 	st := pcs.Status
+	if pcs.IsSuspended() || meta.IsStatusConditionTrue(st.Conditions, copsev1alpha1.ConditionTypeSuspended) {
+		run.suspendedSinceStart = true
+	}
 	if st.Phase != run.phase {
 		switch {
 		case run.phase.IsTerminal():
-			run.violate("phase went from terminal %s to %s", run.phase, st.Phase)
-		case run.phase == copsev1alpha1.PodCliqueSetPhaseRunning && st.Phase == copsev1alpha1.PodCliqueSetPhasePending:
-			run.violate("phase went from Running back to Pending")
+			run.violate(InvariantStatus, "phase went from terminal %s to %s", run.phase, st.Phase)
+		case run.phase == copsev1alpha1.PodCliqueSetPhaseRunning && st.Phase == copsev1alpha1.PodCliqueSetPhasePending && !run.suspendedSinceStart:
+			run.violate(InvariantStatus, "phase went from Running back to Pending without a suspension")
 		}
 		run.phase = st.Phase
 	}
-	switch {
-	case run.startTime == nil:
+	if !st.StartTime.Equal(run.startTime) {
+		if run.startTime != nil && !run.suspendedSinceStart {
+			run.violate(InvariantStatus, "startTime changed from %s to %v without a suspension", run.startTime.UTC().Format(time.RFC3339), st.StartTime)
+		}
 		run.startTime = st.StartTime.DeepCopy()
-	case st.StartTime == nil || !st.StartTime.Equal(run.startTime):
-		run.violate("startTime changed from %s to %v", run.startTime.UTC().Format(time.RFC3339), st.StartTime)
-		run.startTime = st.StartTime.DeepCopy()
+		if st.StartTime != nil {
+			run.suspendedSinceStart = pcs.IsSuspended()
+		}
 	}
 	if st.RestartCount < run.restartCount {
-		run.violate("restartCount went down from %d to %d", run.restartCount, st.RestartCount)
+		run.violate(InvariantStatus, "restartCount went down from %d to %d", run.restartCount, st.RestartCount)
 	}
 	if st.RestartCount > run.MaxRestarts && st.RestartCount != run.restartCount {
-		run.violate("restartCount %d is above maxRestarts %d", st.RestartCount, run.MaxRestarts)
+		run.violate(InvariantStatus, "restartCount %d is above maxRestarts %d", st.RestartCount, run.MaxRestarts)
 	}
 	run.restartCount = st.RestartCount
 	if reason := failedReason(pcs); reason != run.failedReason {
 		if run.failedReason != "" {
-			run.violate("the Failed reason changed from %s to %q", run.failedReason, reason)
+			run.violate(InvariantStatus, "the Failed reason changed from %s to %q", run.failedReason, reason)
 		}
 		run.failedReason = reason
 	}
@@ -338,8 +544,8 @@ func (run *WorkloadRun) observe(pcs *copsev1alpha1.PodCliqueSet) {
 func (r *runner) injectFailure(ctx context.Context, run *WorkloadRun) {
 	selector, err := run.victimCliqueSelector()
 	if err != nil {
-		run.violate("%v", err)
-		run.Injected = "impossible"
+		run.violate(InvariantHarness, "%v", err)
+		run.InjectedPod = "impossible"
 		return
 	}
 	var pods corev1.PodList
@@ -366,7 +572,7 @@ func (r *runner) injectFailure(ctx context.Context, run *WorkloadRun) {
 		fmt.Fprintf(r.out, "[chaos] %s: %v (retrying)\n", run.Name, err)
 		return
 	}
-	run.Injected = victim.Name
+	run.InjectedPod = victim.Name
 	run.victimPodClique = victim.Labels[labels.PodCliqueKey]
 	fmt.Fprintf(r.out, "[chaos] %s %s: failed pod %s of %s, a loss its clique tolerates\n", clock(r.start, time.Now()), run.Name, victim.Name, run.victimPodClique)
 }
@@ -383,7 +589,7 @@ func (r *runner) releaseAfterReplacement(ctx context.Context, run *WorkloadRun) 
 		replaced := false
 		for _, p := range pods.Items {
 			if p.Labels[labels.PodCliqueKey] == run.victimPodClique && p.Labels[labels.PodIndexKey] == strconv.Itoa(int(run.Victim.Index)) &&
-				p.Name != run.Injected && p.Status.Phase == corev1.PodRunning {
+				p.Name != run.InjectedPod && p.Status.Phase == corev1.PodRunning {
 				replaced = true
 			}
 		}
@@ -391,7 +597,7 @@ func (r *runner) releaseAfterReplacement(ctx context.Context, run *WorkloadRun) 
 			return
 		}
 		run.Released = true
-		fmt.Fprintf(r.out, "[chaos] %s %s: the replacement of %s runs; every pod told to exit 0\n", clock(r.start, time.Now()), run.Name, run.Injected)
+		fmt.Fprintf(r.out, "[chaos] %s %s: the replacement of %s runs; every pod told to exit 0\n", clock(r.start, time.Now()), run.Name, run.InjectedPod)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -416,16 +622,20 @@ func labelsMatch(have, want map[string]string) bool {
 
 // momentCame says what shows that trigger's moment has come for the
 // workload, or "" while it has not.
-func (r *runner) momentCame(ctx context.Context, run *WorkloadRun, pcs *copsev1alpha1.PodCliqueSet, trigger Trigger) string {
+func (r *runner) momentCame(run *WorkloadRun, st unitState, trigger Trigger) string {
+	pcs := st.PCS
 	switch trigger {
 	case TriggerRestart:
+		if pcs == nil {
+			return ""
+		}
 		for _, rec := range pcs.Status.ReplicaRecreations {
-			if rec.CompletedAt == nil {
+			if rec.CompletedAt == nil && rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart {
 				return fmt.Sprintf("restart of replica %d to attempt %d in progress", rec.ReplicaIndex, rec.Attempt)
 			}
 		}
 		var events eventsv1.EventList
-		if err := r.cache.List(ctx, &events, client.InNamespace(run.Namespace)); err == nil {
+		if err := r.cache.List(context.Background(), &events, client.InNamespace(run.Namespace)); err == nil {
 			for _, e := range events.Items {
 				if e.Reason == "ReplicaRestarting" {
 					return "ReplicaRestarting event seen"
@@ -433,55 +643,21 @@ func (r *runner) momentCame(ctx context.Context, run *WorkloadRun, pcs *copsev1a
 			}
 		}
 	case TriggerTerminating:
+		if pcs == nil {
+			return ""
+		}
 		if reason := failedReason(pcs); reason != "" && pcs.Status.Phase != copsev1alpha1.PodCliqueSetPhaseFailed {
 			return fmt.Sprintf("Failed (%s), pods being terminated", reason)
 		}
 	case TriggerExit0:
-		if pcs.Status.Phase.IsTerminal() {
+		if _, ended := st.terminal(run.unit); ended {
 			return ""
 		}
-		var pods corev1.PodList
-		if err := r.cache.List(ctx, &pods, client.InNamespace(run.Namespace)); err == nil {
-			for _, p := range pods.Items {
-				if p.Status.Phase == corev1.PodSucceeded {
-					return "pod " + p.Name + " exited 0"
-				}
+		for _, p := range st.Pods {
+			if p.Status.Phase == corev1.PodSucceeded {
+				return "pod " + p.Name + " exited 0"
 			}
 		}
 	}
 	return ""
-}
-
-// failedReason is the reason of the PodCliqueSet's Failed condition when
-// it is True, else "".
-func failedReason(pcs *copsev1alpha1.PodCliqueSet) string {
-	if c := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil && c.Status == metav1.ConditionTrue {
-		return c.Reason
-	}
-	return ""
-}
-
-func endOf(pcs *copsev1alpha1.PodCliqueSet) End {
-	return End{Phase: pcs.Status.Phase, Reason: failedReason(pcs), RestartCount: pcs.Status.RestartCount}
-}
-
-// statusDetail is the part of a PodCliqueSet's status that explains its
-// end, for a violation's message.
-func statusDetail(pcs *copsev1alpha1.PodCliqueSet) string {
-	st := pcs.Status
-	s := fmt.Sprintf("phase %q, restartCount %d", st.Phase, st.RestartCount)
-	if c := meta.FindStatusCondition(st.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil {
-		s += fmt.Sprintf(", Failed=%s (%s: %s)", c.Status, c.Reason, c.Message)
-	}
-	for _, rec := range st.ReplicaRecreations {
-		done := "in progress"
-		if rec.CompletedAt != nil {
-			done = "completed"
-		}
-		s += fmt.Sprintf(", replica %d attempt %d %s", rec.ReplicaIndex, rec.Attempt, done)
-	}
-	if st.LastFailure != nil {
-		s += ", last failure: " + st.LastFailure.Summary
-	}
-	return s
 }

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -109,13 +110,13 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 	})
 
 	DescribeTable("picks the exit code of the pod's attempt from exit-codes-by-attempt",
-		func(ctx context.Context, attempt string, wantPhase corev1.PodPhase, wantCode int) {
-			pod := simPod("attempt-"+attempt, corev1.RestartPolicyNever, map[string]string{
+		func(ctx context.Context, label, attempt string, wantPhase corev1.PodPhase, wantCode int) {
+			pod := simPod("attempt-"+attempt+"-"+strings.Split(label, ".")[0], corev1.RestartPolicyNever, map[string]string{
 				cluster.AnnotationRunDuration:        "1s",
 				cluster.AnnotationExitCode:           "9", // overridden
 				cluster.AnnotationExitCodesByAttempt: "1, 2,0",
 			})
-			pod.Labels = map[string]string{"copse.dev/attempt": attempt}
+			pod.Labels = map[string]string{label: attempt}
 			createPod(ctx, ns, pod)
 			done := waitForPod(ctx, ns, pod.Name, 30*time.Second, func(p *corev1.Pod) bool {
 				return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
@@ -123,10 +124,12 @@ var _ = Describe("Local cluster", Label("cluster"), func() {
 			Expect(done.Status.Phase).To(Equal(wantPhase))
 			Expect(done.Status.ContainerStatuses[0].State.Terminated.ExitCode).To(BeEquivalentTo(wantCode))
 		},
-		Entry("first run", "0", corev1.PodFailed, 1),
-		Entry("second run", "1", corev1.PodFailed, 2),
-		Entry("third run", "2", corev1.PodSucceeded, 0),
-		Entry("later runs repeat the last entry", "5", corev1.PodSucceeded, 0),
+		Entry("first run", "copse.dev/attempt", "0", corev1.PodFailed, 1),
+		Entry("second run", "copse.dev/attempt", "1", corev1.PodFailed, 2),
+		Entry("third run", "copse.dev/attempt", "2", corev1.PodSucceeded, 0),
+		Entry("later runs repeat the last entry", "copse.dev/attempt", "5", corev1.PodSucceeded, 0),
+		Entry("a JobSet's second run, by its restart-attempt label", "jobset.sigs.k8s.io/restart-attempt", "1", corev1.PodFailed, 2),
+		Entry("a JobSet's third run", "jobset.sigs.k8s.io/restart-attempt", "2", corev1.PodSucceeded, 0),
 	)
 
 	It("keeps a pod without run-duration running", func(ctx context.Context) {

@@ -22,7 +22,8 @@ const (
 	// AnnotationExitCodesByAttempt overrides AnnotationExitCode per run of a
 	// copse replica: a comma-separated list indexed by the pod's
 	// copse.dev/attempt label ("1,0": the first run exits 1, every later run
-	// exits 0). The last entry repeats.
+	// exits 0), or, for a JobSet's pod, by its
+	// jobset.sigs.k8s.io/restart-attempt label. The last entry repeats.
 	AnnotationExitCodesByAttempt = "sim.copse.dev/exit-codes-by-attempt"
 	// AnnotationRestartDelay is how long a container that is to be restarted
 	// (restartPolicy Always, or OnFailure after a failure) stays terminated

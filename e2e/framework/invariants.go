@@ -98,3 +98,36 @@ func RerunSuccesses(events []ObjectEvent) []string {
 	}
 	return out
 }
+
+// HostnameOverlaps reports every moment at which two pods of one run of a
+// PodClique with the same index existed at once, terminating ones included:
+// both have the hostname <podclique>-<index>, so the rank's DNS name could
+// resolve to the old pod. A pod that replaces another (a tolerated
+// failure's replacement, the pods of a PodClique made again) must wait
+// until it is gone. (Pods of different runs are AttemptOverlaps'.)
+func HostnameOverlaps(events []ObjectEvent) []string {
+	type slot struct{ podClique, attempt, index string }
+	live := map[slot]map[string]string{} // slot -> pod UID -> name
+	var out []string
+	for _, e := range events {
+		if e.Kind != "Pod" || e.PodClique == "" || e.Index == "" {
+			continue
+		}
+		s := slot{e.PodClique, e.Attempt, e.Index}
+		if e.Type == watch.Deleted {
+			delete(live[s], e.UID)
+			continue
+		}
+		if live[s] == nil {
+			live[s] = map[string]string{}
+		}
+		if _, known := live[s][e.UID]; !known {
+			for _, other := range live[s] {
+				out = append(out, fmt.Sprintf("%s index %s (attempt %s): pod %s was created while pod %s, of the same hostname, still existed (rv %s)",
+					e.PodClique, e.Index, e.Attempt, e.Name, other, e.ResourceVersion))
+			}
+		}
+		live[s][e.UID] = e.Name
+	}
+	return out
+}

@@ -68,3 +68,26 @@ func TestRerunSuccesses(t *testing.T) {
 		t.Errorf("restart: got %v", got)
 	}
 }
+
+func TestHostnameOverlaps(t *testing.T) {
+	replaced := []ObjectEvent{
+		pod(watch.Added, "1", "a", "0", "0", "0", "Running"),
+		pod(watch.Modified, "2", "a", "0", "0", "0", "Failed"),
+		pod(watch.Deleted, "3", "a", "0", "0", "0", "Failed"),
+		pod(watch.Added, "4", "b", "0", "0", "0", "Pending"), // the replacement, once the failed pod is gone
+		pod(watch.Added, "5", "c", "0", "0", "1", "Running"), // another index
+		pod(watch.Added, "6", "d", "0", "1", "0", "Running"), // another run: AttemptOverlaps' concern
+	}
+	if got := HostnameOverlaps(replaced); len(got) != 0 {
+		t.Errorf("clean history reported: %v", got)
+	}
+	early := []ObjectEvent{
+		pod(watch.Added, "1", "a", "0", "0", "0", "Running"),
+		pod(watch.Modified, "2", "a", "0", "0", "0", "Running"), // terminating: its PodClique was deleted
+		pod(watch.Added, "3", "b", "0", "0", "0", "Pending"),    // the new PodClique's pod, same hostname
+		pod(watch.Modified, "4", "b", "0", "0", "0", "Running"),
+	}
+	if got := HostnameOverlaps(early); len(got) != 1 {
+		t.Errorf("early replacement: got %v, want one violation", got)
+	}
+}
