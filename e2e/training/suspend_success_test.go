@@ -85,6 +85,28 @@ func runObjects(ctx context.Context, g Gomega, namespace string) int {
 	return len(cliques.Items) + len(groups.Items)
 }
 
+// replicaZeroMeetsThePolicy runs a launcherJob of 2 replicas of 2 workers
+// each, until replica 0's launcher has exited 0 and its PodClique
+// succeeded: replica 0 met the success policy, its workers linger, replica
+// 1 still runs.
+func replicaZeroMeetsThePolicy(ctx context.Context, namespace string) {
+	GinkgoHelper()
+	pcs := launcherJob(namespace, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
+	pcs.Spec.Replicas = 2
+	Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+	runningPods(ctx, namespace, "job", "0", "0", 3)
+	runningPods(ctx, namespace, "job", "1", "0", 3)
+	waitStartTime(ctx, namespace, "job")
+	launcher0 := env.LivePods(ctx, Default, namespace, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
+	Expect(launcher0).To(HaveLen(1))
+	env.MakePodExit(ctx, &launcher0[0], "0")
+	Eventually(func(g Gomega) {
+		pclq := &copsev1alpha1.PodClique{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "job-0-launcher"}, pclq)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+}
+
 // expectNamespaceDeleted deletes the namespace and waits until it is gone.
 func expectNamespaceDeleted(ctx context.Context, namespace string) {
 	GinkgoHelper()
@@ -254,23 +276,10 @@ var _ = Describe("Suspend", Label("training"), func() {
 		}
 	})
 
-	It("ends every pod of a suspended run, the lingering pods of a replica that met the success policy included, keeps that replica's result, and lets its namespace be deleted", func(ctx context.Context) {
+	It("ends every pod of a suspended run, the lingering pods of a replica that met the success policy included, keeps that replica's result", func(ctx context.Context) {
 		ns := newNamespace(ctx, "suspend-policy")
-		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
-		pcs.Spec.Replicas = 2
-		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		runningPods(ctx, ns, "job", "0", "0", 3)
-		runningPods(ctx, ns, "job", "1", "0", 3)
-		waitStartTime(ctx, ns, "job")
-
-		By("replica 0's launcher exits 0: replica 0 met the policy, its workers linger; replica 1 still runs")
-		launcher0 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
-		Expect(launcher0).To(HaveLen(1))
-		env.MakePodExit(ctx, &launcher0[0], "0")
+		replicaZeroMeetsThePolicy(ctx, ns)
 		Eventually(func(g Gomega) {
-			pclq := &copsev1alpha1.PodClique{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
 			g.Expect(env.LivePods(ctx, g, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "worker"})).To(HaveLen(2))
 			g.Expect(condition(env.GetPodCliqueSet(ctx, g, ns, "job"), copsev1alpha1.ConditionTypeSuccessCriteriaMet)).To(BeNil())
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
@@ -312,59 +321,30 @@ var _ = Describe("Suspend", Label("training"), func() {
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 	})
 
-	It("lets the namespace of a running Training workload be deleted on its own", func(ctx context.Context) {
-		ns := newNamespace(ctx, "delete-running")
-		Expect(env.Client.Create(ctx, launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny))).To(Succeed())
-		runningPods(ctx, ns, "job", "0", "0", 3)
-		expectNamespaceDeleted(ctx, ns)
-	})
-
-	It("lets the namespace of a Training workload whose breach waits out a long terminationDelay be deleted on its own", func(ctx context.Context) {
-		ns := newNamespace(ctx, "delete-delayed")
-		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
-		pcs.Spec.Template.TerminationDelay = &metav1.Duration{Duration: time.Hour}
-		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		runningPods(ctx, ns, "job", "0", "0", 3)
-		expectNamespaceDeleted(ctx, ns)
-	})
-
-	It("lets the namespace of a running Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
-		ns := newNamespace(ctx, "delete-lingering")
-		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
-		pcs.Spec.Replicas = 2
-		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		runningPods(ctx, ns, "job", "0", "0", 3)
-		runningPods(ctx, ns, "job", "1", "0", 3)
-		launcher0 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
-		Expect(launcher0).To(HaveLen(1))
-		env.MakePodExit(ctx, &launcher0[0], "0")
-		Eventually(func(g Gomega) {
-			pclq := &copsev1alpha1.PodClique{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
-		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
-		expectNamespaceDeleted(ctx, ns)
-	})
-
-	It("lets the namespace of a suspended Training workload with a replica that met its success policy be deleted on its own", func(ctx context.Context) {
-		ns := newNamespace(ctx, "delete-suspended")
-		pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
-		pcs.Spec.Replicas = 2
-		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		runningPods(ctx, ns, "job", "0", "0", 3)
-		runningPods(ctx, ns, "job", "1", "0", 3)
-		launcher0 := env.LivePods(ctx, Default, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "launcher"})
-		Expect(launcher0).To(HaveLen(1))
-		env.MakePodExit(ctx, &launcher0[0], "0")
-		Eventually(func(g Gomega) {
-			pclq := &copsev1alpha1.PodClique{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-launcher"}, pclq)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded)).To(BeTrue())
-		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
-		setSuspend(ctx, ns, "job", true)
-
-		expectNamespaceDeleted(ctx, ns)
-	})
+	DescribeTable("lets the namespace of a Training workload be deleted on its own (Kubernetes deletes its pods before their owners)",
+		func(ctx context.Context, setup func(ctx context.Context, namespace string)) {
+			ns := newNamespace(ctx, "delete-ns")
+			setup(ctx, ns)
+			expectNamespaceDeleted(ctx, ns)
+		},
+		Entry("running", func(ctx context.Context, ns string) {
+			Expect(env.Client.Create(ctx, launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny))).To(Succeed())
+			runningPods(ctx, ns, "job", "0", "0", 3)
+		}),
+		Entry("whose breach waits out a long terminationDelay", func(ctx context.Context, ns string) {
+			pcs := launcherJob(ns, 2, "1h", copsev1alpha1.SuccessPolicyOperatorAny)
+			pcs.Spec.Template.TerminationDelay = &metav1.Duration{Duration: time.Hour}
+			Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+			runningPods(ctx, ns, "job", "0", "0", 3)
+		}),
+		Entry("running, with a replica that met its success policy", func(ctx context.Context, ns string) {
+			replicaZeroMeetsThePolicy(ctx, ns)
+		}),
+		Entry("suspended, with a replica that met its success policy", func(ctx context.Context, ns string) {
+			replicaZeroMeetsThePolicy(ctx, ns)
+			setSuspend(ctx, ns, "job", true)
+		}),
+	)
 
 	It("creates no pod for a Training workload created suspended, until it is resumed", func(ctx context.Context) {
 		ns := newNamespace(ctx, "created-suspended")

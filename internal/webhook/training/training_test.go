@@ -122,13 +122,7 @@ func TestScaleValidator(t *testing.T) {
 	reader := webhooktest.Reader(t, append(training.Objects(), inference.Objects()...)...)
 	pclqs := ScaleValidator{Kind: "PodClique", NewObject: NewPodClique, Reader: reader, Limits: webhooktest.DefaultLimits}
 	pcsgs := ScaleValidator{Kind: "PodCliqueScalingGroup", NewObject: NewPodCliqueScalingGroup, Reader: reader, Limits: webhooktest.DefaultLimits}
-	tests := []struct {
-		name      string
-		validator ScaleValidator
-		target    string
-		from, to  int32
-		want      string
-	}{
+	tests := []scaleCase{
 		{name: "scaling a standalone Training PodClique", validator: pclqs, target: training.Standalone.Name, from: 2, to: 3,
 			want: `PodClique.grove.io "train-0-leader" is invalid: spec.replicas: Forbidden: is immutable because the owning PodCliqueSet ml/train has workloadType Training`},
 		{name: "scaling a Training PodClique of a scaling group", validator: pclqs, target: training.Grouped.Name, from: 2, to: 1,
@@ -144,19 +138,7 @@ func TestScaleValidator(t *testing.T) {
 		{name: "scaling down an Inference PodClique that is over the pod limit", validator: pclqs, target: inference.Grouped.Name, from: 50000, to: 40000},
 		{name: "scaling a PodClique that is gone", validator: pclqs, target: "gone", from: 2, to: 5},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				Operation: admissionv1.Update, Namespace: "ml", Name: tc.target, UID: types.UID("req")}})
-			_, err := tc.validator.ValidateUpdate(ctx, scale(tc.target, tc.from), scale(tc.target, tc.to))
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("denied: %v", err)
-			case tc.want != "" && (err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("err = %v, want an Invalid error containing %q", err, tc.want)
-			}
-		})
-	}
+	runScaleCases(t, tests)
 }
 
 // queuedFamily is an Inference family whose PodCliqueSet is queued through
@@ -184,13 +166,7 @@ func TestScaleValidatorQueued(t *testing.T) {
 	pcsgs := ScaleValidator{Kind: "PodCliqueScalingGroup", NewObject: NewPodCliqueScalingGroup, Reader: reader, Limits: webhooktest.DefaultLimits, KueueEnabled: true}
 	kueueOff := pclqs
 	kueueOff.KueueEnabled = false
-	tests := []struct {
-		name      string
-		validator ScaleValidator
-		target    string
-		from, to  int32
-		want      string
-	}{
+	tests := []scaleCase{
 		{name: "a PodClique beyond its template's replicas", validator: pclqs, target: queued.Standalone.Name, from: 2, to: 3,
 			want: `PodClique.grove.io "queued-0-leader" is invalid: spec.replicas: Forbidden: may be at most 2: PodCliqueSet ml/queued is queued through Kueue ` +
 				`(label kueue.x-k8s.io/queue-name=gpus) and its Workload holds quota for 2 of clique "leader"`},
@@ -201,7 +177,22 @@ func TestScaleValidatorQueued(t *testing.T) {
 			want: `spec.replicas: Forbidden: may be at most 3: PodCliqueSet ml/queued is queued through Kueue (label kueue.x-k8s.io/queue-name=gpus) and its Workload holds quota for 3 of scaling group "decode"`},
 		{name: "kueue.enabled off: the label means nothing", validator: kueueOff, target: queued.Standalone.Name, from: 2, to: 5},
 	}
-	for _, tc := range tests {
+	runScaleCases(t, tests)
+}
+
+// scaleCase is one scale of target from from to to replicas through
+// validator; want is a part of the Invalid error, "" when it is allowed.
+type scaleCase struct {
+	name      string
+	validator ScaleValidator
+	target    string
+	from, to  int32
+	want      string
+}
+
+func runScaleCases(t *testing.T, cases []scaleCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: admissionv1.Update, Namespace: "ml", Name: tc.target, UID: types.UID("req")}})
