@@ -143,11 +143,10 @@ func GangTopologyKey(packing topology.Resolved, template, group string) string {
 
 // HeldToBaseGang reports whether the pods of a gang of the given template
 // are held in the domain of their replica's base gang, at the replica's
-// required key: a scaled gang's are, when the replica is packed
-// (TopologyAffinity gives them a required term over the base gang's pods),
-// so a replica packed at a level stays in one domain with its scaled gangs.
-// Such a gang is placed once the base gang's pods are on nodes: until then
-// no node can hold its pods.
+// required key: a scaled gang's are, when the replica is packed, so a
+// replica packed at a level stays in one domain with its scaled gangs. Such
+// a gang's pods are created once the base gang is placed, with a node
+// selector for its domain (BaseGangHoldKey, BaseGangHold).
 func HeldToBaseGang(packing topology.Resolved, template string) bool {
 	return strings.HasPrefix(template, ScaledTemplate("")) && packing.Replica.RequiredKey != ""
 }

@@ -24,11 +24,6 @@ const PreferredPackingWeight = 100
 //
 //   - the gang's key is also a required term over the pods of the gang, for
 //     the pods placed after the gang (replacements), which join no PodGroup;
-//   - the replica's required key, for the pods of a scaled gang (a scaling-
-//     group replica at or above minAvailable, a gang of its own), is a
-//     required term over the pods of the replica's base gang
-//     (HeldToBaseGang): the scaled gang is placed in the base gang's domain,
-//     or stays Pending while that domain has no room;
 //   - a scaling group's required key, for a group replica inside the base
 //     gang, is a required term over the pods of that group replica (a group
 //     replica with a gang of its own is packed by its PodGroup);
@@ -63,19 +58,10 @@ func TopologyAffinity(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodCl
 		gangTemplate = ScaledTemplate(group)
 	}
 
-	baseGang := map[string]string{labels.PodGangKey: naming.BaseGang(pcs.Name, replica), labels.AttemptKey: attempt}
 	// covered holds the keys a broader required packing of these pods
 	// already guarantees.
 	covered := map[string]bool{"": true}
-	if HeldToBaseGang(packing, gangTemplate) {
-		// A scaled gang's PodGroup packs it at its own key, in any domain;
-		// this term puts each of its pods in the domain of the replica's
-		// base gang. The scheduler places the base gang first: before its
-		// pods are on nodes, no node matches the term.
-		required = append(required, affinityTerm(packing.Replica.RequiredKey, baseGang))
-		covered[packing.Replica.RequiredKey] = true
-	}
-	if gangKey := GangTopologyKey(packing, gangTemplate, group); !covered[gangKey] {
+	if gangKey := GangTopologyKey(packing, gangTemplate, group); gangKey != "" {
 		// The PodGroup packs the pods the scheduler places as a gang. A pod
 		// created once the gang has been placed (a replacement, a late pod:
 		// PodContext.GangPlaced) joins no PodGroup and is placed on its own;
@@ -93,9 +79,13 @@ func TopologyAffinity(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodCl
 		}
 	}
 	if gangTemplate != PreludeTemplate {
-		// The replica's required key is the base gang's PodGroup key, and
-		// a scaled gang's term over the base gang's pods (above).
-		scope(packing.Replica, baseGang, false)
+		// The replica's required key is the base gang's PodGroup key; a
+		// scaled gang's pods are created with a node selector for the base
+		// gang's domain of it (BaseGangHoldKey), so no term is needed. Pod
+		// affinity could not say it: the scheduler counts only existing
+		// pods that match every required term of a pod, and no pod is both
+		// in the base gang and in a scaled gang's narrower scopes.
+		scope(packing.Replica, map[string]string{labels.PodGangKey: naming.BaseGang(pcs.Name, replica), labels.AttemptKey: attempt}, false)
 	}
 	if group != "" {
 		scope(packing.ScalingGroups[group], map[string]string{
