@@ -60,10 +60,11 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	}
 
 	pcsgReconciler := &podcliquescalinggroup.Reconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: recorders.For(podcliquescalinggroup.ControllerName),
-		Clock:    clock.RealClock{},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  recorders.For(podcliquescalinggroup.ControllerName),
+		Clock:     clock.RealClock{},
 
 		TopologyAwareScheduling: topologyAwareScheduling,
 	}

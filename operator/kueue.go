@@ -49,10 +49,11 @@ func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorCo
 		return nil, err
 	}
 	r := &kueueworkload.Reconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: recorders.For(kueueworkload.ControllerName),
-		Clock:    clock.RealClock{},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  recorders.For(kueueworkload.ControllerName),
+		Clock:     clock.RealClock{},
 
 		TopologyAwareScheduling: topologyAwareScheduling,
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,13 @@ type NodeGroup struct {
 	Count             int
 	// Shape of the new nodes; zero fields take the cluster's shape.
 	Shape NodeShape
+	// Labels are added to the topology and hardware labels of each new
+	// node (a label of the same key is overwritten), e.g. a role that only
+	// some workloads select.
+	Labels map[string]string
+	// Taints of each new node, e.g. to keep workloads that do not tolerate
+	// them off a pool of nodes set aside for others.
+	Taints []corev1.Taint
 }
 
 // AddNodes creates simulated nodes in a running cluster and waits until kwok
@@ -74,6 +83,8 @@ func (c *Cluster) AddNodes(ctx context.Context, groups ...NodeGroup) ([]string, 
 			if err != nil {
 				return nil, fmt.Errorf("add nodes: %w", err)
 			}
+			maps.Copy(node.Labels, g.Labels)
+			node.Spec.Taints = slices.Clone(g.Taints)
 			nodes = append(nodes, node)
 		}
 	}

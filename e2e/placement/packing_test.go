@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,7 +140,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 		// own, its PodGroup packed at rack in a rack of its own. The routers
 		// take no GPU: the scheduler places a gang's pods one by one, and
 		// GPU routers could leave the rack of the first worker too full for
-		// the others (see docs/placement-packing-notes.md).
+		// the others (docs/placement.md, copse's mapping).
 		router := framework.CliqueTemplate("router", 2, framework.PodSpec(0))
 		worker := framework.CliqueTemplate("worker", 3, framework.PodSpec(4))
 		pcs := framework.NewPodCliqueSet(namespace, "grouped", 1, router, worker)
@@ -167,13 +168,88 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 			Expect(domainsOf(ctx, groupPods, cluster.LabelRack)).To(HaveLen(1), "group replica %s is spread over racks", j)
 		}
 		Expect(baseGang).To(HaveLen(2 + 3))
-		Expect(domainsOf(ctx, baseGang, cluster.LabelBlock)).To(HaveLen(1), "the base gang is spread over blocks")
+		Expect(domainsOf(ctx, pods, cluster.LabelBlock)).To(HaveLen(1), "the replica is spread over blocks: its scaled gang left the base gang's")
 
 		var scaled schedulingv1beta1.PodGroup
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "grouped-0-workers-1"}, &scaled)).To(Succeed())
 		Expect(scaled.Spec.SchedulingConstraints.Topology).To(Equal([]schedulingv1beta1.TopologyConstraint{{Key: cluster.LabelRack}}))
 		expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled,
 			metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled)
+	})
+
+	It("holds a scaled gang in its replica's block though the scheduler would rather pack it in another", func(ctx context.Context) {
+		// The scheduler scores each domain a gang fits in by how allocated
+		// it is (bin packing). A pod holding most of a node's memory in
+		// block 1 makes block 1's racks the best-scored for any gang; the
+		// replica's base gang is pinned to block 0 by its router's node
+		// selector, so only the hold to the base gang's domain keeps the
+		// scaled gang (a rack-packed scaling-group replica above
+		// minAvailable) in block 0.
+		base := cluster.Placement{Zone: 0, Block: 0}
+		other := cluster.Placement{Zone: 0, Block: 1, Rack: 0, Index: 0}
+		filler := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "filler"}, Spec: framework.PodSpec(0)}
+		filler.Spec.NodeSelector = map[string]string{cluster.LabelHostname: other.NodeName()}
+		filler.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("900Gi")}
+		Expect(env.Client.Create(ctx, filler)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, filler, client.GracePeriodSeconds(0)))).To(Succeed())
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(filler), filler)).To(Succeed())
+			g.Expect(filler.Spec.NodeName).To(Equal(other.NodeName()))
+		}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
+
+		router := framework.CliqueTemplate("router", 1, framework.PodSpec(0))
+		router.Spec.PodSpec.NodeSelector = map[string]string{cluster.LabelBlock: base.BlockName()}
+		worker := framework.CliqueTemplate("worker", 2, framework.PodSpec(4))
+		pcs := framework.NewPodCliqueSet(namespace, "held", 1, router, worker)
+		pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainBlock, "")
+		pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{{
+			Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2), MinAvailable: ptr.To[int32](1),
+			TopologyConstraint: packAt("", grovecorev1alpha1.TopologyDomainRack, ""),
+		}}
+		createPCS(ctx, pcs)
+
+		pods := boundPods(ctx, namespace, pcs.Name, 1+2+2)
+		Expect(domainsOf(ctx, pods, cluster.LabelBlock)).To(Equal([]string{base.BlockName()}), "the scaled gang left its replica's block")
+		scaled := podsLabelled(pods, labels.PodGangKey, "held-0-workers-1")
+		Expect(scaled).To(HaveLen(2))
+		Expect(domainsOf(ctx, scaled, cluster.LabelRack)).To(HaveLen(1), "the scaled gang is spread over racks")
+		expectGangKey(ctx, namespace, "held-0-workers-1", cluster.LabelRack)
+		expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled,
+			metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled)
+	})
+
+	It("leaves a scaled gang Pending while its replica's block has no room for it, saying so", func(ctx context.Context) {
+		// The base gang (6 + 2 whole-node pods) fills one block of 8 nodes;
+		// the scaled gang's 2 whole-node pods would fit in the other block,
+		// but belong in the base gang's.
+		big := framework.CliqueTemplate("big", 6, framework.PodSpec(4))
+		worker := framework.CliqueTemplate("worker", 2, framework.PodSpec(4))
+		pcs := framework.NewPodCliqueSet(namespace, "full", 1, big, worker)
+		pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainBlock, "")
+		pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{{
+			Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2), MinAvailable: ptr.To[int32](1),
+		}}
+		createPCS(ctx, pcs)
+
+		baseGang := boundPods(ctx, namespace, pcs.Name, 6+2, client.MatchingLabels{labels.PodGangKey: "full-0"})
+		Expect(domainsOf(ctx, baseGang, cluster.LabelBlock)).To(HaveLen(1), "the base gang is spread over blocks")
+
+		By("PodGangsScheduled=False names the scaled gang with the scheduler's reason")
+		cond := expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled,
+			metav1.ConditionFalse, copsev1alpha1.ReasonGangUnschedulable)
+		Expect(cond.Message).To(ContainSubstring("full-0-workers-1 (Unschedulable: "))
+		Expect(cond.Message).NotTo(ContainSubstring("full-0 ("))
+
+		By("the scaled gang's pods stay unbound")
+		Consistently(func(g Gomega) {
+			scaled := env.LivePods(ctx, g, namespace, pcs.Name, client.MatchingLabels{labels.PodGangKey: "full-0-workers-1"})
+			g.Expect(scaled).To(HaveLen(2))
+			for _, p := range scaled {
+				g.Expect(p.Spec.NodeName).To(BeEmpty(), "pod %s of the scaled gang was bound outside its replica's block", p.Name)
+			}
+		}).WithContext(ctx).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
 	It("packs a clique narrower than its gang through pod affinity, required and preferred", func(ctx context.Context) {
@@ -222,7 +298,7 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 		By("deleting the ClusterTopologyBinding")
 		Expect(env.Client.Delete(ctx, &copsev1alpha1.ClusterTopologyBinding{ObjectMeta: metav1.ObjectMeta{Name: binding}})).To(Succeed())
 		cond := expectCondition(ctx, namespace, pcs.Name, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
-			metav1.ConditionTrue, copsev1alpha1.ReasonClusterTopologyNotFound)
+			metav1.ConditionUnknown, copsev1alpha1.ReasonClusterTopologyNotFound)
 		Expect(cond.Message).To(ContainSubstring("spec.template.topologyConstraint.topologyName"))
 		Expect(cond.Message).To(ContainSubstring(binding))
 

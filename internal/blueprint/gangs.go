@@ -2,6 +2,7 @@ package blueprint
 
 import (
 	"sort"
+	"strings"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/naming"
@@ -119,11 +120,14 @@ func preludeSet(pcs *copsev1alpha1.PodCliqueSet) map[string]bool {
 
 // GangTopologyKey is the rule that maps packing onto gangs, the one place
 // it is written: the node label key every pod of a gang of the given
-// template must share (its PodGroup's topology constraint). The base gang
-// takes the replica's required key; a scaled gang of scaling group group
-// takes the group's required key, else the replica's, in a domain of its own
-// (one PodGroup cannot be tied to another's domain); the prelude takes none.
-// Narrower scopes inside a gang are pod affinity (TopologyAffinity).
+// template must share (its PodGroup's topology constraint). It is the
+// required key of the constraint Grove's PodGang of the same gang carries:
+// the base gang takes the replica's required key; a scaled gang of scaling
+// group group takes the group's constraint when the group sets one, so its
+// required key ("" for a group that only prefers a domain), else the
+// replica's; the prelude takes none. Narrower scopes inside a gang, and the
+// replica's domain for a scaled gang (HeldToBaseGang), are pod affinity
+// (TopologyAffinity).
 func GangTopologyKey(packing topology.Resolved, template, group string) string {
 	switch template {
 	case BaseTemplate:
@@ -131,10 +135,20 @@ func GangTopologyKey(packing topology.Resolved, template, group string) string {
 	case PreludeTemplate:
 		return ""
 	}
-	if key := packing.ScalingGroups[group].RequiredKey; key != "" {
-		return key
+	if own := packing.ScalingGroups[group]; !own.IsZero() {
+		return own.RequiredKey
 	}
 	return packing.Replica.RequiredKey
+}
+
+// HeldToBaseGang reports whether the pods of a gang of the given template
+// are held in the domain of their replica's base gang, at the replica's
+// required key: a scaled gang's are, when the replica is packed, so a
+// replica packed at a level stays in one domain with its scaled gangs. Such
+// a gang's pods are created once the base gang is placed, with a node
+// selector for its domain (BaseGangHoldKey, BaseGangHold).
+func HeldToBaseGang(packing topology.Resolved, template string) bool {
+	return strings.HasPrefix(template, ScaledTemplate("")) && packing.Replica.RequiredKey != ""
 }
 
 // DesiredGangs returns the gangs of every replica, in a stable order.

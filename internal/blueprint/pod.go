@@ -33,6 +33,10 @@ type PodContext struct {
 	// (StartupGateClosed or StartupGateOpen); "" when the clique starts
 	// after no other clique and its pods have no gate.
 	StartupGate string
+	// HoldIn are node labels the pod must be placed on, added to its node
+	// selector: the base gang's domain, for a pod of a scaled gang held in
+	// it (BaseGangHoldKey). Nil for other pods.
+	HoldIn map[string]string
 }
 
 // Pod builds the pod for one index of a clique, before decorators.
@@ -66,6 +70,9 @@ func Pod(pc PodContext) (*corev1.Pod, error) {
 		},
 		Spec: *pclq.Spec.PodSpec.DeepCopy(),
 	}
+	if len(pc.HoldIn) > 0 {
+		pod.Spec.NodeSelector = labels.Merge(pod.Spec.NodeSelector, pc.HoldIn)
+	}
 	pod.Spec.Hostname = naming.PodHostname(pclq.Name, pc.Index)
 	pod.Spec.Subdomain = naming.ReplicaService(id.PodCliqueSet, id.Replica)
 	env := discoveryEnv(id, pclq.Name, pclq.Namespace, pc.Index, groupPods)
@@ -79,6 +86,7 @@ func podAnnotations(pclqAnnotations map[string]string) map[string]string {
 	delete(out, corev1.LastAppliedConfigAnnotation)
 	// The PodClique's own bookkeeping, not the pod's.
 	delete(out, labels.TemplateReplicasAnnotation)
+	delete(out, labels.ReplicaDomainKeyAnnotation)
 	if len(out) == 0 {
 		return nil
 	}

@@ -85,6 +85,13 @@ func GroupedPodClique(pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCl
 		labels.PodGangKey:             GangOfGroupReplica(pcs.Name, replica, pcsg.Name, groupReplica, pcsg.MinAvailable()),
 	}), int32(attempt))
 	addTopologyAffinity(pcs, pclq, packing)
+	if key := packing.Replica.RequiredKey; key != "" {
+		// Whether the group replica is a scaled gang may change with the
+		// group's minAvailable (Inference); the key is recorded for every
+		// group replica, and BaseGangHoldKey reads the gang label at the
+		// time pods are created.
+		pclq.Annotations = labels.Merge(pclq.Annotations, map[string]string{labels.ReplicaDomainKeyAnnotation: key})
+	}
 	return pclq
 }
 

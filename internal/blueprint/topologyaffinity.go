@@ -80,7 +80,11 @@ func TopologyAffinity(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodCl
 	}
 	if gangTemplate != PreludeTemplate {
 		// The replica's required key is the base gang's PodGroup key; a
-		// scaled gang gets a domain of its own (GangTopologyKey).
+		// scaled gang's pods are created with a node selector for the base
+		// gang's domain of it (BaseGangHoldKey), so no term is needed. Pod
+		// affinity could not say it: the scheduler counts only existing
+		// pods that match every required term of a pod, and no pod is both
+		// in the base gang and in a scaled gang's narrower scopes.
 		scope(packing.Replica, map[string]string{labels.PodGangKey: naming.BaseGang(pcs.Name, replica), labels.AttemptKey: attempt}, false)
 	}
 	if group != "" {

@@ -26,9 +26,15 @@ func TestGangTopologyKey(t *testing.T) {
 	}{
 		{name: "no packing", want: map[string]string{"llm-0": "", "llm-0-serve-2": ""}},
 		{
-			name:    "replica only: scaled gangs packed at the replica's key, each in a domain of its own",
+			name:    "replica only: a scaled gang of a group without a constraint takes the replica's constraint",
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey, PreferredKey: rackKey}},
 			want:    map[string]string{"llm-0": blockKey, "llm-0-serve-2": blockKey},
+		},
+		{
+			name: "a group that only prefers a domain: its scaled gangs take its constraint, which requires none (Grove's TAS23)",
+			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey, PreferredKey: rackKey},
+				ScalingGroups: map[string]topology.Pack{"serve": {PreferredKey: hostKey}}},
+			want: map[string]string{"llm-0": blockKey, "llm-0-serve-2": ""},
 		},
 		{
 			name: "the scaling group's key wins for its scaled gangs",
@@ -60,6 +66,26 @@ func TestGangTopologyKey(t *testing.T) {
 	}
 	if key := GangTopologyKey(topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey}}, PreludeTemplate, ""); key != "" {
 		t.Errorf("the prelude is never packed by its PodGroup, got %q", key)
+	}
+}
+
+func TestHeldToBaseGang(t *testing.T) {
+	packed := topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey}}
+	cases := []struct {
+		packing  topology.Resolved
+		template string
+		want     bool
+	}{
+		{packed, ScaledTemplate("serve"), true},
+		{packed, BaseTemplate, false},
+		{packed, PreludeTemplate, false},
+		{topology.Resolved{Replica: topology.Pack{PreferredKey: blockKey}}, ScaledTemplate("serve"), false},
+		{topology.Resolved{ScalingGroups: map[string]topology.Pack{"serve": {RequiredKey: rackKey}}}, ScaledTemplate("serve"), false},
+	}
+	for _, tc := range cases {
+		if got := HeldToBaseGang(tc.packing, tc.template); got != tc.want {
+			t.Errorf("HeldToBaseGang(%+v, %s) = %t, want %t", tc.packing, tc.template, got, tc.want)
+		}
 	}
 }
 
@@ -139,7 +165,7 @@ func TestTopologyAffinity(t *testing.T) {
 			required: []corev1.PodAffinityTerm{term(blockKey, baseGangPods), term(rackKey, groupReplica0Pods), term(hostKey, decode0Pods)},
 		},
 		{
-			name:  "a group replica with a gang of its own: the group's key is its PodGroup's; the clique's is a term",
+			name:  "a group replica with a gang of its own: the group's key is its PodGroup's (the base gang's domain is its node selector); the clique's is a term",
 			build: decode(2),
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey},
 				ScalingGroups: map[string]topology.Pack{"serve": {RequiredKey: rackKey}},
@@ -147,13 +173,24 @@ func TestTopologyAffinity(t *testing.T) {
 			required: []corev1.PodAffinityTerm{term(rackKey, scaledGangPods), term(hostKey, decode2Pods)},
 		},
 		{
-			name:  "a scaled gang prefers its replica's preferred domain, as the base gang's pods",
+			name:     "a scaled gang of a group without a constraint: keyed at the replica's key, its own term for late pods",
+			build:    decode(2),
+			packing:  topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey}},
+			required: []corev1.PodAffinityTerm{term(blockKey, scaledGangPods)},
+		},
+		{
+			name:  "a scaled gang of a group that only prefers: no key of its own, preferring its replica's and its group's domains",
 			build: decode(2),
 			packing: topology.Resolved{Replica: topology.Pack{RequiredKey: blockKey, PreferredKey: rackKey},
 				ScalingGroups: map[string]topology.Pack{"serve": {PreferredKey: hostKey}}},
-			required: []corev1.PodAffinityTerm{term(blockKey, scaledGangPods)},
 			preferred: []corev1.WeightedPodAffinityTerm{weighted(rackKey, baseGangPods),
 				weighted(hostKey, map[string]string{"grove.io/podcliquescalinggroup": "llm-0-serve", "grove.io/podcliquescalinggroup-replica-index": "2", "copse.dev/attempt": "1"})},
+		},
+		{
+			name:     "a scaled gang of an unpacked replica: only its group's key",
+			build:    decode(2),
+			packing:  topology.Resolved{ScalingGroups: map[string]topology.Pack{"serve": {RequiredKey: rackKey}}},
+			required: []corev1.PodAffinityTerm{term(rackKey, scaledGangPods)},
 		},
 		{
 			name:  "a preferred key equal to a required one of the same pods: no term",

@@ -14,6 +14,11 @@ import (
 // TopologyGVK is the kind a ClusterTopologyBinding is mirrored to.
 var TopologyGVK = kueue.GroupVersion.WithKind("Topology")
 
+// SchedulerName names Kueue in a ClusterTopologyBinding's
+// status.schedulerTopologyStatuses (the entry of the Topology copse keeps for
+// it) and in its spec.schedulerTopologyBindings.
+const SchedulerName = "kueue"
+
 // MaxTopologyLevels is the most levels Kueue's Topology takes (its CRD's
 // spec.levels maxItems).
 const MaxTopologyLevels = 16

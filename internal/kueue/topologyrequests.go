@@ -41,7 +41,7 @@ type packedScope struct {
 	// path is the topologyConstraint that asks for it.
 	path *field.Path
 	// kind names the scope for every instance alike: "replica",
-	// "scaling group <name>", "scaled gang of <name>", "clique <name>".
+	// "scaling group <name>", "clique <name>".
 	kind string
 	// unit is what one instance is, for messages: "replica",
 	// "scaling-group replica", "PodClique".
@@ -244,11 +244,13 @@ func scalingGroupOf(pcs *copsev1alpha1.PodCliqueSet, clique string) *grovecorev1
 
 // requiredScopes lists every instance of every required scope, as copse's
 // gangs and pod affinity apply them (blueprint.GangTopologyKey,
-// blueprint.TopologyAffinity): per replica, its base gang (standalone
-// cliques but the prelude's, and the scaling-group replicas below
-// minAvailable) at the template's key; per scaling-group replica, the
-// group's key, or the template's for a replica above minAvailable (a
-// scaled gang) of a group without one; per PodClique, the clique's key.
+// blueprint.TopologyAffinity): per replica, at the template's key, its base
+// gang (standalone cliques but the prelude's, and the scaling-group replicas
+// below minAvailable) and the scaled gangs held in its domain (the replicas
+// at or above it: blueprint.HeldToBaseGang), so every scaling-group replica;
+// per scaling-group replica, the group's key; per PodClique, the clique's
+// key. A scaled gang keyed at the template's key (a group without a
+// constraint) lies in the replica's domain, so needs no scope of its own.
 func requiredScopes(pcs *copsev1alpha1.PodCliqueSet, shapes map[string]podSetShape, packing topology.Resolved) []packedScope {
 	var out []packedScope
 	add := func(s packedScope) {
@@ -273,10 +275,10 @@ func requiredScopes(pcs *copsev1alpha1.PodCliqueSet, shapes map[string]podSetSha
 			}
 			for gi := range groups {
 				g := &groups[gi]
-				minAvailable := int(min(int64(copsev1alpha1.ScalingGroupMinAvailable(*g)), podcount.ScalingGroupReplicas(g)))
+				groupReplicas := int(podcount.ScalingGroupReplicas(g))
 				for _, c := range g.CliqueNames {
-					if shape, ok := shapes[c]; ok && minAvailable > 0 {
-						base.pods[c] = shape.run(r, 0, minAvailable)
+					if shape, ok := shapes[c]; ok && groupReplicas > 0 {
+						base.pods[c] = shape.run(r, 0, groupReplicas)
 					}
 				}
 			}
@@ -285,18 +287,12 @@ func requiredScopes(pcs *copsev1alpha1.PodCliqueSet, shapes map[string]podSetSha
 		for gi := range groups {
 			g := &groups[gi]
 			groupKey := packing.ScalingGroups[g.Name].RequiredKey
-			groupReplicas := podcount.ScalingGroupReplicas(g)
-			minAvailable := int(min(int64(copsev1alpha1.ScalingGroupMinAvailable(*g)), groupReplicas))
-			for j := range int(groupReplicas) {
+			if groupKey == "" {
+				continue
+			}
+			for j := range int(podcount.ScalingGroupReplicas(g)) {
 				s := packedScope{key: groupKey, depth: groupDepth, path: groupsPath.Index(gi).Child("topologyConstraint"),
 					kind: "scaling group " + g.Name, unit: "scaling-group replica", pods: map[string]podRange{}}
-				if groupKey == "" {
-					if replicaKey == "" || j < minAvailable {
-						continue
-					}
-					s = packedScope{key: replicaKey, depth: replicaDepth, path: templateConstraintPath,
-						kind: "scaled gang of " + g.Name, unit: "scaling-group replica", pods: map[string]podRange{}}
-				}
 				for _, c := range g.CliqueNames {
 					if shape, ok := shapes[c]; ok {
 						s.pods[c] = shape.run(r, j, j+1)

@@ -103,14 +103,14 @@ func TestTopologyRequests(t *testing.T) {
 			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(rackKey, 6)},
 		},
 		{
-			name: "an autoscaled scaling group: its replicas past the template are scaled gangs too",
+			name: "an autoscaled scaling group: its replicas past the template, scaled gangs, are in the replica's block too",
 			pcs: func() *copsev1alpha1.PodCliqueSet {
 				g := group("workers", 1, 1, "worker")
 				g.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 3}
-				return set(1, one, []string{"worker"}, g)
+				return set(2, one, []string{"worker"}, g)
 			}(),
 			packing: packed(blockKey, nil, nil),
-			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 4)},
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 12)},
 		},
 		{
 			name:    "replica at block, clique at host over the same pods: the narrower holds both",
@@ -199,19 +199,29 @@ func TestTopologyRequests(t *testing.T) {
 				"leader": grouped(rackKey, "copse-scaling-group-model"), "worker": grouped(rackKey, "copse-scaling-group-model")},
 		},
 		{
-			name:    "template at block, group of three, one in the base gang: base and scaled gangs alike, a block each",
+			name:    "template at block, group of three, one in the base gang: the scaled gangs are held in the base gang's block",
 			pcs:     set(1, one, []string{"worker"}, group("workers", 3, 1, "worker")),
 			packing: packed(blockKey, nil, nil),
-			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 4)},
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": required(blockKey)},
 		},
 		{
-			name:    "template at block, group of three, two in the base gang: runs of two sizes",
+			name:    "template at block, group of three, two in the base gang: one block still",
 			pcs:     set(1, one, []string{"worker"}, group("workers", 3, 2, "worker")),
 			packing: packed(blockKey, nil, nil),
-			want:    map[string]*kueue.PodSetTopologyRequest{},
-			errs: []string{"spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing of clique worker's 12 pods: it asks for runs of " +
-				"8 pods in one example.com/block domain (each replica) and 4 pods in one example.com/block domain (each scaling-group replica); " +
-				"a Kueue pod set is divided into slices of one size at one level"},
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": required(blockKey)},
+		},
+		{
+			name:    "two replicas at block with scaled gangs: each replica's every group replica a slice in one block",
+			pcs:     set(2, one, []string{"worker"}, group("workers", 3, 1, "worker")),
+			packing: packed(blockKey, nil, nil),
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 12)},
+		},
+		{
+			name:    "one replica at block, scaled gangs at rack: required block, slices at rack",
+			pcs:     set(1, one, []string{"worker"}, group("workers", 3, 1, "worker")),
+			packing: packed(blockKey, map[string]string{"workers": rackKey}, nil),
+			want: map[string]*kueue.PodSetTopologyRequest{"worker": {Required: ptr.To(blockKey),
+				PodSetSliceRequiredTopology: ptr.To(rackKey), PodSetSliceSize: ptr.To[int32](4), PodIndexLabel: ptr.To(PodSetIndexLabel)}},
 		},
 		{
 			name:    "one replica at block, every group replica at rack: required block, slices at rack",

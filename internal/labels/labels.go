@@ -48,6 +48,14 @@ const StartupGateAnnotation = "copse.dev/startup-gate"
 // whoever scaled the object (kubectl scale, an autoscaler).
 const TemplateReplicasAnnotation = "copse.dev/template-replicas"
 
+// ReplicaDomainKeyAnnotation, on a grouped PodClique of a PodCliqueSet
+// replica packed with pack.required, is the node label key of the replica's
+// level: the pods of the clique, when its scaling-group replica is a scaled
+// gang, are created in the base gang's domain of that key
+// (blueprint.BaseGangHoldKey). It is the PodClique's bookkeeping, not copied
+// to pods.
+const ReplicaDomainKeyAnnotation = "copse.dev/replica-domain-key"
+
 // ManagedByValue marks objects copse manages.
 const ManagedByValue = "copse-operator"
 

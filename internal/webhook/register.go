@@ -68,7 +68,7 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		ValidatePodCliqueScalingGroupScalePath: admission.WithValidator[*autoscalingv1.Scale](scheme, training.ScaleValidator{
 			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidateClusterTopologyBindingPath: admission.WithValidator[*copsev1alpha1.ClusterTopologyBinding](scheme,
-			clustertopologybinding.Validator{}),
+			clustertopologybinding.Validator{Backends: clustertopologybinding.Backends{Kueue: features.Kueue}}),
 		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),
 		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader, MNNVLEnabled: features.MNNVL}),
 		ValidateTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.TrainingRuntime](scheme, trainjob.RuntimeValidator{}),

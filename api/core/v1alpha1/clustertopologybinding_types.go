@@ -74,11 +74,14 @@ const (
 	ReasonKueueTopologyReplacing = "TopologyReplacing"
 
 	// ConditionTypeTopologyLevelsUnavailable is Grove's condition on a
-	// PodCliqueSet with a topologyConstraint: True when a constraint cannot
-	// be turned into a node label key, the reason saying why and the message
-	// naming the field; False (reason AllClusterTopologyLevelsAvailable)
-	// when every constraint is applied. A constraint that cannot be applied
-	// is left off the PodGroups and pods; it is never applied half.
+	// PodCliqueSet with a topologyConstraint, with Grove's statuses: True
+	// (reason ClusterTopologyLevelsUnavailable) when a level a constraint
+	// names is not in the binding; Unknown when the binding cannot be read
+	// (ClusterTopologyNotFound, TopologyNameMissing) or topology-aware
+	// scheduling is off (TopologyAwareSchedulingDisabled); the message names
+	// the fields. False (reason AllClusterTopologyLevelsAvailable) when every
+	// constraint is applied. A constraint that cannot be applied is left off
+	// the PodGroups and pods; it is never applied half.
 	ConditionTypeTopologyLevelsUnavailable = "TopologyLevelsUnavailable"
 	// ReasonTopologyAwareSchedulingDisabled: the operator configuration has
 	// topologyAwareScheduling.enabled false, or the scheduler backend is not

@@ -18,7 +18,7 @@ import (
 
 // KueueSchedulerName names Kueue in the binding's
 // status.schedulerTopologyStatuses.
-const KueueSchedulerName = "kueue"
+const KueueSchedulerName = kueue.SchedulerName
 
 // Events of the Kueue Topology sync.
 const (

@@ -44,9 +44,13 @@ const refusedRetry = 30 * time.Second
 
 // Reconciler reconciles the Kueue Workloads of queued PodCliqueSets.
 type Reconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads from the API server, bypassing the cache
+	// (mgr.GetAPIReader): a ClusterTopologyBinding the cache misses is read
+	// there before packing is left off (topology.Lookup). Nil trusts the cache.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
 	// TopologyAwareScheduling: packing applies (the operator's

@@ -22,7 +22,7 @@ import (
 // express; err a failed read.
 func (r *Reconciler) topologyRequests(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (
 	requests map[string]*kueuev1beta2.PodSetTopologyRequest, inexpressible, err error) {
-	packing, _, err := topology.Lookup(ctx, r.Client, pcs, r.TopologyAwareScheduling)
+	packing, _, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
@@ -170,6 +171,19 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("resolving the PodClique kind: %w", err)
 	}
+	var holdIn map[string]string
+	if holdKey := blueprint.BaseGangHoldKey(pclq, id); holdKey != "" {
+		boundNodes, err := r.baseGangNodes(ctx, pclq.Namespace, id)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		var wait bool
+		if holdIn, wait = blueprint.BaseGangHold(holdKey, boundNodes); wait {
+			log.V(1).Info("creating no pods: the replica's base gang is not placed yet, and this scaled gang is held in its domain",
+				"baseGang", naming.BaseGang(id.PodCliqueSet, id.Replica), "key", holdKey, "planned", len(indices))
+			return ctrl.Result{RequeueAfter: retryBaseGang}, nil
+		}
+	}
 	placed := wasAvailable(pclq)
 	if !placed {
 		if placed, err = r.gangPlaced(ctx, pclq.Namespace, id); err != nil {
@@ -177,7 +191,7 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		}
 	}
 	pc := blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Owner: *metav1.NewControllerRef(pclq, gvk),
-		GangPlaced: placed, StartupGate: startupGate}
+		GangPlaced: placed, StartupGate: startupGate, HoldIn: holdIn}
 	// Every pod is built before any is created: a clique whose pods cannot
 	// be built gets none, rather than some.
 	pods := make([]*corev1.Pod, len(indices))

@@ -8,12 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -58,6 +60,36 @@ func (r *Reconciler) gangPlaced(ctx context.Context, namespace string, id bluepr
 		}
 	}
 	return false, nil
+}
+
+// baseGangNodes lists the labels of the nodes the pods of the clique's
+// replica's base gang, in the same run, are bound to (one entry per bound
+// pod), for blueprint.BaseGangHold. Nodes are read as metadata, from the
+// cache; a node gone since is skipped.
+func (r *Reconciler) baseGangNodes(ctx context.Context, namespace string, id blueprint.CliqueIdentity) ([]map[string]string, error) {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{
+		labels.PartOfKey: id.PodCliqueSet, labels.PodGangKey: naming.BaseGang(id.PodCliqueSet, id.Replica), labels.AttemptKey: strconv.Itoa(id.Attempt),
+	}); err != nil {
+		return nil, fmt.Errorf("listing the pods of base gang %s/%s: %w", namespace, naming.BaseGang(id.PodCliqueSet, id.Replica), err)
+	}
+	var out []map[string]string
+	for i := range list.Items {
+		name := list.Items[i].Spec.NodeName
+		if name == "" {
+			continue
+		}
+		node := &metav1.PartialObjectMetadata{}
+		node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading node %s of base gang %s/%s: %w", name, namespace, naming.BaseGang(id.PodCliqueSet, id.Replica), err)
+		}
+		out = append(out, node.Labels)
+	}
+	return out, nil
 }
 
 // podCliqueSet returns the PodClique's PodCliqueSet from the cache, or nil

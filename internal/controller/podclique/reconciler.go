@@ -49,6 +49,11 @@ const (
 	// the cache. It is normally deleted and the garbage collector is about
 	// to remove the PodClique; the retry covers a cache that lags.
 	retryMissingPodCliqueSet = 10 * time.Second
+	// retryBaseGang: a scaled gang's PodClique held in its base gang's
+	// domain, whose pods wait for the base gang to be placed. A base
+	// PodClique's scheduled count changing wakes it (siblingsOf); the
+	// retry covers a wake-up lost with an operator restart.
+	retryBaseGang = 10 * time.Second
 )
 
 // Reconciler keeps a PodClique's pods at spec.replicas and writes its status.
@@ -59,6 +64,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

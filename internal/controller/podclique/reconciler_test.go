@@ -174,7 +174,7 @@ func (c *laggingClient) catchUp(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	var objs []runtime.Object
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &copsev1alpha1.PodCliqueList{}, &copsev1alpha1.PodCliqueSetList{}} {
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &copsev1alpha1.PodCliqueList{}, &copsev1alpha1.PodCliqueSetList{}, &corev1.NodeList{}} {
 		if err := c.apiServer.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
@@ -650,5 +650,63 @@ func TestLatePodsDoNotJoinAPlacedGang(t *testing.T) {
 				t.Errorf("%d pods of the clique created, want 2", created)
 			}
 		})
+	}
+}
+
+// TestScaledGangPodsAreCreatedInTheBaseGangsDomain covers a scaled gang of
+// a replica packed at a level: its pods are created only once a pod of the
+// base gang (same replica and run) is bound, with a node selector for that
+// pod's node's domain of the level.
+func TestScaledGangPodsAreCreatedInTheBaseGangsDomain(t *testing.T) {
+	const blockKey = "example.com/block"
+	pclq := testfixtures.GroupedClique(2) // llm-1-decode-2-worker, gang llm-1-decode-2
+	pclq.Annotations = map[string]string{labels.ReplicaDomainKeyAnnotation: blockKey}
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), pclq)
+	ctx := context.Background()
+	basePod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: "llm-1-leader-x", Labels: map[string]string{
+			labels.PartOfKey: "llm", labels.PodGangKey: "llm-1", labels.AttemptKey: "0", labels.PodCliqueKey: "llm-1-leader"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{blockKey: "block-1"}}}
+	for _, obj := range []client.Object{basePod, node} {
+		if err := h.server.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	workerPods := func() []corev1.Pod {
+		alive, _ := h.server.pods(t)
+		var out []corev1.Pod
+		for _, pod := range alive {
+			if pod.Labels[labels.PodCliqueKey] == pclq.Name {
+				out = append(out, pod)
+			}
+		}
+		return out
+	}
+
+	h.cache.catchUp(t)
+	h.reconcile(t, 1)
+	if got := workerPods(); len(got) != 0 {
+		t.Fatalf("%d pods created while the base gang is not placed, want none", len(got))
+	}
+
+	basePod.Spec.NodeName = "node-a"
+	if err := h.server.Update(ctx, basePod); err != nil {
+		t.Fatal(err)
+	}
+	h.cache.catchUp(t)
+	h.reconcile(t, 1)
+	got := workerPods()
+	if len(got) != 2 {
+		t.Fatalf("%d pods created once the base gang is placed, want 2", len(got))
+	}
+	for _, pod := range got {
+		if pod.Spec.NodeSelector[blockKey] != "block-1" {
+			t.Errorf("pod %s node selector %v, want %s=block-1", pod.Name, pod.Spec.NodeSelector, blockKey)
+		}
+		if pod.Spec.SchedulingGroup == nil {
+			t.Errorf("pod %s joins no PodGroup: a scaled gang is still placed as a gang", pod.Name)
+		}
 	}
 }

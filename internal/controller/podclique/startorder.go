@@ -254,7 +254,10 @@ func startOrderSignalChanged() predicate.Funcs {
 				return false
 			}
 			was, is := siblingOf(old), siblingOf(cur)
-			return was.ReadyOrDone() != is.ReadyOrDone() || was.Succeeded != is.Succeeded
+			// A clique of a scaled gang held in its base gang's domain
+			// waits for the base gang's pods to be placed (creations).
+			placed := (old.Status.ScheduledReplicas > 0) != (cur.Status.ScheduledReplicas > 0)
+			return was.ReadyOrDone() != is.ReadyOrDone() || was.Succeeded != is.Succeeded || placed
 		},
 	}
 }

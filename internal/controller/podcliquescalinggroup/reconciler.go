@@ -48,9 +48,13 @@ const EventGroupReplicaRecreated = "GroupReplicaRecreated"
 
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads from the API server, bypassing the cache
+	// (mgr.GetAPIReader): a ClusterTopologyBinding the cache misses is read
+	// there before packing is left off (topology.Lookup). Nil trusts the cache.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
 	// TopologyAwareScheduling: the grouped PodCliques carry the pod
@@ -203,7 +207,7 @@ func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodC
 	mayCreate := lifecycle.MayCreatePodCliques(lifecycle.ReplicaStateOf(pcs, replica, attempt)) == ""
 	// The PodCliqueSet reports the constraints left out; they are not
 	// repeated here.
-	packing, _, err := topology.Lookup(ctx, r.Client, pcs, r.TopologyAwareScheduling)
+	packing, _, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
 	if err != nil {
 		return err
 	}

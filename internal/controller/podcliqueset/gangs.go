@@ -10,9 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -41,6 +43,11 @@ type gangFacts struct {
 	// short describes each member clique placed below its minAvailable,
 	// e.g. "job-0-leader (0 of minAvailable 1 placed)".
 	short []string
+	// after is the base gang a scaled gang is placed after: its pods are
+	// held in that gang's domain (blueprint.HeldToBaseGang), so the
+	// scheduler finds no node for them until the base gang is placed. ""
+	// for other gangs.
+	after string
 }
 
 // isPlaced: minCount of the gang's pods are on nodes (or ran).
@@ -74,6 +81,9 @@ func gangFactsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, gangKind string
 		}
 		attempt := int(lifecycle.CurrentAttempt(pcs, replica))
 		g := gangFacts{name: pg.Name, replica: replica, minCount: max(int(pg.Spec.SchedulingPolicy.Gang.MinCount), 1)}
+		if ref := pg.Spec.WorkloadRef; ref != nil && blueprint.HeldToBaseGang(obs.packing, ref.TemplateName) {
+			g.after = naming.BaseGang(pcs.Name, replica)
+		}
 		if c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled); c != nil &&
 			!c.LastTransitionTime.Time.Before(runStart(pcs, replica)) {
 			g.verdict = c
@@ -141,10 +151,16 @@ func runStart(pcs *copsev1alpha1.PodCliqueSet, replica int) time.Time {
 // scheduler cannot place, with its message; False (GangPlacedIncomplete)
 // naming each gang placed with a clique below its minAvailable, and when
 // its pods are recreated (after timeout); True once every gang was placed
-// whole; Unknown while some wait for a verdict. Nil when there is no gang.
+// whole; Unknown while some wait for a verdict, or for their base gang to be
+// placed first (a scaled gang held in its domain, whose pods no node can
+// take until then). Nil when there is no gang.
 func gangsScheduledCondition(pcs *copsev1alpha1.PodCliqueSet, gangs []gangFacts, timeout time.Duration, now time.Time) *metav1.Condition {
 	if len(gangs) == 0 {
 		return nil
+	}
+	placedGang := map[string]bool{}
+	for _, g := range gangs {
+		placedGang[g.name] = g.isPlaced()
 	}
 	var placed int
 	var unplaced, incomplete, pending []string
@@ -155,6 +171,8 @@ func gangsScheduledCondition(pcs *copsev1alpha1.PodCliqueSet, gangs []gangFacts,
 				g.name, nameSome(g.short, ", "), g.placedAt.Add(timeout).UTC().Format(time.RFC3339)))
 		case g.isPlaced():
 			placed++
+		case g.after != "" && !placedGang[g.after]:
+			pending = append(pending, fmt.Sprintf("%s (after its base gang %s, in whose domain it is held)", g.name, g.after))
 		case g.verdict != nil && g.verdict.Status == metav1.ConditionFalse:
 			unplaced = append(unplaced, fmt.Sprintf("%s (%s: %s)", g.name, g.verdict.Reason, trimMessage(g.verdict.Message)))
 		case g.unschedulable != "":

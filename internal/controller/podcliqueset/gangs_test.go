@@ -19,6 +19,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/scheduler"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func podGroup(name string, replica, attempt, minCount int, cond *metav1.Condition) *schedulingv1beta1.PodGroup {
@@ -110,6 +111,24 @@ func TestGangFactsOf(t *testing.T) {
 			t.Errorf("got %+v; want the stale verdict dropped and the gang not placed", got)
 		}
 	})
+	t.Run("a scaled gang of a packed replica is placed after its base gang", func(t *testing.T) {
+		scaled := podGroup("job-0-serve-2", 0, 0, 2, nil)
+		scaled.Spec.WorkloadRef = &schedulingv1beta1.WorkloadReference{WorkloadName: "job", TemplateName: "scaled-serve"}
+		base := podGroup("job-0", 0, 0, 4, nil)
+		base.Spec.WorkloadRef = &schedulingv1beta1.WorkloadReference{WorkloadName: "job", TemplateName: "base"}
+		named := pcs.DeepCopy()
+		named.Name = "job"
+		obs := gangObserved([]*schedulingv1beta1.PodGroup{base, scaled})
+		obs.packing = topology.Resolved{Replica: topology.Pack{RequiredKey: "example.com/block"}}
+		got := gangFactsOf(named, obs, scheduler.PodGroupKind, nil)
+		if len(got) != 2 || got[0].after != "" || got[1].after != "job-0" {
+			t.Errorf("got %+v; want the scaled gang after job-0, the base gang after none", got)
+		}
+		obs.packing = topology.Resolved{}
+		if got := gangFactsOf(named, obs, scheduler.PodGroupKind, nil); got[1].after != "" {
+			t.Errorf("unpacked replica: got %+v; want the scaled gang after none", got)
+		}
+	})
 	t.Run("none for a replica being recreated, a basic group, or while suspended", func(t *testing.T) {
 		basic := podGroup("job-0-prelude", 0, 0, 1, nil)
 		basic.Spec.SchedulingPolicy = schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
@@ -152,6 +171,13 @@ func TestGangsScheduledCondition(t *testing.T) {
 			message: "the scheduler cannot place 1 of 2 gangs: llm-1 (Unschedulable: 0/16 nodes are available: " + strings.Repeat("x", 300-len("0/16 nodes are available: ")) + "...)"},
 		{name: "a pod's scheduler message when the gang has no verdict of its run", gangs: []gangFacts{{name: "llm-0", minCount: 2, unschedulable: "0/8 nodes are available"}},
 			status: metav1.ConditionFalse, reason: "Unschedulable", message: "the scheduler cannot place 1 of 1 gangs: llm-0 (Unschedulable: 0/8 nodes are available)"},
+		{name: "a scaled gang held in its base gang's domain waits for the base gang, whatever its own verdict says",
+			gangs:  []gangFacts{{name: "llm-0", minCount: 2, placed: 1}, {name: "llm-0-serve-2", minCount: 2, verdict: unschedulable, after: "llm-0"}},
+			status: metav1.ConditionUnknown, reason: "GangsPending",
+			message: "0 of 2 gangs placed; waiting for the scheduler to place llm-0, llm-0-serve-2 (after its base gang llm-0, in whose domain it is held)"},
+		{name: "once the base gang is placed, a scaled gang with no room in its domain is unplaceable", gangs: []gangFacts{whole, {name: "llm-0-serve-2", minCount: 2, verdict: unschedulable, after: "llm-0"}},
+			status: metav1.ConditionFalse, reason: "Unschedulable",
+			message: "the scheduler cannot place 1 of 2 gangs: llm-0-serve-2 (Unschedulable: 0/16 nodes are available: " + strings.Repeat("x", 300-len("0/16 nodes are available: ")) + "...)"},
 		{name: "placed incomplete: names the clique and when its pods are recreated", gangs: []gangFacts{whole, incomplete},
 			status: metav1.ConditionFalse, reason: "GangPlacedIncomplete",
 			message: "1 of 2 gangs hold nodes without a whole placement: llm-1, placed without enough pods of llm-1-leader (0 of minAvailable 1 placed); " +

@@ -50,7 +50,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 	selector := client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(pcs.Name)}
 	ns := client.InNamespace(pcs.Namespace)
 	out := &observed{byKind: map[string][]client.Object{}}
-	packing, problems, err := topology.Lookup(ctx, r.Client, pcs, r.TopologyAwareScheduling)
+	packing, problems, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
 	if err != nil {
 		return nil, err
 	}

@@ -19,10 +19,11 @@ const maxSchedulerMessage = 300
 // maxGangsNamed bounds how many gangs a condition message names.
 const maxGangsNamed = 5
 
-// topologyCondition is TopologyLevelsUnavailable: True with the first
-// problem's reason and every problem in the message, False when every
-// constraint is applied; nil (absent) for a PodCliqueSet without any
-// constraint.
+// topologyCondition is TopologyLevelsUnavailable, with Grove's statuses:
+// with a problem, the first problem's reason, every problem in the message,
+// and the status that reason has in Grove (topologyProblemStatus); False
+// when every constraint is applied; nil (absent) for a PodCliqueSet without
+// any constraint.
 func topologyCondition(pcs *copsev1alpha1.PodCliqueSet, problems []topology.Problem, now time.Time) *metav1.Condition {
 	if !topology.Constrained(pcs) {
 		return nil
@@ -33,9 +34,22 @@ func topologyCondition(pcs *copsev1alpha1.PodCliqueSet, problems []topology.Prob
 		cond.Message = fmt.Sprintf("every topologyConstraint is applied with ClusterTopologyBinding %s", topology.TopologyName(pcs))
 		return &cond
 	}
-	cond.Status, cond.Reason = metav1.ConditionTrue, problems[0].Reason
+	cond.Status, cond.Reason = topologyProblemStatus(problems[0].Reason), problems[0].Reason
 	cond.Message = topology.Summary(problems) + "; these constraints are left off the gangs and pods created from now on"
 	return &cond
+}
+
+// topologyProblemStatus is the TopologyLevelsUnavailable status of a
+// problem's reason, as Grove sets it: True when a level the constraints name
+// is missing from the binding (the levels are known to be unavailable);
+// Unknown when copse cannot tell, because the binding is not there (deleted,
+// or never created), no constraint names one, or topology-aware scheduling
+// is off.
+func topologyProblemStatus(reason string) metav1.ConditionStatus {
+	if reason == copsev1alpha1.ReasonClusterTopologyLevelsUnavailable {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionUnknown
 }
 
 // nameSome joins up to maxGangsNamed items, sorted, and counts the rest.

@@ -2,6 +2,7 @@ package clustertopologybinding
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := Validate(binding(tt.levels...))
+			errs := Validate(binding(tt.levels...), Backends{})
 			if len(errs) != len(tt.want) {
 				t.Fatalf("Validate = %v, want %d errors: %v", errs, len(tt.want), tt.want)
 			}
@@ -81,7 +82,64 @@ func TestValidatorAdmission(t *testing.T) {
 	withBackend := binding("rack", "topology.copse.dev/rack")
 	withBackend.Spec.SchedulerTopologyBindings = []grovecorev1alpha1.SchedulerTopologyBinding{{SchedulerName: "kai-scheduler", TopologyReference: "t"}}
 	warnings, err := Validator{}.ValidateCreate(ctx, withBackend)
-	if err != nil || len(warnings) != 1 || !strings.HasPrefix(warnings[0], "spec.schedulerTopologyBindings is ignored") {
-		t.Errorf("ValidateCreate with schedulerTopologyBindings = %v, %v; want one warning naming the field", warnings, err)
+	if !apierrors.IsInvalid(err) || len(warnings) != 0 ||
+		!strings.Contains(err.Error(), `spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "kai-scheduler": scheduler backend is not enabled in copse`) {
+		t.Errorf("ValidateCreate with a KAI binding = %v, %v; want Invalid naming spec.schedulerTopologyBindings[0].schedulerName and no warning", warnings, err)
+	}
+	// A binding stored with one before the rule still gets its status.
+	relabelled := withBackend.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "infra"}
+	if _, err := (Validator{}).ValidateUpdate(ctx, withBackend, relabelled); err != nil {
+		t.Errorf("ValidateUpdate of a stored binding's labels = %v, want nil", err)
+	}
+}
+
+// TestValidateSchedulerBindings holds spec.schedulerTopologyBindings to
+// Grove's rules (Grove's Test_TAS21): a backend once, one that runs, one that
+// binds to a topology object of its own; none of copse's does.
+func TestValidateSchedulerBindings(t *testing.T) {
+	ref := func(names ...string) []grovecorev1alpha1.SchedulerTopologyBinding {
+		var out []grovecorev1alpha1.SchedulerTopologyBinding
+		for i, n := range names {
+			out = append(out, grovecorev1alpha1.SchedulerTopologyBinding{SchedulerName: n, TopologyReference: fmt.Sprintf("topology-%d", i)})
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		refs     []grovecorev1alpha1.SchedulerTopologyBinding
+		backends Backends
+		want     []string
+	}{
+		{name: "none"},
+		{name: "a backend copse does not run", refs: ref("kai-scheduler"),
+			want: []string{`spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "kai-scheduler": scheduler backend is not enabled in copse: its scheduler backends are "default-scheduler" (the kube-scheduler)`}},
+		{name: "named twice: a duplicate, besides not running", refs: ref("kai-scheduler", "kai-scheduler"),
+			want: []string{
+				`spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "kai-scheduler": scheduler backend is not enabled in copse`,
+				`spec.schedulerTopologyBindings[1].schedulerName: Duplicate value: "kai-scheduler": spec.schedulerTopologyBindings[0] has the same schedulerName`}},
+		{name: "the kube-scheduler takes no topology object", refs: ref("default-scheduler"),
+			want: []string{`spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "default-scheduler": scheduler backend takes no topology object: the kube-scheduler packs gangs by the node label keys of spec.levels`}},
+		{name: "Kueue, when it does not run", refs: ref("kueue"),
+			want: []string{`spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "kueue": scheduler backend is not enabled in copse: its scheduler backends are "default-scheduler" (the kube-scheduler)`}},
+		{name: "Kueue, when it runs: copse keeps its Topology", refs: ref("kueue"), backends: Backends{Kueue: true},
+			want: []string{`spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "kueue": scheduler backend takes no topology object from a binding: copse keeps Kueue's Topology itself`}},
+		{name: "with Kueue, an unknown backend lists both", refs: ref("volcano"), backends: Backends{Kueue: true},
+			want: []string{`spec.schedulerTopologyBindings[0].schedulerName: Invalid value: "volcano": scheduler backend is not enabled in copse: its scheduler backends are "default-scheduler" (the kube-scheduler) and "kueue"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := binding("rack", "topology.copse.dev/rack")
+			b.Spec.SchedulerTopologyBindings = tt.refs
+			errs := Validate(b, tt.backends)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("Validate = %v, want %d errors: %v", errs, len(tt.want), tt.want)
+			}
+			for i, want := range tt.want {
+				if !strings.HasPrefix(errs[i].Error(), want) {
+					t.Errorf("error %d = %q, want it to start with %q", i, errs[i].Error(), want)
+				}
+			}
+		})
 	}
 }

@@ -56,7 +56,7 @@ func (v Validator) validateTopology(ctx context.Context, pcs *copsev1alpha1.PodC
 	if v.Reader == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("no API reader to read the ClusterTopologyBinding of PodCliqueSet %s/%s", pcs.Namespace, pcs.Name))
 	}
-	packing, problems, err := topology.Lookup(ctx, v.Reader, pcs, true)
+	packing, problems, err := topology.Lookup(ctx, v.Reader, nil, pcs, true)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
