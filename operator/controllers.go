@@ -121,6 +121,8 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			TopologyAware: topologyAwareScheduling,
 			MNNVL:         cfg.MNNVL.Enabled,
 			Kueue:         cfg.Kueue.Enabled,
+
+			MNNVLDefaultGroup: cfg.MNNVL.DefaultGroup,
 		}
 		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
 			return err
