@@ -4,13 +4,17 @@ package grovemnnvl
 // go test ./e2e/placement/grovemnnvl/
 
 import (
+	"bytes"
 	"crypto/sha1" //nolint:gosec // git's blob ids are SHA-1; this checks identity, not security
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"regexp"
 	"slices"
 	"testing"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
 // TestManifestsAreGroves recomputes each manifest's git blob id and compares
@@ -66,6 +70,16 @@ func TestEveryManifestIsAPodCliqueSet(t *testing.T) {
 		}
 		if pcs.GetName() != "renamed" || pcs.GetNamespace() != "ns" || pcs.GetAPIVersion() != "grove.io/v1alpha1" {
 			t.Errorf("%s: %s %s/%s", name, pcs.GetAPIVersion(), pcs.GetNamespace(), pcs.GetName())
+		}
+		// copse's types know every field Grove's manifest sets.
+		raw, err := json.Marshal(pcs.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&copsev1alpha1.PodCliqueSet{}); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
