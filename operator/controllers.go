@@ -25,9 +25,10 @@ import (
 )
 
 // registerControllers joins copse's controllers and admission webhooks to the
-// manager. schedulerBackend is already resolved: it is never "auto" here.
+// manager. schedulerBackend is already resolved: it is never "auto" here;
+// mnnvlParts passed the MNNVL preflight check (newMNNVLParts).
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
-	schedulerBackend configv1alpha1.SchedulerBackend) error {
+	schedulerBackend configv1alpha1.SchedulerBackend, mnnvlParts mnnvlParts) error {
 	backend := newSchedulerBackend(mgr, schedulerBackend)
 	// Topology constraints become PodGroup constraints, which only the
 	// Workload API backend makes.
@@ -36,11 +37,6 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	if err != nil {
 		return err
 	}
-	mnnvlParts, err := newMNNVLParts(mgr.GetRESTMapper(), cfg.MNNVL)
-	if err != nil {
-		return err
-	}
-
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),
@@ -122,6 +118,8 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			TopologyAware: topologyAwareScheduling,
 			MNNVL:         cfg.MNNVL.Enabled,
 			Kueue:         cfg.Kueue.Enabled,
+
+			MNNVLDefaultGroup: cfg.MNNVL.DefaultGroup,
 		}
 		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
 			return err

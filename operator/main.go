@@ -10,7 +10,9 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/internal/version"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -72,6 +74,14 @@ func run(ctx context.Context, restConfig *rest.Config, cfg *configv1alpha1.Opera
 	}
 	log.Info("scheduler backend chosen", "requested", cfg.Scheduler.Backend, "backend", decision.Backend, "reason", decision.Reason)
 
+	// MNNVL's preflight check comes before the manager, as Grove's does:
+	// the manager's cache of ComputeDomains would otherwise fail first, on a
+	// missing kind, with an error that does not say what to do.
+	mnnvlParts, err := newMNNVLParts(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryClient)), cfg.MNNVL)
+	if err != nil {
+		return err
+	}
+
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -86,7 +96,7 @@ func run(ctx context.Context, restConfig *rest.Config, cfg *configv1alpha1.Opera
 	if err != nil {
 		return err
 	}
-	if err := registerControllers(mgr, cfg, decision.Backend); err != nil {
+	if err := registerControllers(mgr, cfg, decision.Backend, mnnvlParts); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
 	if certificates != nil {

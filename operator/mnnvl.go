@@ -20,16 +20,19 @@ type mnnvlParts struct {
 }
 
 // newMNNVLParts checks, when MNNVL is enabled, that the cluster serves
-// NVIDIA's ComputeDomain kind, and refuses to start otherwise: every GPU pod
-// would wait for a claim template no one creates.
+// NVIDIA's ComputeDomain kind (MNNVL is "supported", in Grove's words), and
+// refuses to start otherwise, as Grove's operator does (its MNNVL preflight
+// check): every pod of a group would wait for a claim template no one
+// creates.
 func newMNNVLParts(mapper meta.RESTMapper, cfg configv1alpha1.MNNVLConfiguration) (mnnvlParts, error) {
 	if !cfg.Enabled {
 		return mnnvlParts{}, nil
 	}
 	gvk := mnnvl.ComputeDomainGVK
 	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-		return mnnvlParts{}, fmt.Errorf("mnnvl.enabled is true but the cluster does not serve %s (%v): install NVIDIA's DRA driver "+
-			"with ComputeDomain support (the CRD %s), or set mnnvl.enabled to false", gvk, err, mnnvl.ComputeDomainCRD)
+		return mnnvlParts{}, fmt.Errorf("MNNVL preflight check failed: mnnvl.enabled is true but the cluster does not serve the ComputeDomain CRD "+
+			"(%s, %s): install NVIDIA's DRA driver with ComputeDomain support, or set mnnvl.enabled to false: %w",
+			mnnvl.ComputeDomainCRD, gvk.GroupVersion(), err)
 	}
 	return mnnvlParts{
 		resources:  []blueprint.ReplicaResource{blueprint.ComputeDomains()},

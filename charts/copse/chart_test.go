@@ -407,7 +407,7 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 		"leaderElection":          map[string]any{"enabled": false, "resourceName": "my-lease", "leaseDuration": "30s"},
 		"startupGate":             map[string]any{"image": "mirror.example.com/busybox:1.37.0"},
 		"topologyAwareScheduling": map[string]any{"enabled": true},
-		"mnnvl":                   map[string]any{"enabled": true},
+		"mnnvl":                   map[string]any{"enabled": true, "defaultGroup": "nvl72"},
 	}}))
 	switch {
 	case cfg.ClientConnection.QPS != 12.5 || cfg.ClientConnection.Burst != configv1alpha1.DefaultBurst:
@@ -425,7 +425,7 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 		t.Errorf("startupGate %+v", cfg.StartupGate)
 	case !cfg.TopologyAwareScheduling.Enabled:
 		t.Errorf("topologyAwareScheduling %+v", cfg.TopologyAwareScheduling)
-	case !cfg.MNNVL.Enabled:
+	case !cfg.MNNVL.Enabled || cfg.MNNVL.DefaultGroup != "nvl72":
 		t.Errorf("mnnvl %+v", cfg.MNNVL)
 	}
 }
@@ -433,8 +433,8 @@ func TestConfigValuesReachTheConfigMap(t *testing.T) {
 // Placement features are off unless asked for, as in the operator.
 func TestPlacementFeaturesOffByDefault(t *testing.T) {
 	cfg := operatorConfig(t, template(t, nil))
-	if cfg.TopologyAwareScheduling.Enabled || cfg.MNNVL.Enabled {
-		t.Errorf("topologyAwareScheduling %+v, mnnvl %+v; want both off", cfg.TopologyAwareScheduling, cfg.MNNVL)
+	if cfg.TopologyAwareScheduling.Enabled || cfg.MNNVL.Enabled || cfg.MNNVL.DefaultGroup != "" {
+		t.Errorf("topologyAwareScheduling %+v, mnnvl %+v; want both off, and no MNNVL default group", cfg.TopologyAwareScheduling, cfg.MNNVL)
 	}
 }
 

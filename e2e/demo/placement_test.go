@@ -35,10 +35,10 @@ func TestPlacementsRender(t *testing.T) {
 
 	landed := placements{}
 	landed.record([]corev1.Pod{
-		gpuPod("gpt-pretrain-0-node-1", "gpu-z0-b1-r0-n3", pretrain, "gpt-pretrain-0"),
-		gpuPod("gpt-pretrain-0-node-0", "gpu-z0-b1-r0-n2", pretrain, "gpt-pretrain-0"),
+		gpuPod("gpt-pretrain-0-node-1", "gpu-z0-b1-r0-n3", pretrain, "gpt-pretrain-0-nvl72"),
+		gpuPod("gpt-pretrain-0-node-0", "gpu-z0-b1-r0-n2", pretrain, "gpt-pretrain-0-nvl72"),
 		gpuPod("bert-node-0-0", "gpu-z0-b0-r1-n0", map[string]string{jobSetNameLabel: "bert"}, ""),
-		gpuPod("unbound", "", pretrain, "gpt-pretrain-0"),
+		gpuPod("unbound", "", pretrain, "gpt-pretrain-0-nvl72"),
 		cpu,
 	}, nodes)
 	// A later sighting of a pod already recorded (it has since been deleted).
@@ -47,8 +47,8 @@ func TestPlacementsRender(t *testing.T) {
 	got := landed.render()
 	for _, want := range []string{
 		"bert: 2 pods in 2 NVLink domains, 2 blocks; ComputeDomains: -",
-		"gpt-pretrain: 2 pods in 1 NVLink domain, 1 block; ComputeDomains: gpt-pretrain-0",
-		"gpt-pretrain  gpt-pretrain-0-node-0  gpu-z0-b1-r0-n2  zone-0-block-1  zone-0.block-1.rack-0  gpt-pretrain-0",
+		"gpt-pretrain: 2 pods in 1 NVLink domain, 1 block; ComputeDomains: gpt-pretrain-0-nvl72",
+		"gpt-pretrain  gpt-pretrain-0-node-0  gpu-z0-b1-r0-n2  zone-0-block-1  zone-0.block-1.rack-0  gpt-pretrain-0-nvl72",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("render lacks %q:\n%s", want, got)

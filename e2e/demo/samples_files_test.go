@@ -15,6 +15,7 @@ import (
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	copsekueue "github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -97,7 +98,7 @@ func TestTrainJobSamples(t *testing.T) {
 		"trainjob-succeeds.yaml":              {exitCode: "0", nodes: 2, gpus: 2},
 		"trainjob-fails.yaml":                 {exitCode: "1", nodes: 2, gpus: 2},
 		"trainjob-podcliqueset-succeeds.yaml": {exitCode: "0", nodes: 2, gpus: 2},
-		"trainjob-nvlink-pretrain.yaml":       {exitCode: "0", nodes: 12, gpus: 4, packedAt: "rack"},
+		"trainjob-nvlink-pretrain.yaml":       {exitCode: "0", nodes: 12, gpus: 4, packedAt: "rack", mnnvlGroup: "nvl72"},
 		"trainjob-queued.yaml":                {exitCode: "0", nodes: 2, gpus: 4, queue: demoQueue, count: 2},
 	}
 	perFile := map[string]int{}
@@ -130,6 +131,9 @@ func TestTrainJobSamples(t *testing.T) {
 			}
 			want := samples[file]
 			checkQueue(t, tj, want)
+			if got := tj.Annotations[mnnvl.GroupAnnotation]; got != want.mnnvlGroup {
+				t.Errorf("annotation %s = %q, want %q", mnnvl.GroupAnnotation, got, want.mnnvlGroup)
+			}
 			if trainjob.BackendOf(&rt.Spec) == trainerv1alpha1.RuntimeBackendPodCliqueSet {
 				checkPodCliqueSetSample(t, tj, runtime, bindings, want)
 				return
@@ -164,6 +168,8 @@ type sampleWant struct {
 	packedAt string
 	queue    string
 	count    int
+	// mnnvlGroup is the MNNVL group the sample opts in to, "" for none.
+	mnnvlGroup string
 }
 
 // checkQueue: a queued sample names the demo's LocalQueue, and each one asks
@@ -210,6 +216,15 @@ func checkPodCliqueSetSample(t *testing.T, tj *trainerv1alpha1.TrainJob, runtime
 	}
 	if packedAt != want.packedAt {
 		t.Errorf("topologyConstraint %+v: want packing at %q of binding %s", pcs.Spec.Template.TopologyConstraint, want.packedAt, bindings[0].Name)
+	}
+	// MNNVL is opt-in: the sample's group reaches its PodCliqueSet, whose
+	// GPU clique gets a ComputeDomain of that group; the others get none.
+	var wantGroups []string
+	if want.mnnvlGroup != "" {
+		wantGroups = []string{want.mnnvlGroup}
+	}
+	if got := mnnvl.ReplicaGroups(pcs); !slices.Equal(got, wantGroups) {
+		t.Errorf("MNNVL groups with a ComputeDomain %v, want %v", got, wantGroups)
 	}
 }
 

@@ -9,24 +9,22 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster/nvidiadra"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // mnnvlWait bounds the waits of the MNNVL specs: the operator, the
@@ -127,6 +125,14 @@ func expectNothingLeft(ctx context.Context, namespace string) {
 	}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
 }
 
+// inMNNVLGroup opts a PodCliqueSet in to MNNVL: its GPU cliques join the
+// group "fabric" (grove.io/mnnvl-group on its metadata), whose ComputeDomain
+// in replica r is <pcs>-<r>-fabric.
+func inMNNVLGroup(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
+	pcs.Annotations = labels.Merge(pcs.Annotations, map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"})
+	return pcs
+}
+
 func replicaPods(replica int, clique string, attempt int) client.MatchingLabels {
 	return client.MatchingLabels{labels.ReplicaKey: fmt.Sprint(replica), labels.CliqueTemplateKey: clique, labels.AttemptKey: fmt.Sprint(attempt)}
 }
@@ -135,13 +141,13 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 	It("gives each replica's GPU pods a ComputeDomain, replaces it on a Training restart and leaves nothing after deletion", func(ctx context.Context) {
 		namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl")
 		Expect(err).NotTo(HaveOccurred())
-		pcs := framework.NewPodCliqueSet(namespace, "nvl", 2, gpuClique("gpu", 2), framework.CliqueTemplate("cpu", 1, framework.PodSpec(0)))
+		pcs := inMNNVLGroup(framework.NewPodCliqueSet(namespace, "nvl", 2, gpuClique("gpu", 2), framework.CliqueTemplate("cpu", 1, framework.PodSpec(0))))
 		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
 		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		By("one ComputeDomain per replica, controlled by the PodCliqueSet, its channel template made by the driver")
-		domains := waitComputeDomains(ctx, namespace, "nvl-0", "nvl-1")
+		domains := waitComputeDomains(ctx, namespace, "nvl-0-fabric", "nvl-1-fabric")
 		Eventually(func(g Gomega) {
 			for name, cd := range domains {
 				g.Expect(metav1.IsControlledBy(cd, pcs)).To(BeTrue(), "%s is controlled by the PodCliqueSet", name)
@@ -152,7 +158,7 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 
 		By("every GPU pod's claim is allocated by the scheduler on its node, from its replica's domain; CPU pods have none")
 		for replica := range 2 {
-			expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, replicaPods(replica, "gpu", 0)), domains[fmt.Sprintf("nvl-%d", replica)])
+			expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, replicaPods(replica, "gpu", 0)), domains[fmt.Sprintf("nvl-%d-fabric", replica)])
 			expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(replica, "cpu", 0)))
 		}
 
@@ -162,11 +168,11 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 		var renewed *unstructured.Unstructured
 		Eventually(func(g Gomega) {
 			now := computeDomains(ctx, g, namespace)
-			g.Expect(now).To(HaveKey("nvl-0"))
-			renewed = now["nvl-0"]
-			g.Expect(renewed.GetUID()).NotTo(Equal(domains["nvl-0"].GetUID()), "replica 0's ComputeDomain is a new object")
+			g.Expect(now).To(HaveKey("nvl-0-fabric"))
+			renewed = now["nvl-0-fabric"]
+			g.Expect(renewed.GetUID()).NotTo(Equal(domains["nvl-0-fabric"].GetUID()), "replica 0's ComputeDomain is a new object")
 			g.Expect(renewed.GetLabels()).To(HaveKeyWithValue(labels.AttemptKey, "1"))
-			g.Expect(now["nvl-1"].GetUID()).To(Equal(domains["nvl-1"].GetUID()), "replica 1's ComputeDomain is untouched")
+			g.Expect(now["nvl-1-fabric"].GetUID()).To(Equal(domains["nvl-1-fabric"].GetUID()), "replica 1's ComputeDomain is untouched")
 		}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
 		expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, replicaPods(0, "gpu", 1)), renewed)
 		expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(0, "cpu", 1)))
@@ -182,12 +188,13 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 		grouped, optedOut := gpuClique("grouped", 1), gpuClique("opted-out", 1)
 		grouped.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric-b"}
 		optedOut.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: copsev1alpha1.MNNVLGroupNone}
-		pcs := framework.NewPodCliqueSet(namespace, "grp", 1, gpuClique("default", 1), grouped, optedOut)
+		pcs := framework.NewPodCliqueSet(namespace, "grp", 1, gpuClique("inherits", 1), grouped, optedOut)
+		pcs.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric-a"}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
-		domains := waitComputeDomains(ctx, namespace, "grp-0", "grp-0-fabric-b")
+		domains := waitComputeDomains(ctx, namespace, "grp-0-fabric-a", "grp-0-fabric-b")
 		Expect(domains["grp-0-fabric-b"].GetLabels()).To(HaveKeyWithValue(copsev1alpha1.AnnotationMNNVLGroup, "fabric-b"))
-		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, replicaPods(0, "default", 0)), domains["grp-0"])
+		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, replicaPods(0, "inherits", 0)), domains["grp-0-fabric-a"])
 		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, replicaPods(0, "grouped", 0)), domains["grp-0-fabric-b"])
 		expectNoChannel(livePodsOf(ctx, namespace, 1, replicaPods(0, "opted-out", 0)))
 
@@ -195,26 +202,34 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 		changed := pcs.DeepCopy()
 		changed.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "late"}
 		Expect(env.Client.Patch(ctx, changed, client.MergeFrom(pcs))).To(MatchError(ContainSubstring(
-			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "late": field is immutable (was not set)`)))
+			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "late": field is immutable (was "fabric-a")`)))
 
 		Expect(env.Client.Delete(ctx, pcs)).To(Succeed())
 		expectNothingLeft(ctx, namespace)
 	})
 
-	DescribeTable("gives a TrainJob's GPU pods a ComputeDomain",
+	DescribeTable("gives a TrainJob's GPU pods a ComputeDomain when it names a group, and none otherwise",
 		func(ctx context.Context, backend trainerv1alpha1.RuntimeBackend) {
 			namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-tj")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(env.Client.Create(ctx, gpuRuntime(namespace, backend))).To(Succeed())
-			tj := &trainerv1alpha1.TrainJob{
-				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "llm"},
-				Spec: trainerv1alpha1.TrainJobSpec{
-					RuntimeRef: trainerv1alpha1.RuntimeRef{Name: "gpu", Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind)},
-					Trainer: &trainerv1alpha1.Trainer{NumNodes: ptr.To[int32](2), ResourcesPerNode: &corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{nvidiadra.ResourceGPU: *resource.NewQuantity(int64(env.Topology.Shape.GPUs), resource.DecimalSI)},
-					}},
-				},
-			}
+			Expect(env.Client.Create(ctx, framework.GPURuntime(namespace, backend))).To(Succeed())
+			gpus := int64(env.Topology.Shape.GPUs)
+
+			By("a TrainJob without the annotation, and a CPU TrainJob naming a group, are accepted and get neither a domain nor a claim")
+			bare, cpu := framework.GPUTrainJob(namespace, "bare", 1, gpus), framework.GPUTrainJob(namespace, "cpu", 1, 0)
+			cpu.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"}
+			Expect(env.Client.Create(ctx, bare)).To(Succeed())
+			Expect(env.Client.Create(ctx, cpu)).To(Succeed())
+			Eventually(func(g Gomega) {
+				for _, name := range []string{"bare", "cpu"} {
+					for _, spec := range env.TrainJobPodSpecs(ctx, g, namespace, name, backend) {
+						g.Expect(spec.ResourceClaims).To(BeEmpty(), "TrainJob %s", name)
+					}
+				}
+				g.Expect(computeDomains(ctx, g, namespace)).To(BeEmpty())
+			}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
+
+			tj := framework.GPUTrainJob(namespace, "llm", 2, gpus)
 			// On the PodCliqueSet backend the TrainJob's group reaches the
 			// PodCliqueSet; on the JobSet backend there is one domain anyway.
 			tj.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"}
@@ -243,12 +258,69 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 				owner.GetObjectKind().GroupVersionKind().Kind, owner.GetName())
 			expectChannelOf(ctx, livePodsOf(ctx, namespace, 2, match), domain)
 
-			Expect(env.Client.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+			for _, done := range []*trainerv1alpha1.TrainJob{tj, bare, cpu} {
+				Expect(env.Client.Delete(ctx, done, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+			}
 			expectNothingLeft(ctx, namespace)
+			expectFleetIdle(ctx)
 		},
 		Entry("on the JobSet backend", trainerv1alpha1.RuntimeBackendJobSet),
 		Entry("on the PodCliqueSet backend", trainerv1alpha1.RuntimeBackendPodCliqueSet),
 	)
+})
+
+// mnnvl.defaultGroup is copse's, not Grove's: the group every new GPU
+// workload that names none gets, fixed at its creation.
+var _ = Describe("MNNVL default group", Ordered, Label("placement"), func() {
+	var namespace string
+	BeforeAll(func(ctx context.Context) {
+		Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) { cfg.MNNVL.DefaultGroup = "nvl72" })).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) { cfg.MNNVL.DefaultGroup = "" })).To(Succeed())
+		})
+		var err error
+		namespace, err = framework.CreateNamespace(ctx, env.Client, "mnnvl-default")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Client.Create(ctx, framework.GPURuntime(namespace, trainerv1alpha1.RuntimeBackendJobSet))).To(Succeed())
+	})
+
+	It("gives new PodCliqueSets and TrainJobs that name no group the default one, and keeps it when the option is turned off", func(ctx context.Context) {
+		gpus := int64(env.Topology.Shape.GPUs)
+		pcs := framework.NewPodCliqueSet(namespace, "auto", 1, gpuClique("gpu", 1))
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		tj := framework.GPUTrainJob(namespace, "auto-tj", 1, gpus)
+		Expect(env.Client.Create(ctx, tj)).To(Succeed())
+		own := framework.NewPodCliqueSet(namespace, "own", 1, gpuClique("gpu", 1))
+		own.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: copsev1alpha1.MNNVLGroupNone}
+		Expect(env.Client.Create(ctx, own)).To(Succeed())
+
+		By("the webhook wrote the default group on the new objects, and kept the opt-out")
+		Expect(pcs.Annotations).To(HaveKeyWithValue(copsev1alpha1.AnnotationMNNVLGroup, "nvl72"))
+		Expect(tj.Annotations).To(HaveKeyWithValue(copsev1alpha1.AnnotationMNNVLGroup, "nvl72"))
+		Expect(own.Annotations).To(HaveKeyWithValue(copsev1alpha1.AnnotationMNNVLGroup, copsev1alpha1.MNNVLGroupNone))
+		domains := waitComputeDomains(ctx, namespace, "auto-0-nvl72", "auto-tj-mnnvl")
+		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, client.MatchingLabels{labels.PartOfKey: "auto"}), domains["auto-0-nvl72"])
+		expectChannelOf(ctx, livePodsOf(ctx, namespace, 1, client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "auto-tj"}), domains["auto-tj-mnnvl"])
+		expectNoChannel(livePodsOf(ctx, namespace, 1, client.MatchingLabels{labels.PartOfKey: "own"}))
+
+		By("turned off, the option leaves the existing workloads' domains alone and gives new ones none")
+		Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) { cfg.MNNVL.DefaultGroup = "" })).To(Succeed())
+		later := framework.NewPodCliqueSet(namespace, "later", 1, gpuClique("gpu", 1))
+		Expect(env.Client.Create(ctx, later)).To(Succeed())
+		Expect(later.Annotations).NotTo(HaveKey(copsev1alpha1.AnnotationMNNVLGroup))
+		expectNoChannel(livePodsOf(ctx, namespace, 1, client.MatchingLabels{labels.PartOfKey: "later"}))
+		Consistently(func(g Gomega) {
+			now := computeDomains(ctx, g, namespace)
+			g.Expect(now).To(HaveLen(2))
+			g.Expect(now["auto-0-nvl72"].GetUID()).To(Equal(domains["auto-0-nvl72"].GetUID()))
+			g.Expect(now["auto-tj-mnnvl"].GetUID()).To(Equal(domains["auto-tj-mnnvl"].GetUID()))
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+		for _, done := range []client.Object{pcs, own, later, tj} {
+			Expect(env.Client.Delete(ctx, done, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		}
+		expectNothingLeft(ctx, namespace)
+		expectFleetIdle(ctx)
+	})
 })
 
 // Names a PodCliqueSet and a JobSet-backend TrainJob generate never meet
@@ -259,7 +331,7 @@ var _ = Describe("Names across kinds", Label("placement"), func() {
 	It("keeps a PodCliqueSet's and JobSet-backend TrainJobs' Workloads, PodGroups and ComputeDomains apart, and all of them run", func(ctx context.Context) {
 		namespace, err := framework.CreateNamespace(ctx, env.Client, "names")
 		Expect(err).NotTo(HaveOccurred())
-		rt := gpuRuntime(namespace, trainerv1alpha1.RuntimeBackendJobSet)
+		rt := framework.GPURuntime(namespace, trainerv1alpha1.RuntimeBackendJobSet)
 		rt.Spec.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Workload: &trainerv1alpha1.WorkloadPodGroupPolicySource{}}
 		Expect(env.Client.Create(ctx, rt)).To(Succeed())
 
@@ -274,20 +346,20 @@ var _ = Describe("Names across kinds", Label("placement"), func() {
 			`metadata.annotations[grove.io/mnnvl-group]: Invalid value: "mnnvl": must not be "mnnvl" or end in "-mnnvl"`)))
 		long := gpuTrainJobNamed(namespace, "t"+strings.Repeat("x", 57))
 		Expect(env.Client.Create(ctx, long, client.DryRunAll)).To(MatchError(ContainSubstring(
-			`its ComputeDomain "` + long.Name + `-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63`)))
+			`its ComputeDomain "` + long.Name + `-mnnvl" (its MNNVL group on the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63`)))
 
-		By("PodCliqueSet a first: its Workload a, its gang a-0, its replica's ComputeDomain a-0")
-		pcs := framework.NewPodCliqueSet(namespace, "a", 1, gpuClique("gpu", 1))
+		By("PodCliqueSet a first: its Workload a, its gang a-0, its replica's ComputeDomain a-0-fabric")
+		pcs := inMNNVLGroup(framework.NewPodCliqueSet(namespace, "a", 1, gpuClique("gpu", 1)))
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
-		waitComputeDomains(ctx, namespace, "a-0")
+		waitComputeDomains(ctx, namespace, "a-0-fabric")
 
 		By("then TrainJobs a and a-0 on the JobSet backend, gang-scheduled, with GPUs")
 		sameName, replicaName := gpuTrainJobNamed(namespace, "a"), gpuTrainJobNamed(namespace, "a-0")
 		Expect(env.Client.Create(ctx, sameName)).To(Succeed())
 		Expect(env.Client.Create(ctx, replicaName)).To(Succeed())
 
-		domains := waitComputeDomains(ctx, namespace, "a-0", "a-mnnvl", "a-0-mnnvl")
-		owners := map[string]client.Object{"a-0": pcs, "a-mnnvl": sameName, "a-0-mnnvl": replicaName}
+		domains := waitComputeDomains(ctx, namespace, "a-0-fabric", "a-mnnvl", "a-0-mnnvl")
+		owners := map[string]client.Object{"a-0-fabric": pcs, "a-mnnvl": sameName, "a-0-mnnvl": replicaName}
 		for name, owner := range owners {
 			current := owner.DeepCopyObject().(client.Object)
 			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(owner), current)).To(Succeed())
@@ -311,7 +383,7 @@ var _ = Describe("Names across kinds", Label("placement"), func() {
 			domain string
 			match  client.MatchingLabels
 		}{
-			{"a-0", client.MatchingLabels{labels.PartOfKey: "a"}},
+			{"a-0-fabric", client.MatchingLabels{labels.PartOfKey: "a"}},
 			{"a-mnnvl", client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "a"}},
 			{"a-0-mnnvl", client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "a-0"}},
 		} {
@@ -337,38 +409,9 @@ var _ = Describe("Names across kinds", Label("placement"), func() {
 })
 
 // gpuTrainJobNamed is a TrainJob on the runtime "gpu" of one trainer node
-// taking a whole simulated node's GPUs.
+// taking a whole simulated node's GPUs, in the MNNVL group "fabric".
 func gpuTrainJobNamed(namespace, name string) *trainerv1alpha1.TrainJob {
-	return &trainerv1alpha1.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: trainerv1alpha1.TrainJobSpec{
-			RuntimeRef: trainerv1alpha1.RuntimeRef{Name: "gpu", Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind)},
-			Trainer: &trainerv1alpha1.Trainer{NumNodes: ptr.To[int32](1), ResourcesPerNode: &corev1.ResourceRequirements{
-				Limits: corev1.ResourceList{nvidiadra.ResourceGPU: *resource.NewQuantity(int64(env.Topology.Shape.GPUs), resource.DecimalSI)},
-			}},
-		},
-	}
-}
-
-// gpuRuntime is a TrainingRuntime "gpu" of one trainer job "node" on the
-// given backend, whose pods run until deleted.
-func gpuRuntime(namespace string, backend trainerv1alpha1.RuntimeBackend) *trainerv1alpha1.TrainingRuntime {
-	job := batchv1.JobTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{trainjob.AncestorLabel: trainjob.AncestorTrainer}},
-		Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers:                    []corev1.Container{{Name: trainjob.NodeName, Image: "registry.example/trainer:v1"}},
-		}}},
-	}
-	return &trainerv1alpha1.TrainingRuntime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gpu"},
-		Spec: trainerv1alpha1.TrainingRuntimeSpec{
-			Backend:  backend,
-			MLPolicy: &trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](1)},
-			Template: trainerv1alpha1.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
-				ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: trainjob.NodeName, Template: job}},
-			}},
-		},
-	}
+	tj := framework.GPUTrainJob(namespace, name, 1, int64(env.Topology.Shape.GPUs))
+	tj.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"}
+	return tj
 }

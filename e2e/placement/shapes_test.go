@@ -65,36 +65,36 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 		// itself the scheduler spreads them over the least allocated nodes.
 		gpu := gpuClique("gpu", 4)
 		gpu.TopologyConstraint = packAt(nvlink, nvlinkDomain, "")
-		pcs := framework.NewPodCliqueSet(namespace, "nvl", 1, gpu, framework.CliqueTemplate("cpu", 2, framework.PodSpec(0)))
+		pcs := inMNNVLGroup(framework.NewPodCliqueSet(namespace, "nvl", 1, gpu, framework.CliqueTemplate("cpu", 2, framework.PodSpec(0))))
 		createPCS(ctx, pcs)
 
-		domain := waitComputeDomains(ctx, namespace, "nvl-0")["nvl-0"]
+		domain := waitComputeDomains(ctx, namespace, "nvl-0-fabric")["nvl-0-fabric"]
 		gpuPods := boundPods(ctx, namespace, pcs.Name, 4, client.MatchingLabels{labels.CliqueTemplateKey: "gpu"})
 		By("every GPU pod's claim is allocated on its node, from the replica's domain")
 		expectChannelOf(ctx, gpuPods, domain)
 		By("the GPU pods share one NVLink clique")
 		Expect(domainsOf(ctx, gpuPods, cluster.LabelGPUClique)).To(HaveLen(1), "the GPU clique is spread over NVLink cliques")
 		By("the domain's status lists exactly the GPU pods' nodes")
-		expectDomainNodes(ctx, namespace, "nvl-0", gpuPods)
+		expectDomainNodes(ctx, namespace, "nvl-0-fabric", gpuPods)
 		By("the CPU pods have no claim")
 		expectNoChannel(boundPods(ctx, namespace, pcs.Name, 2, client.MatchingLabels{labels.CliqueTemplateKey: "cpu"}))
 	})
 
 	It("packs each replica in a rack of its own, each with its own ComputeDomain", func(ctx context.Context) {
 		// 3 whole-node pods per replica: a rack of 4 nodes holds one replica.
-		pcs := framework.NewPodCliqueSet(namespace, "two", 2, gpuClique("gpu", 3))
+		pcs := inMNNVLGroup(framework.NewPodCliqueSet(namespace, "two", 2, gpuClique("gpu", 3)))
 		pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainRack, "")
 		createPCS(ctx, pcs)
 
-		domains := waitComputeDomains(ctx, namespace, "two-0", "two-1")
-		Expect(domains["two-0"].GetUID()).NotTo(Equal(domains["two-1"].GetUID()))
+		domains := waitComputeDomains(ctx, namespace, "two-0-fabric", "two-1-fabric")
+		Expect(domains["two-0-fabric"].GetUID()).NotTo(Equal(domains["two-1-fabric"].GetUID()))
 		var racks []string
 		for replica := range 2 {
 			pods := boundPods(ctx, namespace, pcs.Name, 3, replicaPods(replica, "gpu", 0))
 			rack := domainsOf(ctx, pods, cluster.LabelRack)
 			Expect(rack).To(HaveLen(1), "replica %d is spread over racks", replica)
 			racks = append(racks, rack[0])
-			name := fmt.Sprintf("two-%d", replica)
+			name := fmt.Sprintf("two-%d-fabric", replica)
 			expectChannelOf(ctx, pods, domains[name])
 			expectDomainNodes(ctx, namespace, name, pods)
 		}
@@ -110,7 +110,7 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 		}}
 		createPCS(ctx, pcs)
 
-		// The router takes no GPU, so the group has no default-group domain.
+		// The router takes no GPU and names no group: no other domain.
 		domain := waitComputeDomains(ctx, namespace, "sg-0-fabric")["sg-0-fabric"]
 		var all []corev1.Pod
 		for j, gang := range []string{"sg-0", "sg-0-workers-1"} {
@@ -133,9 +133,9 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 	})
 
 	It("recreates a running replica's ComputeDomain deleted from outside, under the same name, leaving its pods running", func(ctx context.Context) {
-		pcs := framework.NewPodCliqueSet(namespace, "cd-gone", 1, gpuClique("gpu", 2))
+		pcs := inMNNVLGroup(framework.NewPodCliqueSet(namespace, "cd-gone", 1, gpuClique("gpu", 2)))
 		createPCS(ctx, pcs)
-		old := waitComputeDomains(ctx, namespace, "cd-gone-0")["cd-gone-0"]
+		old := waitComputeDomains(ctx, namespace, "cd-gone-0-fabric")["cd-gone-0-fabric"]
 		pods := boundPods(ctx, namespace, pcs.Name, 2)
 		expectChannelOf(ctx, pods, old)
 
@@ -143,14 +143,14 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 		Expect(env.Client.Delete(ctx, old)).To(Succeed())
 		var renewed *unstructured.Unstructured
 		Eventually(func(g Gomega) {
-			renewed = computeDomains(ctx, g, namespace)["cd-gone-0"]
+			renewed = computeDomains(ctx, g, namespace)["cd-gone-0-fabric"]
 			g.Expect(renewed).NotTo(BeNil())
 			g.Expect(renewed.GetUID()).NotTo(Equal(old.GetUID()), "the ComputeDomain is a new object")
 			g.Expect(renewed.GetDeletionTimestamp()).To(BeNil())
 			g.Expect(renewed.GetLabels()).To(HaveKeyWithValue(labels.AttemptKey, "0"), "the same run")
 			g.Expect(metav1.IsControlledBy(renewed, env.GetPodCliqueSet(ctx, g, namespace, pcs.Name))).To(BeTrue())
 			template := &resourcev1.ResourceClaimTemplate{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "cd-gone-0"}, template)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "cd-gone-0-fabric"}, template)).To(Succeed())
 			g.Expect(metav1.IsControlledBy(template, renewed)).To(BeTrue(), "the channel template is the new domain's")
 		}).WithContext(ctx).WithTimeout(mnnvlWait).Should(Succeed())
 
@@ -166,7 +166,7 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 		}).WithContext(ctx).WithTimeout(5 * time.Second).Should(Succeed())
 		By("their claims stay those of the deleted domain; the new one lists no node until new pods claim its channels")
 		expectChannelOf(ctx, pods, old)
-		Expect(getComputeDomain(ctx, Default, namespace, "cd-gone-0").Status.Nodes).To(BeEmpty())
+		Expect(getComputeDomain(ctx, Default, namespace, "cd-gone-0-fabric").Status.Nodes).To(BeEmpty())
 	})
 
 	It("keeps a PodGroup deleted from outside until its pods are gone, then recreates it with the same topology key", func(ctx context.Context) {
@@ -237,12 +237,12 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 	It("leaves one new ComputeDomain and completes when the operator is killed in the middle of a packed MNNVL Training restart", func(ctx context.Context) {
 		// Attempt 0's workers exit 1 after 8s, attempt 1's exit 0: long
 		// enough to read attempt 1's placement and claims while they run.
-		pcs := rackPackedTraining(namespace, "crash", binding, 3)
+		pcs := inMNNVLGroup(rackPackedTraining(namespace, "crash", binding, 3))
 		pcs.Spec.Template.Cliques[0].Annotations = map[string]string{
 			cluster.AnnotationRunDuration: "8s", cluster.AnnotationExitCodesByAttempt: "1,0",
 		}
 		createPCS(ctx, pcs)
-		old := waitComputeDomains(ctx, namespace, "crash-0")["crash-0"]
+		old := waitComputeDomains(ctx, namespace, "crash-0-fabric")["crash-0-fabric"]
 		setHold(ctx, old, true)
 		DeferCleanup(func(ctx context.Context) { setHold(ctx, old, false) })
 
@@ -250,7 +250,7 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 		Eventually(func(g Gomega) {
 			got := env.GetPodCliqueSet(ctx, g, namespace, pcs.Name)
 			g.Expect(got.Status.RestartCount).To(Equal(int32(1)))
-			cd := computeDomains(ctx, g, namespace)["crash-0"]
+			cd := computeDomains(ctx, g, namespace)["crash-0-fabric"]
 			g.Expect(cd).NotTo(BeNil())
 			g.Expect(cd.GetUID()).To(Equal(old.GetUID()))
 			g.Expect(cd.GetDeletionTimestamp()).NotTo(BeNil())
@@ -265,7 +265,7 @@ var _ = Describe("Placement shapes", Label("placement"), func() {
 		By("attempt 1 is packed in one rack with a new ComputeDomain, the only one")
 		second := boundPods(ctx, namespace, pcs.Name, 3, client.MatchingLabels{labels.AttemptKey: "1"})
 		Expect(domainsOf(ctx, second, cluster.LabelRack)).To(HaveLen(1), "attempt 1 is spread over racks")
-		renewed := waitComputeDomains(ctx, namespace, "crash-0")["crash-0"]
+		renewed := waitComputeDomains(ctx, namespace, "crash-0-fabric")["crash-0-fabric"]
 		Expect(renewed.GetUID()).NotTo(Equal(old.GetUID()))
 		Expect(renewed.GetLabels()).To(HaveKeyWithValue(labels.AttemptKey, "1"))
 		expectChannelOf(ctx, second, renewed)

@@ -53,7 +53,8 @@ func TestComputeDomainsRow(t *testing.T) {
 		pcs  *copsev1alpha1.PodCliqueSet
 		want map[string]string // ComputeDomain name -> group label
 	}{
-		{name: "default group", pcs: mnnvlPCS("", ""), want: map[string]string{"llm-1": ""}},
+		{name: "no group anywhere: no domain (MNNVL is opt-in)", pcs: mnnvlPCS("", ""), want: map[string]string{}},
+		{name: "group of the PodCliqueSet", pcs: mnnvlPCS("a", ""), want: map[string]string{"llm-1-a": "a"}},
 		{name: "group of the scaling group", pcs: mnnvlPCS("a", "b"), want: map[string]string{"llm-1-b": "b"}},
 		{name: "the GPU clique opted out", pcs: mnnvlPCS("a", "none"), want: map[string]string{}},
 		{name: "no GPU clique", pcs: testPCS(), want: map[string]string{}},
@@ -127,7 +128,7 @@ func TestMNNVLClaim(t *testing.T) {
 		gpu         bool
 		wantClaim   string // template name; "" for no claim
 	}{
-		{name: "default group", gpu: true, wantClaim: "llm-1"},
+		{name: "no group anywhere: no claim (MNNVL is opt-in)", gpu: true},
 		{name: "group of the PodClique", annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}, gpu: true, wantClaim: "llm-1-nvl-a"},
 		{name: "PodClique without the annotation takes the PodCliqueSet's group", pcsGroup: "nvl-b", gpu: true, wantClaim: "llm-1-nvl-b"},
 		{name: "the PodClique's annotation wins", annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}, pcsGroup: "nvl-b", gpu: true, wantClaim: "llm-1-nvl-a"},

@@ -12,8 +12,8 @@ import (
 // MNNVL group, on each GPU container. The group is the PodClique's
 // grove.io/mnnvl-group annotation, which the PodClique's creator resolved
 // from the PodCliqueSet (PodCliqueMNNVLGroup); a PodClique without it takes
-// the group the PodCliqueSet gives its clique now. Opted-out cliques and CPU
-// pods are left alone.
+// the group the PodCliqueSet gives its clique now. Cliques without a group
+// or opted out, and CPU pods, are left alone.
 func MNNVLClaim() PodDecorator {
 	return PodDecorator{Name: "mnnvl", Decorate: addMNNVLClaim}
 }

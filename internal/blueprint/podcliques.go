@@ -120,12 +120,12 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 }
 
 // podCliqueAnnotations are the clique template's annotations, plus the
-// clique's MNNVL group when it inherits one from its scaling group or the
-// PodCliqueSet, so that the PodClique, its pods and the MNNVL pod decorator
-// see the group without looking up the template's parents.
+// clique's MNNVL group (or "none") when it inherits one from its scaling
+// group or the PodCliqueSet, so that the PodClique, its pods and the MNNVL
+// pod decorator see the group without looking up the template's parents.
 func podCliqueAnnotations(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec) map[string]string {
 	out := copyMap(clique.Annotations)
-	if group := mnnvl.CliqueGroup(pcs, clique.Name); group != mnnvl.DefaultGroup {
+	if group := mnnvl.CliqueGroup(pcs, clique.Name); group != mnnvl.NoGroup {
 		out = labels.Merge(out, map[string]string{mnnvl.GroupAnnotation: group})
 	}
 	return out

@@ -7,6 +7,7 @@
 package mnnvl
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -25,9 +26,11 @@ const GPUResource corev1.ResourceName = "nvidia.com/gpu"
 // resources.claims entry) for the ComputeDomain's channel, as in Grove.
 const ClaimName = "mnnvl-claim"
 
-// DefaultGroup is the group of pods with no grove.io/mnnvl-group annotation
-// anywhere above them; its ComputeDomain is named after the replica alone.
-const DefaultGroup = ""
+// NoGroup is what a clique with no grove.io/mnnvl-group annotation anywhere
+// above it resolves to: as in Grove, its pods take no part in MNNVL. (The
+// operator's mnnvl.defaultGroup gives new workloads the annotation instead,
+// WithDefaultGroup.)
+const NoGroup = ""
 
 // ComputeDomain API, served by NVIDIA's DRA driver
 // (resource.nvidia.com/v1beta1). copse builds it unstructured, so that it
@@ -65,8 +68,8 @@ func NewComputeDomainList() *unstructured.UnstructuredList {
 // CliqueGroup is the MNNVL group of a clique of pcs: the nearest
 // grove.io/mnnvl-group annotation, looking at the clique's template, then
 // its scaling group's config, then the PodCliqueSet's metadata. It returns
-// DefaultGroup when none of them has one, and copsev1alpha1.MNNVLGroupNone
-// when the nearest opts out. A clique the template does not have gets the
+// NoGroup when none of them has one, and copsev1alpha1.MNNVLGroupNone when
+// the nearest opts out. A clique the template does not have gets the
 // PodCliqueSet's group.
 func CliqueGroup(pcs *copsev1alpha1.PodCliqueSet, clique string) string {
 	if tmpl := pcs.CliqueTemplate(clique); tmpl != nil {
@@ -85,18 +88,20 @@ func CliqueGroup(pcs *copsev1alpha1.PodCliqueSet, clique string) string {
 	if g, ok := pcs.Annotations[GroupAnnotation]; ok {
 		return g
 	}
-	return DefaultGroup
+	return NoGroup
 }
 
-// TakesPart reports whether a group makes its GPU pods share a
-// ComputeDomain: every group but the opt-out does.
+// TakesPart reports whether a clique's group (CliqueGroup) makes its GPU
+// pods share a ComputeDomain: a named group does, no group and the opt-out
+// do not. MNNVL is opt-in, as in Grove.
 func TakesPart(group string) bool {
-	return group != copsev1alpha1.MNNVLGroupNone
+	return group != NoGroup && group != copsev1alpha1.MNNVLGroupNone
 }
 
 // ReplicaGroups are the groups that have a ComputeDomain in every replica of
 // pcs: those of its cliques whose pods request GPUs, sorted, without
-// duplicates. A clique without GPUs that inherits a group is left out.
+// duplicates. A clique without GPUs is left out, whatever group it names
+// or inherits, as in Grove.
 func ReplicaGroups(pcs *copsev1alpha1.PodCliqueSet) []string {
 	var out []string
 	for _, clique := range pcs.Spec.Template.Cliques {
@@ -128,20 +133,38 @@ func containerRequestsGPUs(c corev1.Container) bool {
 }
 
 // ComputeDomainName is the ComputeDomain of one group in one PodCliqueSet
-// replica, as Grove names it: <pcs>-<replica> for the default group,
-// <pcs>-<replica>-<group> otherwise. Its channel's ResourceClaimTemplate has
-// the same name.
+// replica, as Grove names it: <pcs>-<replica>-<group>. Its channel's
+// ResourceClaimTemplate has the same name.
 func ComputeDomainName(pcs string, replica int, group string) string {
-	name := pcs + "-" + strconv.Itoa(replica)
-	if group != DefaultGroup {
-		name += "-" + group
+	return pcs + "-" + strconv.Itoa(replica) + "-" + group
+}
+
+// WithDefaultGroup is the operator's mnnvl.defaultGroup applied to a new
+// workload's (a PodCliqueSet's or a TrainJob's) metadata annotations: when
+// defaultGroup is set and they name no group (not even "none"), a copy of
+// them with grove.io/mnnvl-group: defaultGroup, and true; else annotations
+// as they are, and false. The group is then the workload's own, fixed at
+// creation like any group annotation, so a later change of the option never
+// changes a workload that exists; as with any group, only GPU pods take
+// part.
+func WithDefaultGroup(annotations map[string]string, defaultGroup string) (map[string]string, bool) {
+	if defaultGroup == NoGroup {
+		return annotations, false
 	}
-	return name
+	if _, named := annotations[GroupAnnotation]; named {
+		return annotations, false
+	}
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[GroupAnnotation] = defaultGroup
+	return out, true
 }
 
 // trainJobDomainSuffix ends the name of a TrainJob's ComputeDomain. No
-// group may be it or end in "-" and it (ValidateGroup), so no PodCliqueSet
-// replica's ComputeDomain name does either.
+// group may be it or end in "-" and it (copsev1alpha1.MNNVLGroupNameErrors),
+// so no PodCliqueSet replica's ComputeDomain name does either.
 const trainJobDomainSuffix = "mnnvl"
 
 // TrainJobComputeDomainName is the ComputeDomain of a TrainJob on the JobSet

@@ -2,6 +2,7 @@ package mnnvl
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -41,11 +42,11 @@ func TestCliqueGroup(t *testing.T) {
 		pcs                     *copsev1alpha1.PodCliqueSet
 		leader, prefill, worker string
 	}{
-		{name: "no annotation anywhere: default group", pcs: annotated("", "", ""), leader: DefaultGroup, prefill: DefaultGroup, worker: DefaultGroup},
+		{name: "no annotation anywhere: no group", pcs: annotated("", "", ""), leader: NoGroup, prefill: NoGroup, worker: NoGroup},
 		{name: "PodCliqueSet annotation reaches every clique", pcs: annotated("a", "", ""), leader: "a", prefill: "a", worker: "a"},
 		{name: "scaling group overrides the PodCliqueSet for its members", pcs: annotated("a", "b", ""), leader: "a", prefill: "b", worker: "b"},
 		{name: "clique overrides its scaling group", pcs: annotated("a", "b", "c"), leader: "a", prefill: "b", worker: "c"},
-		{name: "scaling group without a PodCliqueSet annotation", pcs: annotated("", "b", ""), leader: DefaultGroup, prefill: "b", worker: "b"},
+		{name: "scaling group without a PodCliqueSet annotation", pcs: annotated("", "b", ""), leader: NoGroup, prefill: "b", worker: "b"},
 		{name: "none on the PodCliqueSet, a clique opts back in", pcs: annotated("none", "", "c"), leader: "none", prefill: "none", worker: "c"},
 		{name: "none on a clique only", pcs: annotated("a", "", "none"), leader: "a", prefill: "a", worker: "none"},
 	}
@@ -94,7 +95,8 @@ func TestReplicaGroups(t *testing.T) {
 		want []string
 	}{
 		{name: "no GPU clique: no group", pcs: annotated("a", "", "")},
-		{name: "GPU cliques in the default group", pcs: withGPUs(annotated("", "", ""), "leader", "worker"), want: []string{DefaultGroup}},
+		{name: "GPU cliques without a group: no domain (MNNVL is opt-in)", pcs: withGPUs(annotated("", "", ""), "leader", "worker")},
+		{name: "a GPU clique without a group next to one with a group", pcs: withGPUs(annotated("", "b", ""), "leader", "worker"), want: []string{"b"}},
 		{name: "one group per distinct group of GPU cliques, sorted", pcs: withGPUs(annotated("z", "b", "c"), "leader", "prefill", "worker"), want: []string{"b", "c", "z"}},
 		{name: "a CPU clique's group has no domain", pcs: withGPUs(annotated("z", "b", "c"), "worker"), want: []string{"c"}},
 		{name: "opted out GPU cliques have no domain", pcs: withGPUs(annotated("none", "", "c"), "leader", "worker"), want: []string{"c"}},
@@ -116,7 +118,7 @@ func TestComputeDomainName(t *testing.T) {
 		group   string
 		want    string
 	}{
-		{pcs: "llm", replica: 0, group: DefaultGroup, want: "llm-0"},
+		{pcs: "llm", replica: 0, group: "default", want: "llm-0-default"},
 		{pcs: "llm", replica: 12, group: "fabric-a", want: "llm-12-fabric-a"},
 	}
 	for _, tc := range cases {
@@ -220,6 +222,49 @@ func TestAddClaim(t *testing.T) {
 			}
 			if strings.Contains(fmt.Sprint(removed), ClaimName) {
 				t.Errorf("the channel claim is still there: %+v", removed)
+			}
+		})
+	}
+}
+
+func TestTakesPart(t *testing.T) {
+	for group, want := range map[string]bool{NoGroup: false, copsev1alpha1.MNNVLGroupNone: false, "default": true, "fabric-a": true} {
+		if got := TakesPart(group); got != want {
+			t.Errorf("TakesPart(%q) = %v, want %v", group, got, want)
+		}
+	}
+}
+
+func TestWithDefaultGroup(t *testing.T) {
+	cases := []struct {
+		name         string
+		annotations  map[string]string
+		defaultGroup string
+		want         map[string]string
+		added        bool
+	}{
+		{name: "option off: nothing added", annotations: map[string]string{"a": "b"}, want: map[string]string{"a": "b"}},
+		{name: "option off, no annotations", want: nil},
+		{name: "no group: the default one", annotations: map[string]string{"a": "b"}, defaultGroup: "nvl",
+			want: map[string]string{"a": "b", GroupAnnotation: "nvl"}, added: true},
+		{name: "no annotations at all", defaultGroup: "nvl", want: map[string]string{GroupAnnotation: "nvl"}, added: true},
+		{name: "a group of its own is kept", annotations: map[string]string{GroupAnnotation: "fabric"}, defaultGroup: "nvl",
+			want: map[string]string{GroupAnnotation: "fabric"}},
+		{name: "the opt-out is kept", annotations: map[string]string{GroupAnnotation: "none"}, defaultGroup: "nvl",
+			want: map[string]string{GroupAnnotation: "none"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := maps.Clone(tc.annotations)
+			got, added := WithDefaultGroup(tc.annotations, tc.defaultGroup)
+			if added != tc.added {
+				t.Errorf("added = %v, want %v", added, tc.added)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.annotations); diff != "" {
+				t.Errorf("the input was changed (-before +after):\n%s", diff)
 			}
 		})
 	}

@@ -10,22 +10,23 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
-// ValidateGroup checks a new grove.io/mnnvl-group value at path: "none" or
-// a DNS-1123 label (it becomes part of a ComputeDomain's name) that is not
-// "mnnvl" and does not end in "-mnnvl" (those end TrainJobs' ComputeDomain
-// names, TrainJobComputeDomainName), and a group other than "none" only
-// while MNNVL is enabled in the operator configuration. Nil when the value
-// is fine.
+// ValidateGroup checks a new grove.io/mnnvl-group value at path: "none",
+// which is always allowed, or a group name (copsev1alpha1.MNNVLGroupNameErrors:
+// a DNS-1123 label, as it becomes part of a ComputeDomain's name, that is
+// not "mnnvl" and does not end in "-mnnvl") while MNNVL is enabled in the
+// operator configuration. Nil when the value is fine.
 func ValidateGroup(path *field.Path, value string, enabled bool) *field.Error {
-	if msgs := validation.IsDNS1123Label(value); value != copsev1alpha1.MNNVLGroupNone && len(msgs) > 0 {
+	if value == copsev1alpha1.MNNVLGroupNone {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Label(value); len(msgs) > 0 {
 		return field.Invalid(path, value, fmt.Sprintf("must be %q or a DNS-1123 label: %s",
 			copsev1alpha1.MNNVLGroupNone, strings.Join(msgs, "; ")))
 	}
-	if value == trainJobDomainSuffix || strings.HasSuffix(value, "-"+trainJobDomainSuffix) {
-		return field.Invalid(path, value, fmt.Sprintf("must not be %q or end in %q: ComputeDomains named so are TrainJobs' (<trainjob>-%s), "+
-			"and a replica's ComputeDomain <podcliqueset>-<replica>-<group> could take a TrainJob's name", trainJobDomainSuffix, "-"+trainJobDomainSuffix, trainJobDomainSuffix))
+	if msgs := copsev1alpha1.MNNVLGroupNameErrors(value); len(msgs) > 0 {
+		return field.Invalid(path, value, strings.Join(msgs, "; "))
 	}
-	if TakesPart(value) && !enabled {
+	if !enabled {
 		return field.Forbidden(path, fmt.Sprintf(
 			"MNNVL is not enabled in the operator configuration (mnnvl.enabled); only %q is allowed", copsev1alpha1.MNNVLGroupNone))
 	}

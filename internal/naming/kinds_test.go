@@ -18,7 +18,7 @@ import (
 type pcsShape struct {
 	name         string
 	replicas     int
-	group        string // an MNNVL group besides the default one, "" for none
+	group        string // an MNNVL group, "" for none
 	scalingGroup string // a scaling group, "" for none
 	groupScale   int    // its replicas
 }
@@ -35,7 +35,6 @@ func (s pcsShape) names() names {
 				out["PodGroup"] = append(out["PodGroup"], naming.ScaledGang(naming.ScalingGroup(s.name, r, s.scalingGroup), j))
 			}
 		}
-		out["ComputeDomain"] = append(out["ComputeDomain"], mnnvl.ComputeDomainName(s.name, r, mnnvl.DefaultGroup))
 		if s.group != "" {
 			out["ComputeDomain"] = append(out["ComputeDomain"], mnnvl.ComputeDomainName(s.name, r, s.group))
 		}
@@ -87,7 +86,7 @@ func TestNamesDisjointAcrossKinds(t *testing.T) {
 		trainJob string
 	}{
 		{"same name: Workloads were both <name>", pcsShape{name: "x", replicas: 1}, "x"},
-		{"TrainJob named as a replica: ComputeDomains were both a-0", pcsShape{name: "a", replicas: 1}, "a-0"},
+		{"TrainJob named as a replica: ComputeDomains were both a-0 (an earlier copse's default group)", pcsShape{name: "a", replicas: 1, group: "default"}, "a-0"},
 		{"TrainJob named as a replica's group domain: both a-0-nvl", pcsShape{name: "a", replicas: 1, group: "nvl"}, "a-0-nvl"},
 		{"TrainJob named as a replica of a later index", pcsShape{name: "llm", replicas: 12}, "llm-11"},
 		{"PodCliqueSet named as the TrainJob's trainer gang", pcsShape{name: "job-trainer", replicas: 2}, "job"},

@@ -27,15 +27,24 @@ func withMNNVLGroup(annotations map[string]string, trainJob *trainerv1alpha1.Tra
 	return out
 }
 
+// TakesPartInMNNVL reports whether a TrainJob opts in to MNNVL: its
+// grove.io/mnnvl-group annotation names a group (not "none"), as a
+// PodCliqueSet's does in Grove. The TrainJob is the workload its user
+// writes; Kubeflow Trainer has no MNNVL API of its own.
+func TakesPartInMNNVL(trainJob *trainerv1alpha1.TrainJob) bool {
+	return mnnvl.TakesPart(trainJob.Annotations[mnnvl.GroupAnnotation])
+}
+
 // AddJobSetMNNVL gives a JobSet backend's build one NVIDIA ComputeDomain for
 // the whole TrainJob, <trainjob>-mnnvl (mnnvl.TrainJobComputeDomainName,
 // never a PodCliqueSet replica's name), controlled by it, and the domain's
 // channel claim on every container of the JobSet's pod templates that
-// requests nvidia.com/gpu (mnnvl.AddClaim). Nothing is added when the
-// TrainJob opts out (grove.io/mnnvl-group: none) or no container requests
-// GPUs. Call it only when the operator's mnnvl.enabled is on.
+// requests nvidia.com/gpu (mnnvl.AddClaim), when the TrainJob names a
+// group (TakesPartInMNNVL; every group means the one domain). Nothing is
+// added when it names none, opts out, or no container requests GPUs. Call
+// it only when the operator's mnnvl.enabled is on.
 func AddJobSetMNNVL(objects *JobSetObjects, trainJob *trainerv1alpha1.TrainJob) {
-	if trainJob.Annotations[mnnvl.GroupAnnotation] == copsev1alpha1.MNNVLGroupNone {
+	if !TakesPartInMNNVL(trainJob) {
 		return
 	}
 	name := mnnvl.TrainJobComputeDomainName(trainJob.Name)
@@ -108,13 +117,13 @@ func jobSetChannelTemplate(jobSet *jobsetv1alpha2.JobSet) (string, bool) {
 // ValidateComputeDomainName refuses, at metadata.name, a TrainJob whose
 // ComputeDomain name <trainjob>-mnnvl would not fit a DNS label, like every
 // name copse generates: only where it gets one, on the JobSet backend, when
-// it does not opt out and a pod template of the plan requests GPUs. JobSet's
+// it names a group and a pod template of the plan requests GPUs. JobSet's
 // own name rules already keep every TrainJob whose trainer job is indexed
 // well below the limit; this covers the rest. Call it only when the
 // operator's mnnvl.enabled is on.
 func ValidateComputeDomainName(p *Plan) field.ErrorList {
 	tj := p.TrainJob
-	if p.Backend != trainerv1alpha1.RuntimeBackendJobSet || tj.Annotations[mnnvl.GroupAnnotation] == copsev1alpha1.MNNVLGroupNone {
+	if p.Backend != trainerv1alpha1.RuntimeBackendJobSet || !TakesPartInMNNVL(tj) {
 		return nil
 	}
 	name := mnnvl.TrainJobComputeDomainName(tj.Name)
@@ -124,7 +133,7 @@ func ValidateComputeDomainName(p *Plan) field.ErrorList {
 	for _, rjob := range p.Spec.ReplicatedJobs {
 		if mnnvl.RequestsGPUs(&rjob.Template.Spec.Template.Spec) {
 			return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), tj.Name, fmt.Sprintf(
-				"its ComputeDomain %q (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be %d characters, over the limit of %d: "+
+				"its ComputeDomain %q (its MNNVL group on the runtime's JobSet backend gives GPU pods one) would be %d characters, over the limit of %d: "+
 					"shorten the name by %d character(s), or opt out with %s: %s",
 				name, len(name), validation.DNS1123LabelMaxLength, len(name)-validation.DNS1123LabelMaxLength,
 				mnnvl.GroupAnnotation, copsev1alpha1.MNNVLGroupNone))}

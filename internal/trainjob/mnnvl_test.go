@@ -69,8 +69,9 @@ func TestAddJobSetMNNVL(t *testing.T) {
 		annotations map[string]string
 		want        bool
 	}{
-		{name: "GPU trainer", gpus: true, want: true},
-		{name: "GPU trainer with a group: still one domain per TrainJob", gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}, want: true},
+		{name: "GPU trainer without a group: none (MNNVL is opt-in)", gpus: true},
+		{name: "GPU trainer with a group: one domain per TrainJob", gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}, want: true},
+		{name: "no GPUs, with a group: none", annotations: map[string]string{mnnvl.GroupAnnotation: "nvl-a"}},
 		{name: "GPU trainer opted out", gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "none"}},
 		{name: "no GPUs"},
 	} {
@@ -122,7 +123,7 @@ func TestAddJobSetMNNVL(t *testing.T) {
 }
 
 func TestKeepJobSetComputeDomain(t *testing.T) {
-	tj := gpuTrainJob(true, nil)
+	tj := gpuTrainJob(true, map[string]string{mnnvl.GroupAnnotation: "nvl-a"})
 	build := func(withMNNVL bool) *JobSetObjects {
 		t.Helper()
 		objects, err := BuildJobSetObjects(tj, mnnvlRuntime())
@@ -206,6 +207,7 @@ func TestKeepJobSetComputeDomain(t *testing.T) {
 
 func TestValidateComputeDomainName(t *testing.T) {
 	name := func(n int) string { return strings.Repeat("a", n) }
+	grouped := map[string]string{mnnvl.GroupAnnotation: "nvl-a"}
 	for _, tc := range []struct {
 		desc        string
 		name        string
@@ -214,12 +216,13 @@ func TestValidateComputeDomainName(t *testing.T) {
 		backend     trainerv1alpha1.RuntimeBackend
 		want        string // "" for no error
 	}{
-		{desc: "57 characters: <name>-mnnvl is 63", name: name(57), gpus: true},
-		{desc: "58 characters: 64, refused", name: name(58), gpus: true,
-			want: `metadata.name: Invalid value: "` + name(58) + `": its ComputeDomain "` + name(58) + `-mnnvl" (MNNVL is on, the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63: shorten the name by 1 character(s), or opt out with grove.io/mnnvl-group: none`},
-		{desc: "no GPUs: no ComputeDomain", name: name(63)},
+		{desc: "57 characters: <name>-mnnvl is 63", name: name(57), gpus: true, annotations: grouped},
+		{desc: "58 characters: 64, refused", name: name(58), gpus: true, annotations: grouped,
+			want: `metadata.name: Invalid value: "` + name(58) + `": its ComputeDomain "` + name(58) + `-mnnvl" (its MNNVL group on the runtime's JobSet backend gives GPU pods one) would be 64 characters, over the limit of 63: shorten the name by 1 character(s), or opt out with grove.io/mnnvl-group: none`},
+		{desc: "no GPUs: no ComputeDomain", name: name(63), annotations: grouped},
+		{desc: "no group: no ComputeDomain", name: name(63), gpus: true},
 		{desc: "opted out: no ComputeDomain", name: name(63), gpus: true, annotations: map[string]string{mnnvl.GroupAnnotation: "none"}},
-		{desc: "PodCliqueSet backend: the PodCliqueSet's rules", name: name(63), gpus: true, backend: trainerv1alpha1.RuntimeBackendPodCliqueSet},
+		{desc: "PodCliqueSet backend: the PodCliqueSet's rules", name: name(63), gpus: true, annotations: grouped, backend: trainerv1alpha1.RuntimeBackendPodCliqueSet},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			tj := gpuTrainJob(tc.gpus, tc.annotations)

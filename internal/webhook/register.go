@@ -56,7 +56,8 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		return fmt.Errorf("registering %s types for admission decoding: %w", trainerv1alpha1.SchemeGroupVersion, err)
 	}
 	handlers := map[string]*admission.Webhook{
-		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{KueueEnabled: features.Kueue}),
+		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{KueueEnabled: features.Kueue,
+			MNNVLDefaultGroup: features.MNNVLDefaultGroup}),
 		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
 			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader, KueueEnabled: features.Kueue}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
@@ -69,7 +70,8 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 			Kind: "PodCliqueScalingGroup", NewObject: training.NewPodCliqueScalingGroup, Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidateClusterTopologyBindingPath: admission.WithValidator[*copsev1alpha1.ClusterTopologyBinding](scheme,
 			clustertopologybinding.Validator{Backends: clustertopologybinding.Backends{Kueue: features.Kueue}}),
-		MutateTrainJobPath:          admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{}}),
+		MutateTrainJobPath: admission.WithDefaulter[*trainerv1alpha1.TrainJob](scheme, trainjob.Defaulter{Clock: clock.RealClock{},
+			MNNVLDefaultGroup: features.MNNVLDefaultGroup}),
 		ValidateTrainJobPath:        admission.WithValidator[*trainerv1alpha1.TrainJob](scheme, trainjob.Validator{Reader: reader, MNNVLEnabled: features.MNNVL}),
 		ValidateTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.TrainingRuntime](scheme, trainjob.RuntimeValidator{}),
 		ValidateClusterTrainingRuntimePath: admission.WithValidator[*trainerv1alpha1.ClusterTrainingRuntime](scheme,
@@ -98,9 +100,12 @@ type Features struct {
 	// backend). When false a new PodCliqueSet with one is refused; when true
 	// the PodCliqueSet webhook reads the ClusterTopologyBinding it names.
 	TopologyAware bool
-	// MNNVL is mnnvl.enabled: without it, a PodCliqueSet naming an MNNVL
-	// group is refused.
+	// MNNVL is mnnvl.enabled: without it, a PodCliqueSet or TrainJob
+	// naming an MNNVL group is refused.
 	MNNVL bool
+	// MNNVLDefaultGroup is mnnvl.defaultGroup: the group a new PodCliqueSet
+	// or TrainJob that names none is given ("" for none).
+	MNNVLDefaultGroup string
 	// Kueue is kueue.enabled: a new PodCliqueSet with the label
 	// kueue.x-k8s.io/queue-name is created suspended, and the label's rules
 	// apply (podcliqueset.ValidateKueue). Off, the label means nothing.

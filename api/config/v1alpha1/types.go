@@ -60,8 +60,9 @@ type OperatorConfiguration struct {
 	TopologyAwareScheduling TopologyAwareSchedulingConfiguration `json:"topologyAwareScheduling"`
 
 	// MNNVL gives the GPU pods of each PodCliqueSet replica (and of each
-	// TrainJob) an NVIDIA ComputeDomain, so that they share a multi-node
-	// NVLink fabric. It needs NVIDIA's DRA driver (the ComputeDomain CRD).
+	// TrainJob) that name an MNNVL group an NVIDIA ComputeDomain, so that
+	// they share a multi-node NVLink fabric. It needs NVIDIA's DRA driver
+	// (the ComputeDomain CRD).
 	// +optional
 	MNNVL MNNVLConfiguration `json:"mnnvl"`
 
@@ -85,14 +86,30 @@ type TopologyAwareSchedulingConfiguration struct {
 }
 
 // MNNVLConfiguration configures multi-node NVLink through ComputeDomains.
+// As in Grove, MNNVL is opt-in: only pods whose PodCliqueSet, scaling group
+// or clique (or TrainJob) names a group with the grove.io/mnnvl-group
+// annotation take part.
 type MNNVLConfiguration struct {
 	// Enabled creates a ComputeDomain per PodCliqueSet replica and MNNVL
-	// group and gives every container that requests nvidia.com/gpu its
-	// channel claim. The operator refuses to start when the ComputeDomain
-	// CRD is missing. When false (the default) a PodCliqueSet that names an
-	// MNNVL group other than "none" is refused.
+	// group (and one per JobSet-backend TrainJob that names a group) and
+	// gives every container of the group's pods that requests
+	// nvidia.com/gpu its channel claim. The operator refuses to start when
+	// the ComputeDomain CRD is missing. When false (the default) a
+	// PodCliqueSet or TrainJob that names an MNNVL group other than "none"
+	// is refused.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+
+	// DefaultGroup, when set, is the MNNVL group of every new PodCliqueSet
+	// and TrainJob that names none: the webhook adds the annotation
+	// grove.io/mnnvl-group: <defaultGroup> to its metadata when it is
+	// created, so that all its GPU pods share a ComputeDomain per replica
+	// without opting in. A TrainJob's PodCliqueSet takes the TrainJob's
+	// group. Objects that exist are never changed. Empty (the default)
+	// leaves MNNVL opt-in, as in Grove. Needs Enabled; a group name: a
+	// DNS-1123 label, not "none", not "mnnvl" and not ending in "-mnnvl".
+	// +optional
+	DefaultGroup string `json:"defaultGroup,omitempty"`
 }
 
 // KueueConfiguration configures the Kueue integration of PodCliqueSets.

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	corev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
 // leaderElectionJitterFactor mirrors client-go's leaderelection.JitterFactor:
@@ -30,6 +32,7 @@ func Validate(cfg *OperatorConfiguration) field.ErrorList {
 	errs = append(errs, validateScheduler(&cfg.Scheduler, field.NewPath("scheduler"))...)
 	errs = append(errs, validateLogging(&cfg.Logging, field.NewPath("logging"))...)
 	errs = append(errs, validateLimits(&cfg.Limits, field.NewPath("limits"))...)
+	errs = append(errs, validateMNNVL(&cfg.MNNVL, field.NewPath("mnnvl"))...)
 	if strings.TrimSpace(cfg.StartupGate.Image) == "" {
 		errs = append(errs, field.Required(field.NewPath("startupGate", "image"), "the startup gate init container needs an image"))
 	}
@@ -297,6 +300,26 @@ func validateLimits(l *LimitsConfiguration, path *field.Path) field.ErrorList {
 	if len(errs) == 0 && l.MaxPodsPerReplica > l.MaxPodsPerPodCliqueSet {
 		errs = append(errs, field.Invalid(perReplica, l.MaxPodsPerReplica,
 			"must not be greater than "+perSet.String()+" ("+strconv.FormatInt(l.MaxPodsPerPodCliqueSet, 10)+")"))
+	}
+	return errs
+}
+
+func validateMNNVL(m *MNNVLConfiguration, path *field.Path) field.ErrorList {
+	if m.DefaultGroup == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	groupPath := path.Child("defaultGroup")
+	if m.DefaultGroup == corev1alpha1.MNNVLGroupNone {
+		errs = append(errs, field.Invalid(groupPath, m.DefaultGroup,
+			`must be a group name: "none" opts out, leave defaultGroup empty for no default group`))
+	} else {
+		for _, msg := range corev1alpha1.MNNVLGroupNameErrors(m.DefaultGroup) {
+			errs = append(errs, field.Invalid(groupPath, m.DefaultGroup, msg))
+		}
+	}
+	if !m.Enabled {
+		errs = append(errs, field.Invalid(groupPath, m.DefaultGroup, "needs mnnvl.enabled: true"))
 	}
 	return errs
 }

@@ -242,6 +242,32 @@ func TestValidate(t *testing.T) {
 			wantErrors: []string{"startupGate.image: Required value: the startup gate init container needs an image"},
 		},
 		{
+			name:   "an MNNVL default group",
+			mutate: func(c *OperatorConfiguration) { c.MNNVL = MNNVLConfiguration{Enabled: true, DefaultGroup: "nvl72"} },
+		},
+		{
+			name:       "an MNNVL default group without MNNVL",
+			mutate:     func(c *OperatorConfiguration) { c.MNNVL.DefaultGroup = "nvl72" },
+			wantErrors: []string{`mnnvl.defaultGroup: Invalid value: "nvl72": needs mnnvl.enabled: true`},
+		},
+		{
+			name:       "an MNNVL default group that is no DNS label",
+			mutate:     func(c *OperatorConfiguration) { c.MNNVL = MNNVLConfiguration{Enabled: true, DefaultGroup: "NVL_72"} },
+			wantErrors: []string{`mnnvl.defaultGroup: Invalid value: "NVL_72": must be a DNS-1123 label: a lowercase RFC 1123 label`},
+		},
+		{
+			name:       "the opt-out as the MNNVL default group",
+			mutate:     func(c *OperatorConfiguration) { c.MNNVL = MNNVLConfiguration{Enabled: true, DefaultGroup: "none"} },
+			wantErrors: []string{`mnnvl.defaultGroup: Invalid value: "none": must be a group name: "none" opts out, leave defaultGroup empty`},
+		},
+		{
+			name: "an MNNVL default group that could take a TrainJob's ComputeDomain name",
+			mutate: func(c *OperatorConfiguration) {
+				c.MNNVL = MNNVLConfiguration{Enabled: true, DefaultGroup: "rack-mnnvl"}
+			},
+			wantErrors: []string{`mnnvl.defaultGroup: Invalid value: "rack-mnnvl": must not be "mnnvl" or end in "-mnnvl"`},
+		},
+		{
 			name: "pod limits below 1",
 			mutate: func(c *OperatorConfiguration) {
 				c.Limits.MaxPodsPerReplica = 0

@@ -16,10 +16,12 @@ import (
 const kind = "PodCliqueSet"
 
 // Defaulter is the mutating webhook: it applies Default, and on creation
-// DefaultForKueue.
+// DefaultForKueue and DefaultMNNVLGroup.
 type Defaulter struct {
 	// KueueEnabled is the operator configuration's kueue.enabled.
 	KueueEnabled bool
+	// MNNVLDefaultGroup is the operator configuration's mnnvl.defaultGroup.
+	MNNVLDefaultGroup string
 }
 
 var _ admission.Defaulter[*copsev1alpha1.PodCliqueSet] = Defaulter{}
@@ -29,6 +31,7 @@ func (d Defaulter) Default(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet)
 	Default(pcs)
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
 		DefaultForKueue(pcs, d.KueueEnabled)
+		DefaultMNNVLGroup(pcs, d.MNNVLDefaultGroup)
 	}
 	return nil
 }

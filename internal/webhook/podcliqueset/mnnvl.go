@@ -2,11 +2,14 @@ package podcliqueset
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/naming"
 )
@@ -20,8 +23,6 @@ type groupAnnotation struct {
 	// clique's or scaling group's name ("" for the metadata).
 	key         string
 	annotations map[string]string
-	// clique is the clique template's name, "" for other places.
-	clique string
 }
 
 func (a groupAnnotation) value() (string, bool) {
@@ -39,7 +40,7 @@ func groupAnnotations(pcs *copsev1alpha1.PodCliqueSet) []groupAnnotation {
 		if clique != nil {
 			out = append(out, groupAnnotation{
 				path: cliquesPath.Index(i).Child("annotations").Key(mnnvl.GroupAnnotation),
-				key:  "clique/" + clique.Name, annotations: clique.Annotations, clique: clique.Name,
+				key:  "clique/" + clique.Name, annotations: clique.Annotations,
 			})
 		}
 	}
@@ -52,19 +53,31 @@ func groupAnnotations(pcs *copsev1alpha1.PodCliqueSet) []groupAnnotation {
 	return out
 }
 
+// DefaultMNNVLGroup gives a new PodCliqueSet that names no MNNVL group on
+// its metadata the operator's mnnvl.defaultGroup (mnnvl.WithDefaultGroup;
+// none when the option is empty). A PodCliqueSet a TrainJob controls is
+// left as built: it takes the TrainJob's group, which the TrainJob got when
+// it was created. Call it on creation only: the annotation is immutable.
+func DefaultMNNVLGroup(pcs *copsev1alpha1.PodCliqueSet, defaultGroup string) {
+	if owner := metav1.GetControllerOf(pcs); owner != nil && owner.Kind == "TrainJob" &&
+		strings.HasPrefix(owner.APIVersion, trainerv1alpha1.GroupName+"/") {
+		return
+	}
+	pcs.Annotations, _ = mnnvl.WithDefaultGroup(pcs.Annotations, defaultGroup)
+}
+
 // ValidateMNNVL applies the MNNVL rules (Grove's GREP-417) to a new
 // PodCliqueSet, or to an update from old (nil on create). enabled is the
 // operator configuration's mnnvl.enabled.
 //
 // On create, each grove.io/mnnvl-group annotation must be "none" or a
-// DNS-1123 label; a group other than "none" needs MNNVL enabled; a clique
-// template may name a group of its own only if its pods request
-// nvidia.com/gpu (one that inherits a group without GPUs is left out); and
-// the ComputeDomain names must fit a DNS label like every name copse
-// generates. On update the annotations are immutable, whatever else
-// changes; a changed spec is held to the GPU and name rules again, while
-// the values, already admitted, are not (so that turning MNNVL off never
-// blocks updates of existing objects).
+// group name (mnnvl.ValidateGroup); a group other than "none" needs MNNVL
+// enabled; and the ComputeDomain names must fit a DNS label like every name
+// copse generates. A clique without GPUs may name or inherit a group, as in
+// Grove: its pods are left out. On update the annotations are immutable,
+// whatever else changes; a changed spec is held to the name rule again,
+// while the values, already admitted, are not (so that turning MNNVL off
+// never blocks updates of existing objects).
 func ValidateMNNVL(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool) field.ErrorList {
 	var errs field.ErrorList
 	if old != nil {
@@ -73,21 +86,13 @@ func ValidateMNNVL(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool) field.Err
 			return errs
 		}
 	}
-	for _, a := range groupAnnotations(pcs) {
-		value, ok := a.value()
-		if !ok {
-			continue
-		}
-		if old == nil {
-			if err := mnnvl.ValidateGroup(a.path, value, enabled); err != nil {
-				errs = append(errs, err)
-				continue
+	if old == nil {
+		for _, a := range groupAnnotations(pcs) {
+			if value, ok := a.value(); ok {
+				if err := mnnvl.ValidateGroup(a.path, value, enabled); err != nil {
+					errs = append(errs, err)
+				}
 			}
-		}
-		if a.clique != "" && mnnvl.TakesPart(value) && !mnnvl.RequestsGPUs(&pcs.CliqueTemplate(a.clique).Spec.PodSpec) {
-			errs = append(errs, field.Invalid(a.path, value, fmt.Sprintf(
-				"clique %q requests no %s: only GPU pods join an MNNVL group (set %q, or remove the annotation)",
-				a.clique, mnnvl.GPUResource, copsev1alpha1.MNNVLGroupNone)))
 		}
 	}
 	return append(errs, validateComputeDomainNames(pcs)...)

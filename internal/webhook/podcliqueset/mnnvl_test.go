@@ -5,8 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -91,10 +97,9 @@ func TestMNNVLOnCreate(t *testing.T) {
 			name: "a group on the PodCliqueSet while MNNVL is off", pcs: valid(pcsGroup("nvl-a")),
 			want: []string{`metadata.annotations[grove.io/mnnvl-group]: Forbidden: MNNVL is not enabled`},
 		},
-		{
-			name: "explicit group on a clique without GPUs", enabled: true, pcs: valid(withGPUs(1), cliqueGroup(2, "nvl-a")),
-			want: []string{`spec.template.cliques[2].annotations[grove.io/mnnvl-group]: Invalid value: "nvl-a": clique "router" requests no nvidia.com/gpu`},
-		},
+		// As in Grove: a CPU clique's group is accepted, and its pods are
+		// left out of MNNVL.
+		{name: "a group on a clique without GPUs is accepted", enabled: true, pcs: valid(withGPUs(1), cliqueGroup(2, "nvl-a"))},
 		{
 			name: "ComputeDomain name over 63 characters", enabled: true,
 			pcs: valid(withGPUs(1), scalingGroupGroup(strings.Repeat("g", 60))),
@@ -142,11 +147,8 @@ func TestMNNVLOnUpdate(t *testing.T) {
 			old: valid(withGPUs(1), scalingGroupGroup("a")), pcs: valid(withGPUs(1), scalingGroupGroup("b")),
 			want: []string{`spec.template.podCliqueScalingGroups[0].annotations[grove.io/mnnvl-group]: Invalid value: "b": field is immutable (was "a")`},
 		},
-		{
-			name: "a clique with its own group loses its GPUs", enabled: true,
-			old: valid(withGPUs(1), cliqueGroup(1, "a")), pcs: valid(cliqueGroup(1, "a")),
-			want: []string{`spec.template.cliques[1].annotations[grove.io/mnnvl-group]: Invalid value: "a": clique "worker" requests no nvidia.com/gpu`},
-		},
+		{name: "a clique with its own group loses its GPUs", enabled: true,
+			old: valid(withGPUs(1), cliqueGroup(1, "a")), pcs: valid(cliqueGroup(1, "a"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +156,46 @@ func TestMNNVLOnUpdate(t *testing.T) {
 			v.MNNVLEnabled = tc.enabled
 			_, err := v.ValidateUpdate(context.Background(), tc.old, tc.pcs)
 			checkErrors(t, err, tc.want)
+		})
+	}
+}
+
+func TestDefaultMNNVLGroup(t *testing.T) {
+	ownedBy := func(apiVersion, kind string) func(*copsev1alpha1.PodCliqueSet) {
+		return func(pcs *copsev1alpha1.PodCliqueSet) {
+			pcs.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "x", Controller: ptr.To(true)}}
+		}
+	}
+	tests := []struct {
+		name         string
+		pcs          *copsev1alpha1.PodCliqueSet
+		operation    admissionv1.Operation
+		defaultGroup string
+		want         map[string]string // the annotations after defaulting
+	}{
+		{name: "option off: no group", pcs: valid(withGPUs(1)), operation: admissionv1.Create},
+		{name: "created without a group: the default group", pcs: valid(withGPUs(1)), operation: admissionv1.Create, defaultGroup: "nvl",
+			want: map[string]string{groupKey: "nvl"}},
+		{name: "created with a group of its own: kept", pcs: valid(withGPUs(1), pcsGroup("fabric")), operation: admissionv1.Create, defaultGroup: "nvl",
+			want: map[string]string{groupKey: "fabric"}},
+		{name: "created opted out: kept", pcs: valid(withGPUs(1), pcsGroup("none")), operation: admissionv1.Create, defaultGroup: "nvl",
+			want: map[string]string{groupKey: "none"}},
+		{name: "a TrainJob's PodCliqueSet takes the TrainJob's group", pcs: valid(withGPUs(1), ownedBy("trainer.kubeflow.org/v1alpha1", "TrainJob")),
+			operation: admissionv1.Create, defaultGroup: "nvl"},
+		{name: "another controller's PodCliqueSet gets the default group", pcs: valid(withGPUs(1), ownedBy("example.com/v1", "TrainJob")),
+			operation: admissionv1.Create, defaultGroup: "nvl", want: map[string]string{groupKey: "nvl"}},
+		{name: "updated: as it was (the annotation is immutable)", pcs: valid(withGPUs(1)), operation: admissionv1.Update, defaultGroup: "nvl"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{
+				AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.operation}})
+			if err := (Defaulter{MNNVLDefaultGroup: tc.defaultGroup}).Default(ctx, tc.pcs); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tc.pcs.Annotations, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

@@ -32,9 +32,13 @@ var runtimePatchesPath = field.NewPath("spec", "runtimePatches")
 
 // Defaulter stamps each runtime patch with the time it last changed, as
 // Kubeflow Trainer does: set on create, kept on update for a patch that did
-// not change, renewed for one that did.
+// not change, renewed for one that did; and gives a new TrainJob copse runs
+// that names no MNNVL group the operator's mnnvl.defaultGroup
+// (mnnvl.WithDefaultGroup).
 type Defaulter struct {
 	Clock clock.PassiveClock
+	// MNNVLDefaultGroup is the operator configuration's mnnvl.defaultGroup.
+	MNNVLDefaultGroup string
 }
 
 var _ admission.Defaulter[*trainerv1alpha1.TrainJob] = Defaulter{}
@@ -53,6 +57,12 @@ func (d Defaulter) Default(ctx context.Context, tj *trainerv1alpha1.TrainJob) er
 		}
 	}
 	StampRuntimePatches(old, tj, metav1.NewTime(d.Clock.Now()))
+	// The group is fixed at creation (the validator keeps it); a TrainJob
+	// another cluster runs is that cluster's to default.
+	if req.Operation == admissionv1.Create &&
+		ptr.Deref(tj.Spec.ManagedBy, trainerv1alpha1.ManagedByTrainJobController) == trainerv1alpha1.ManagedByTrainJobController {
+		tj.Annotations, _ = mnnvl.WithDefaultGroup(tj.Annotations, d.MNNVLDefaultGroup)
+	}
 	return nil
 }
 
