@@ -118,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.suspendWithoutBuild(ctx, tj, nil, err)
 		}
 		f.TTL = runtime.Spec.TTLSecondsAfterFinished
+		f.FailurePolicy = runtime.Spec.Template.Spec.FailurePolicy != nil
 		backend = trainjob.BackendOf(&runtime.Spec)
 	}
 	f.Backend = backend
