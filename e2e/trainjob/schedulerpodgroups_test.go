@@ -97,6 +97,6 @@ var _ = Describe("A TrainJob whose runtime names Kubeflow's coscheduling or Volc
 		Consistently(func() error {
 			_, err := jobSetOf(ctx, tj)
 			return err
-		}).WithContext(ctx).WithTimeout(2 * time.Second).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "a JobSet was made for a gang no scheduler would see")
+		}).WithContext(ctx).WithTimeout(2*time.Second).WithPolling(poll).Should(Satisfy(apierrors.IsNotFound), "a JobSet was made for a gang no scheduler would see")
 	})
 })

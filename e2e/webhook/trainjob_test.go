@@ -94,8 +94,8 @@ func trainJobRuntimes() map[string]trainerv1alpha1.TrainingRuntimeSpec {
 		"mpi":                runtimeSpec(&trainerv1alpha1.MLPolicy{MPI: &trainerv1alpha1.MPIMLPolicySource{}}, trainer),
 		"mpi-launcher-as-node": runtimeSpec(&trainerv1alpha1.MLPolicy{MPI: &trainerv1alpha1.MPIMLPolicySource{
 			RunLauncherAsNode: ptr.To(true)}}, trainer),
-		"xgboost": runtimeSpec(&trainerv1alpha1.MLPolicy{XGBoost: &trainerv1alpha1.XGBoostMLPolicySource{}}, trainer),
-		"flux":    runtimeSpec(&trainerv1alpha1.MLPolicy{Flux: &trainerv1alpha1.FluxMLPolicySource{}}, trainer),
+		"xgboost":      runtimeSpec(&trainerv1alpha1.MLPolicy{XGBoost: &trainerv1alpha1.XGBoostMLPolicySource{}}, trainer),
+		"flux":         runtimeSpec(&trainerv1alpha1.MLPolicy{Flux: &trainerv1alpha1.FluxMLPolicySource{}}, trainer),
 		"volcano":      withVolcano(runtimeSpec(torchPolicy(), trainer), nil, ""),
 		"volcano-high": withVolcano(runtimeSpec(torchPolicy(), trainer), nil, "batch-high"),
 		// torchtune runtimes name their model: torchtune-<family>-<size>.
