@@ -21,6 +21,7 @@ import (
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/scheduler"
+	trainjobfront "github.com/copse-dev/copse/internal/trainjob"
 	"github.com/copse-dev/copse/internal/webhook"
 )
 
@@ -152,6 +153,14 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 		}
 	}
 	_, err := mgr.GetRESTMapper().RESTMapping(schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), schedulingv1beta1.SchemeGroupVersion.Version)
+	// Kubeflow's coscheduling and Volcano PodGroups, made for runtimes whose
+	// podGroupPolicy names those schedulers; a runtime asking for one the
+	// cluster does not serve fails its TrainJobs with a stated reason.
+	schedulerPodGroups := map[schema.GroupVersionKind]bool{}
+	for _, kind := range []schema.GroupVersionKind{trainjobfront.CoschedulingPodGroupKind, trainjobfront.VolcanoPodGroupKind} {
+		_, mappingErr := mgr.GetRESTMapper().RESTMapping(kind.GroupKind(), kind.Version)
+		schedulerPodGroups[kind] = mappingErr == nil
+	}
 	tjReconciler := &trainjob.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -159,8 +168,9 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 		Clock:     clock.RealClock{},
 		// Without the Workload API, a runtime asking for Workload gangs
 		// fails its TrainJobs with a stated reason instead.
-		WorkloadAPI: err == nil,
-		MNNVL:       cfg.MNNVL.Enabled,
+		WorkloadAPI:        err == nil,
+		SchedulerPodGroups: schedulerPodGroups,
+		MNNVL:              cfg.MNNVL.Enabled,
 	}
 	if err := tjReconciler.SetupWithManager(mgr, int(cfg.Controllers.TrainJob.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", trainjob.ControllerName, err)

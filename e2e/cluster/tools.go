@@ -477,21 +477,29 @@ func goBinaryName(pkg string) string {
 // module cache, downloading it if needed, for files a tool ships besides
 // its binaries (e.g. JobSet's CRD).
 func (t Tool) ModuleSource(ctx context.Context) (string, error) {
+	return t.DependencySource(ctx, t.Module)
+}
+
+// DependencySource returns the directory, in the Go module cache, of the
+// source of a module at the version the tools module pins it to (its main
+// module or one it requires, e.g. the scheduler-plugins module Kubeflow
+// Trainer builds against), downloading it if needed.
+func (t Tool) DependencySource(ctx context.Context, module string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	srcDir := filepath.Join(root, "hack", "tools", t.Name)
-	out, err := goCommand(ctx, srcDir, "mod", "download", "-json", t.Module)
+	out, err := goCommand(ctx, srcDir, "mod", "download", "-json", module)
 	if err != nil {
-		return "", fmt.Errorf("locate %s: %w", t.Module, err)
+		return "", fmt.Errorf("locate %s: %w", module, err)
 	}
 	var info struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &info); err != nil {
-		return "", fmt.Errorf("locate %s: %w", t.Module, err)
+		return "", fmt.Errorf("locate %s: %w", module, err)
 	}
 	if info.Dir == "" {
-		return "", fmt.Errorf("locate %s: %s", t.Module, info.Error)
+		return "", fmt.Errorf("locate %s: %s", module, info.Error)
 	}
 	return info.Dir, nil
 }

@@ -43,6 +43,10 @@ type Options struct {
 	// and sets Env.Kueue. Kueue starts before the operator, so that its
 	// CRDs are served when an operator with kueue.enabled starts.
 	WithKueue bool
+	// CoschedulingPodGroups installs the scheduler-plugins PodGroup CRD
+	// (InstallCoschedulingPodGroupCRD) before the operator starts, so that
+	// it makes the PodGroups of runtimes with podGroupPolicy.coscheduling.
+	CoschedulingPodGroups bool
 	// NVIDIADRA runs the simulated NVIDIA DRA driver in the cluster
 	// (cluster.Options.NVIDIADRA): ComputeDomains, their channel claim
 	// templates and channel devices on every GPU node.
@@ -100,6 +104,12 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 	if _, err := InstallJobSetCRD(ctx, env.Client, ginkgo.GinkgoWriter); err != nil {
 		_ = c.Stop()
 		return nil, fmt.Errorf("install the JobSet CRD for suite %s: %w", opts.Name, err)
+	}
+	if opts.CoschedulingPodGroups {
+		if err := InstallCoschedulingPodGroupCRD(ctx, env.Client); err != nil {
+			_ = c.Stop()
+			return nil, fmt.Errorf("install the scheduler-plugins PodGroup CRD for suite %s: %w", opts.Name, err)
+		}
 	}
 	if opts.WithKueue {
 		if _, err := StartKueue(ctx, env, KueueOptions{}); err != nil {

@@ -125,6 +125,101 @@ var shapes = []shape{
 	}},
 }
 
+// runtimeVariant is a change to every shipped runtime that Kubeflow's own
+// runtimes do not make, and the shapes (by name) of TrainJob to write
+// against each changed runtime.
+type runtimeVariant struct {
+	name   string
+	edit   func(runtime map[string]any)
+	shapes []string
+}
+
+// gangShapes are the shapes run against the podGroupPolicy variants: node
+// counts, resources (minMember, minResources), initializers (in the gang
+// too), runtime patches (JobSet annotations, pod templates), a suspension.
+var gangShapes = []string{"runtime only", "two CPU nodes", "GPU nodes", "one GPU on one node", "initializers",
+	"runtime patches of two managers", "suspended"}
+
+// runtimeVariants give the shipped runtimes Kubeflow's podGroupPolicy
+// coscheduling and volcano, which none of them sets: Kubeflow builds the
+// scheduler's PodGroup and marks the pods, and refuses a Volcano TrainJob
+// with an empty queue or a PriorityClass that does not exist (the oracle's
+// cluster has none).
+var runtimeVariants = []runtimeVariant{
+	{"coscheduling", func(rt map[string]any) {
+		setNested(rt, map[string]any{"coscheduling": map[string]any{"scheduleTimeoutSeconds": 120}}, "spec", "podGroupPolicy")
+	}, gangShapes},
+	{"coscheduling with the default timeout", func(rt map[string]any) {
+		setNested(rt, map[string]any{"coscheduling": map[string]any{}}, "spec", "podGroupPolicy")
+	}, []string{"two CPU nodes"}},
+	{"volcano with a queue and a network topology", func(rt map[string]any) {
+		setNested(rt, map[string]any{"volcano": map[string]any{"networkTopology": map[string]any{"mode": "soft", "highestTierAllowed": 2}}},
+			"spec", "podGroupPolicy")
+		setNested(rt, "research", "spec", "template", "metadata", "annotations", "scheduling.volcano.sh/queue-name")
+	}, gangShapes},
+	{"volcano, its last job of a system priority class", func(rt map[string]any) {
+		setNested(rt, map[string]any{"volcano": map[string]any{}}, "spec", "podGroupPolicy")
+		setPriorityClass(rt, -1, "system-node-critical")
+	}, []string{"two CPU nodes"}},
+	{"volcano, a priority class that does not exist", func(rt map[string]any) {
+		setNested(rt, map[string]any{"volcano": map[string]any{}}, "spec", "podGroupPolicy")
+		setPriorityClass(rt, 0, "batch-high")
+	}, []string{"two CPU nodes"}},
+	{"volcano, an empty queue", func(rt map[string]any) {
+		setNested(rt, map[string]any{"volcano": map[string]any{}}, "spec", "podGroupPolicy")
+		setNested(rt, "", "spec", "template", "metadata", "annotations", "scheduling.volcano.sh/queue-name")
+	}, []string{"two CPU nodes"}},
+}
+
+// variantCases are the cases of every variant of a runtime.
+func variantCases(runtime map[string]any) ([]parityCase, error) {
+	var out []parityCase
+	for _, v := range runtimeVariants {
+		changed, err := deepCopyJSON(runtime)
+		if err != nil {
+			return nil, err
+		}
+		v.edit(changed)
+		for _, s := range shapes {
+			if !slices.Contains(v.shapes, s.name) {
+				continue
+			}
+			c, err := newCase(changed, s)
+			if err != nil {
+				return nil, err
+			}
+			c.Name = unstructuredString(runtime, "metadata", "name") + " + " + v.name + " / " + s.name
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// setNested sets a value at a path of a JSON object, making the objects on
+// the way.
+func setNested(obj map[string]any, value any, fields ...string) {
+	for _, f := range fields[:len(fields)-1] {
+		next, ok := obj[f].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			obj[f] = next
+		}
+		obj = next
+	}
+	obj[fields[len(fields)-1]] = value
+}
+
+// setPriorityClass gives the pods of a runtime's replicated job (by index,
+// -1 for the last) a priority class.
+func setPriorityClass(runtime map[string]any, index int, name string) {
+	jobs, _ := nested(runtime, "spec", "template", "spec", "replicatedJobs").([]any)
+	if index < 0 {
+		index += len(jobs)
+	}
+	job, _ := jobs[index].(map[string]any)
+	setNested(job, name, "template", "spec", "template", "spec", "priorityClassName")
+}
+
 // parityCase is one (runtime, TrainJob) pair.
 type parityCase struct {
 	Name     string         `json:"name"`

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
@@ -20,9 +21,11 @@ import (
 //   - Secret data: the MPI SSH key is fresh on every build; values are
 //     replaced by their key's name (type, keys, immutability and owner stay
 //     compared).
-//   - Labels copse adds to the ConfigMaps and Secrets it makes
-//     (app.kubernetes.io/managed-by, copse.dev/trainjob), which scope the
-//     operator's cache.
+//   - Labels copse adds to the ConfigMaps, Secrets and scheduler PodGroups
+//     it makes (app.kubernetes.io/managed-by, copse.dev/trainjob), which
+//     scope the operator's cache and name the TrainJob.
+//   - A PodGroup's minResources quantities are compared by value (each in
+//     its canonical form).
 //   - The runtime snapshot: Kubeflow stores the whole runtime object (UID,
 //     resourceVersion, labels), copse its kind, name and spec; the decoded
 //     kind, name and spec are compared.
@@ -93,6 +96,32 @@ func normalize(raw []byte, sortEnv bool) (normalizedObject, error) {
 			cm.Data[trainjob.RuntimeSnapshotKey] = decoded
 		}
 		typed = cm
+	case "PodGroup":
+		pg := map[string]any{}
+		if err := json.Unmarshal(raw, &pg); err != nil {
+			return normalizedObject{}, err
+		}
+		if metadata, ok := pg["metadata"].(map[string]any); ok {
+			if l, ok := metadata["labels"].(map[string]any); ok {
+				delete(l, labels.ManagedByKey)
+				delete(l, trainjob.TrainJobNameLabel)
+				if len(l) == 0 {
+					delete(metadata, "labels")
+				}
+			}
+		}
+		if spec, ok := pg["spec"].(map[string]any); ok {
+			if minResources, ok := spec["minResources"].(map[string]any); ok {
+				for name, value := range minResources {
+					q, err := resource.ParseQuantity(fmt.Sprint(value))
+					if err != nil {
+						return normalizedObject{}, fmt.Errorf("%s: minResources[%s]: %w", key, name, err)
+					}
+					minResources[name] = q.String()
+				}
+			}
+		}
+		typed = pg
 	default:
 		return normalizedObject{}, fmt.Errorf("no normalisation for %s", key)
 	}

@@ -43,6 +43,9 @@ var _ = Describe("copse's TrainJob build", Label("trainer-parity"), Ordered, fun
 				Expect(err).NotTo(HaveOccurred())
 				cases = append(cases, c)
 			}
+			variants, err := variantCases(rt)
+			Expect(err).NotTo(HaveOccurred())
+			cases = append(cases, variants...)
 		}
 		var answers []oracleResult
 		runOracle(ctx, &answers, cases, "build")
@@ -114,7 +117,9 @@ func compareCase(schemas map[string]*structuralschema.Structural, c parityCase, 
 	if err != nil {
 		return "", fmt.Errorf("copse: %w", err)
 	}
-	if errs := trainjob.Validate(plan); len(errs) > 0 {
+	// The oracle's cluster has no PriorityClass.
+	noPriorityClass := func(string) (bool, error) { return false, nil }
+	if errs := append(trainjob.Validate(plan), trainjob.VolcanoPriorityClassErrors(plan, noPriorityClass)...); len(errs) > 0 {
 		if want.Error == "" {
 			return "", fmt.Errorf("copse refuses it (%v), Kubeflow builds it", errs.ToAggregate())
 		}
@@ -210,8 +215,9 @@ func adoptsKubeflowSnapshot(tj *trainerv1alpha1.TrainJob, cm *corev1.ConfigMap, 
 }
 
 // copseObjects are the objects copse's JobSet backend makes for a TrainJob,
-// as raw JSON: the runtime snapshot, the JobSet and, for MPI, the SSH Secret
-// and the hostfile.
+// as raw JSON: the runtime snapshot, the JobSet, for MPI the SSH Secret and
+// the hostfile, and for podGroupPolicy coscheduling or volcano the
+// scheduler's PodGroup.
 func copseObjects(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime) ([]json.RawMessage, error) {
 	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
 	if err != nil {
@@ -222,6 +228,9 @@ func copseObjects(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime) ([]jso
 		return nil, fmt.Errorf("copse: %w", err)
 	}
 	list := []any{snapshot, objects.JobSet}
+	if objects.SchedulerPodGroup != nil {
+		list = append(list, objects.SchedulerPodGroup)
+	}
 	if objects.MPIHostfile != nil {
 		list = append(list, objects.MPIHostfile)
 	}

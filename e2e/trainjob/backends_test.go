@@ -378,6 +378,19 @@ var backendScenarios = []scenario{
 		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	}},
 
+	{"fails with FailedJobs at its first failed pod when the runtime has no failurePolicy, restarting nothing", func(ctx context.Context, b backend) {
+		ns := newNamespace(ctx, "be-failed-jobs")
+		b.torchRuntime(ctx, ns, nil)
+		tj := torchTrainJob(ns, 2)
+		withPods(tj, trainjob.NodeName, simulate(time.Second, "1"))
+		Expect(env.Client.Create(ctx, tj)).To(Succeed())
+
+		got := waitCondition(ctx, tj, trainerv1alpha1.TrainJobFailed, wait)
+		Expect(condition(got, trainerv1alpha1.TrainJobFailed).Reason).To(Equal(jobsetconstants.FailedJobsReason))
+		Expect(condition(got, trainerv1alpha1.TrainJobComplete)).To(BeNil())
+		Expect(b.restarts(ctx, Default, tj)).To(BeZero())
+	}},
+
 	{"fails with DeadlineExceeded when activeDeadlineSeconds passes, and deletes its backend object and pods", func(ctx context.Context, b backend) {
 		ns := newNamespace(ctx, "be-deadline")
 		b.torchRuntime(ctx, ns, nil)
@@ -596,6 +609,8 @@ var backendScenarios = []scenario{
 		b.runningPods(ctx, ns, trainjob.NodeName, 2)
 
 		got := waitCondition(ctx, tj, trainerv1alpha1.TrainJobComplete, wait)
+		Expect(condition(got, trainerv1alpha1.TrainJobComplete).Reason).To(Equal(jobsetconstants.AllJobsCompletedReason),
+			"the same reason on both backends: JobSet's success policy completes the JobSet with it")
 		Expect(condition(got, trainerv1alpha1.TrainJobFailed)).To(BeNil())
 		By("ending the nodes, which never exited by themselves")
 		Eventually(func(g Gomega) {

@@ -35,7 +35,9 @@ func TestTrainJob(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "trainjob", WithOperator: true, WithJobSet: true,
+	// The scheduler-plugins PodGroup CRD is served (runtimes with Kubeflow's
+	// podGroupPolicy.coscheduling get their PodGroup); Volcano's is not.
+	env, err = framework.Setup(ctx, framework.Options{Name: "trainjob", WithOperator: true, WithJobSet: true, CoschedulingPodGroups: true,
 		Operator: framework.OperatorOptions{
 			// Crash specs kill the operator; a short lease lets its successor
 			// take over in seconds.

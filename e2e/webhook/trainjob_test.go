@@ -94,12 +94,26 @@ func trainJobRuntimes() map[string]trainerv1alpha1.TrainingRuntimeSpec {
 		"mpi":                runtimeSpec(&trainerv1alpha1.MLPolicy{MPI: &trainerv1alpha1.MPIMLPolicySource{}}, trainer),
 		"mpi-launcher-as-node": runtimeSpec(&trainerv1alpha1.MLPolicy{MPI: &trainerv1alpha1.MPIMLPolicySource{
 			RunLauncherAsNode: ptr.To(true)}}, trainer),
-		"xgboost": runtimeSpec(&trainerv1alpha1.MLPolicy{XGBoost: &trainerv1alpha1.XGBoostMLPolicySource{}}, trainer),
-		"flux":    runtimeSpec(&trainerv1alpha1.MLPolicy{Flux: &trainerv1alpha1.FluxMLPolicySource{}}, trainer),
+		"xgboost":      runtimeSpec(&trainerv1alpha1.MLPolicy{XGBoost: &trainerv1alpha1.XGBoostMLPolicySource{}}, trainer),
+		"flux":         runtimeSpec(&trainerv1alpha1.MLPolicy{Flux: &trainerv1alpha1.FluxMLPolicySource{}}, trainer),
+		"volcano":      withVolcano(runtimeSpec(torchPolicy(), trainer), nil, ""),
+		"volcano-high": withVolcano(runtimeSpec(torchPolicy(), trainer), nil, "batch-high"),
 		// torchtune runtimes name their model: torchtune-<family>-<size>.
 		"torchtune-gpt2-small":  runtimeSpec(torchPolicy(), trainer),
 		"torchtune-llama3.2-1b": runtimeSpec(torchPolicy(), trainer),
 	}
+}
+
+// withVolcano gives a runtime Kubeflow's podGroupPolicy.volcano, the
+// Volcano queue annotation on its JobSet when queue is not nil, and its
+// trainer's pods a priority class when priorityClass is not "".
+func withVolcano(spec trainerv1alpha1.TrainingRuntimeSpec, queue *string, priorityClass string) trainerv1alpha1.TrainingRuntimeSpec {
+	spec.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Volcano: &trainerv1alpha1.VolcanoPodGroupPolicySource{}}
+	if queue != nil {
+		spec.Template.Annotations = map[string]string{trainjob.VolcanoQueueAnnotation: *queue}
+	}
+	spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = priorityClass
+	return spec
 }
 
 // createTrainingRuntime creates the runtime of trainJobRuntimes named name in
@@ -331,6 +345,14 @@ var _ = Describe("TrainJob admission", Label("webhook"), func() {
 		}, validateTrainJob, "spec.trainer.numProcPerNode: Invalid value: 0: must be greater than or equal to 1 for Flux TrainJob"),
 		Entry("a torch runtime injecting variables into a container it does not have", "torch-inject-ghost", func(*trainerv1alpha1.TrainJob) {},
 			validateTrainJob, "spec.runtimeRef: Invalid value", `envInjection target podSet "node" container "sidecar" not found in runtime template`),
+		// Kubeflow Trainer's Volcano rules: the PodGroup would carry them.
+		Entry("on a Volcano runtime, an empty Volcano queue (a runtime patch's JobSet annotation)", "volcano", func(tj *trainerv1alpha1.TrainJob) {
+			tj.Spec.RuntimePatches = []trainerv1alpha1.RuntimePatch{{Manager: patchManager, TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{
+				Template: &trainerv1alpha1.JobSetTemplatePatch{Metadata: &metav1.ObjectMeta{
+					Annotations: map[string]string{trainjob.VolcanoQueueAnnotation: ""}}}}}}
+		}, validateTrainJob, `spec.annotations[scheduling.volcano.sh/queue-name]: Invalid value: "": Volcano queue name must not be empty`),
+		Entry("on a Volcano runtime, pods of a PriorityClass that does not exist", "volcano-high", func(*trainerv1alpha1.TrainJob) {},
+			validateTrainJob, `spec.templateSpec.priorityClassName: Invalid value: "batch-high": PriorityClass "batch-high" doesn't exist`),
 	)
 
 	DescribeTable("refuses a change to a TrainJob, naming the field",
@@ -550,6 +572,10 @@ var _ = Describe("TrainJob admission", Label("webhook"), func() {
 			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
 			s.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Coscheduling: &trainerv1alpha1.CoschedulingPodGroupPolicySource{}}
 		}, "spec.podGroupPolicy.coscheduling: Forbidden: not expressible on the PodCliqueSet backend"),
+		Entry("on the PodCliqueSet backend, volcano", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+			s.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Volcano: &trainerv1alpha1.VolcanoPodGroupPolicySource{}}
+		}, "spec.podGroupPolicy.volcano: Forbidden: not expressible on the PodCliqueSet backend"),
 		Entry("a backend copse does not have", false, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Backend = "Deployment"
 		}, `spec.backend: Unsupported value: "Deployment"`),

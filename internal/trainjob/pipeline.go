@@ -22,6 +22,11 @@ type JobSetObjects struct {
 	// NeedsMPISSHSecret: the TrainJob's pods mount an SSH Secret that
 	// BuildMPISSHSecret makes once.
 	NeedsMPISSHSecret bool
+	// SchedulerPodGroup is the coscheduling or Volcano PodGroup of a
+	// runtime whose podGroupPolicy names that scheduler
+	// (BuildSchedulerPodGroup); it is created before the JobSet whose pods
+	// are its members.
+	SchedulerPodGroup *unstructured.Unstructured
 	// ComputeDomain is the TrainJob's NVIDIA ComputeDomain, set by
 	// AddJobSetMNNVL when MNNVL is on and the pods request GPUs; it is
 	// created before the JobSet whose pods claim its channel.
@@ -49,17 +54,21 @@ func BuildJobSetObjects(trainJob *trainerv1alpha1.TrainJob, runtime Runtime) (*J
 	if err != nil {
 		return nil, err
 	}
-	return JobSetObjectsOf(plan), nil
+	return JobSetObjectsOf(plan)
 }
 
 // JobSetObjectsOf emits the JobSet backend's objects of a finished plan.
-func JobSetObjectsOf(plan *Plan) *JobSetObjects {
+func JobSetObjectsOf(plan *Plan) (*JobSetObjects, error) {
 	objects := &JobSetObjects{JobSet: BuildJobSet(plan), Workload: BuildWorkload(plan), Plan: plan}
 	if plan.MLPolicy != nil && plan.MLPolicy.MPI != nil {
 		objects.MPIHostfile = BuildMPIHostfile(plan)
 		objects.NeedsMPISSHSecret = true
 	}
-	return objects
+	var err error
+	if objects.SchedulerPodGroup, err = BuildSchedulerPodGroup(plan); err != nil {
+		return nil, err
+	}
+	return objects, nil
 }
 
 // TrainerNodes is the number of nodes that train: the trainer step's pods,

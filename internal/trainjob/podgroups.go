@@ -33,11 +33,13 @@ type PodGroupPlan struct {
 	TopologyKey string
 }
 
-// ApplyPodGroupPolicy puts every pod template of the plan into its pod group
-// when the runtime asks for Workload-API gang scheduling, and records the
-// groups. Nothing changes for other policies: Kubeflow's coscheduling and
-// volcano need their schedulers' PodGroup kinds, which copse does not create.
+// ApplyPodGroupPolicy puts every pod template of the plan into its pod group:
+// for Workload-API gang scheduling, the TrainJob's Workload PodGroups, which
+// it records; for Kubeflow's coscheduling and volcano, the TrainJob's
+// PodGroup of that scheduler (markSchedulerPodGroupMembers), which
+// BuildSchedulerPodGroup makes.
 func ApplyPodGroupPolicy(p *Plan) {
+	markSchedulerPodGroupMembers(p)
 	if p.PodGroupPolicy == nil || p.PodGroupPolicy.Workload == nil {
 		return
 	}

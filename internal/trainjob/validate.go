@@ -23,12 +23,14 @@ var (
 // Validate checks a TrainJob against its runtime, as Kubeflow Trainer's
 // admission does: the initializers it overrides exist in the runtime, its
 // runtime patches name jobs and containers that exist, it sets no variable
-// its ML policy owns, and the ML policy's own rules hold. The plan is
+// its ML policy owns, the ML policy's own rules hold, and a Volcano queue it
+// names is not empty (validateVolcano). The plan is
 // NewPlan's, before any ML policy step.
 func Validate(p *Plan) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateInitializers(p)...)
 	errs = append(errs, validateRuntimePatches(p)...)
+	errs = append(errs, validateVolcano(p)...)
 	if p.MLPolicy == nil {
 		return errs
 	}

@@ -8,7 +8,8 @@ import (
 
 // Condition types of a TrainJob, Kubeflow Trainer's, so tools that read
 // Trainer's conditions read copse's. A running TrainJob has none of the
-// terminal ones; Complete and Failed carry the JobSet's reason and message.
+// terminal ones; Complete and Failed carry the JobSet's reason and message
+// (on the PodCliqueSet backend, the reason JobSet gives the same outcome).
 const (
 	TrainJobSuspended = "Suspended"
 	TrainJobComplete  = "Complete"

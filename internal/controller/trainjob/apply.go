@@ -47,6 +47,11 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 			return err
 		}
 	}
+	if objects.SchedulerPodGroup != nil {
+		if err := r.ensureSchedulerPodGroup(ctx, tj, objects.SchedulerPodGroup, notRunning); err != nil {
+			return err
+		}
+	}
 	if objects.ComputeDomain != nil {
 		if err := r.ensureComputeDomain(ctx, tj, objects.ComputeDomain); err != nil {
 			return err
@@ -71,6 +76,47 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainerv1alpha1.TrainJob, ob
 		}
 	}
 	return r.ensureBackendObject(ctx, tj, run)
+}
+
+// ensureSchedulerPodGroup makes the TrainJob's coscheduling or Volcano
+// PodGroup exist before the JobSet whose pods are its members, as Kubeflow
+// Trainer does: created when missing, and brought to the build only while
+// the TrainJob or its JobSet is suspended (notRunning), never under a
+// placed gang. One the TrainJob does not control is left alone, and said
+// so: the pods would join someone else's gang.
+func (r *Reconciler) ensureSchedulerPodGroup(ctx context.Context, tj *trainerv1alpha1.TrainJob, desired *unstructured.Unstructured, notRunning bool) error {
+	kind := desired.GroupVersionKind()
+	existing := trainjob.NewSchedulerPodGroup(kind)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Client.Create(ctx, desired.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return refused(opCreate, kind.Kind, desired.GetName(), err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get the %s %s of TrainJob %s: %w", kind.GroupKind(), desired.GetName(), tj.Name, err)
+	case !metav1.IsControlledBy(existing, tj):
+		return fmt.Errorf("%s %s exists but is not controlled by TrainJob %s: copse leaves it alone", kind.GroupKind(), desired.GetName(), tj.Name)
+	case !(ptr.Deref(tj.Spec.Suspend, false) || notRunning) || !trainjob.SchedulerPodGroupSpecDiffers(existing, desired):
+		return nil
+	}
+	updated := existing.DeepCopy()
+	spec, _, _ := unstructured.NestedMap(desired.Object, "spec")
+	current, _, _ := unstructured.NestedMap(updated.Object, "spec")
+	if current == nil {
+		current = map[string]any{}
+	}
+	for key, value := range spec {
+		current[key] = value
+	}
+	if err := unstructured.SetNestedMap(updated.Object, current, "spec"); err != nil {
+		return fmt.Errorf("rebuild the %s %s of TrainJob %s: %w", kind.GroupKind(), desired.GetName(), tj.Name, err)
+	}
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return refused(opUpdate, kind.Kind, desired.GetName(), err)
+	}
+	return nil
 }
 
 // ensureComputeDomain creates the TrainJob's ComputeDomain (MNNVL) if it

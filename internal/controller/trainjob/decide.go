@@ -53,6 +53,12 @@ type facts struct {
 	NumNodes *int32
 	// TTL is the runtime snapshot's ttlSecondsAfterFinished.
 	TTL *int32
+	// FailurePolicy: the runtime snapshot sets template.spec.failurePolicy.
+	// JobSet fails a JobSet without one at its first failed Job (reason
+	// FailedJobs), and one with it once its restarts are spent
+	// (ReachedMaxRestarts); the PodCliqueSet backend's failure says the
+	// same.
+	FailurePolicy bool
 	// Unsupported is why the runtime cannot run, "" when it can.
 	Unsupported string
 	// TopologyUnresolved is why the PodCliqueSet backend cannot name the
@@ -113,7 +119,7 @@ func decide(f facts) decision {
 		case f.JobSet != nil:
 			mirrorOutcome(&status, f.JobSet)
 		case f.PodCliqueSet != nil:
-			mirrorPodCliqueSetOutcome(&status, f.PodCliqueSet, f.PodCliques, f.Now)
+			mirrorPodCliqueSetOutcome(&status, f.PodCliqueSet, f.PodCliques, f.FailurePolicy, f.Now)
 		}
 	}
 	switch {

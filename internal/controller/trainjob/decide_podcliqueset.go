@@ -2,11 +2,14 @@ package trainjob
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	jobsetconstants "sigs.k8s.io/jobset/pkg/constants"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
@@ -14,50 +17,57 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 )
 
-// Reasons of a TrainJob's outcome on the PodCliqueSet backend. Where the
-// meaning is JobSet's, the reason is the one the JobSet backend mirrors from
-// JobSet; the others are the PodCliqueSet's own.
-const (
-	// reasonAllJobsCompleted: every clique succeeded (JobSet's reason for a
-	// completed JobSet).
-	reasonAllJobsCompleted = "AllJobsCompleted"
-	// reasonPodCliqueSetFailed: the PodCliqueSet failed without saying why.
-	reasonPodCliqueSetFailed = "PodCliqueSetFailed"
-	// reasonReachedMaxRestarts is JobSet's reason for a spent restart
-	// budget; the PodCliqueSet's MaxRestartsExceeded means the same, and a
-	// TrainJob says it the same way on both backends.
-	reasonReachedMaxRestarts = "ReachedMaxRestarts"
-)
+// reasonPodCliqueSetFailed is the reason of a TrainJob whose PodCliqueSet
+// failed without a Failed condition to say why. Every other outcome on the
+// PodCliqueSet backend has JobSet's reason (jobsetconstants), as the JobSet
+// backend mirrors it for the same outcome, or the PodCliqueSet's own where
+// JobSet has no such outcome (MaxRuntimeExceeded).
+const reasonPodCliqueSetFailed = "PodCliqueSetFailed"
 
 // trainJobFailureReason is the TrainJob reason for a PodCliqueSet's Failed
-// reason: JobSet's where the meaning is the same, else the PodCliqueSet's.
-func trainJobFailureReason(pcsReason string) string {
-	if pcsReason == copsev1alpha1.ReasonMaxRestartsExceeded {
-		return reasonReachedMaxRestarts
+// reason: JobSet's for the same outcome, else the PodCliqueSet's. A spent
+// restart budget (MaxRestartsExceeded) is JobSet's ReachedMaxRestarts when
+// the runtime has a failurePolicy, and FailedJobs when it has none: JobSet
+// then fails at the first failed Job without a restart, as the PodCliqueSet
+// (maxRestarts 0) does.
+func trainJobFailureReason(pcsReason string, failurePolicy bool) string {
+	switch {
+	case pcsReason != copsev1alpha1.ReasonMaxRestartsExceeded:
+		return pcsReason
+	case failurePolicy:
+		return jobsetconstants.ReachedMaxRestartsReason
+	default:
+		return jobsetconstants.FailedJobsReason
 	}
-	return pcsReason
 }
 
-// mirrorPodCliqueSetOutcome carries a Training PodCliqueSet's end over:
-// Succeeded becomes Complete (reason SuccessPolicy when its success policy
-// ended it, else AllJobsCompleted), Failed stays Failed with the reason of
-// trainJobFailureReason (ReachedMaxRestarts, MaxRuntimeExceeded). TrainJob
-// has no field for the restart count, so the message says it, with the root
-// cause of the last failure. The condition's time is when the PodCliqueSet
-// reached its end (outcomeTime), not when copse noticed, so the TTL counts
-// from it.
-func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, now time.Time) {
+// mirrorPodCliqueSetOutcome carries a Training PodCliqueSet's end over with
+// the reason the JobSet backend gives the same end: Succeeded becomes
+// Complete, reason AllJobsCompleted, whether every clique completed or its
+// success policy was met (JobSet's success policy completes the JobSet with
+// that reason too); Failed stays Failed with the reason of
+// trainJobFailureReason (FailedJobs, ReachedMaxRestarts; MaxRuntimeExceeded).
+// The message says what copse knows besides: which cliques met the success
+// policy, the PodCliqueSet's own words for a failure and the root cause of
+// the last one, and the restart count (TrainJob has no field for it). The
+// condition's time is when the PodCliqueSet reached its end (outcomeTime),
+// not when copse noticed, so the TTL counts from it.
+func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique,
+	failurePolicy bool, now time.Time) {
 	switch pcs.Status.Phase {
 	case copsev1alpha1.PodCliqueSetPhaseSucceeded:
-		reason, message := reasonAllJobsCompleted, fmt.Sprintf("PodCliqueSet %s succeeded: every clique completed", pcs.Name)
+		message := fmt.Sprintf("PodCliqueSet %s succeeded: every clique completed", pcs.Name)
 		if meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
-			reason, message = copsev1alpha1.ReasonSuccessPolicy, fmt.Sprintf("PodCliqueSet %s succeeded: its success policy was met", pcs.Name)
+			message = fmt.Sprintf("PodCliqueSet %s succeeded: %s", pcs.Name, successPolicyNote(pcs, pclqs))
 		}
-		setCondition(status, trainerv1alpha1.TrainJobComplete, reason, message+restartsNote(pcs), outcomeTime(pcs, pclqs, now))
+		setCondition(status, trainerv1alpha1.TrainJobComplete, jobsetconstants.AllJobsCompletedReason, message+restartsNote(pcs), outcomeTime(pcs, pclqs, now))
 	case copsev1alpha1.PodCliqueSetPhaseFailed:
 		reason, message := reasonPodCliqueSetFailed, fmt.Sprintf("PodCliqueSet %s failed", pcs.Name)
 		if c := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil && c.Reason != "" {
-			reason = trainJobFailureReason(c.Reason)
+			reason = trainJobFailureReason(c.Reason, failurePolicy)
+			if reason == jobsetconstants.FailedJobsReason {
+				message += " (the runtime has no failurePolicy: the first failure ends the TrainJob)"
+			}
 			if c.Message != "" {
 				message += ": " + c.Message
 			}
@@ -67,6 +77,28 @@ func mirrorPodCliqueSetOutcome(status *trainerv1alpha1.TrainJobStatus, pcs *cops
 		}
 		setCondition(status, trainerv1alpha1.TrainJobFailed, reason, message+restartsNote(pcs), outcomeTime(pcs, pclqs, now))
 	}
+}
+
+// successPolicyNote says which target cliques of the success policy
+// succeeded, e.g. "launcher succeeded; success policy met".
+func successPolicyNote(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique) string {
+	var targets []string
+	if training := pcs.Spec.TrainingSpec; training != nil && training.SuccessPolicy != nil {
+		targets = training.SuccessPolicy.TargetCliques
+	}
+	var done []string
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil || (len(targets) > 0 && !slices.Contains(targets, clique.Name)) {
+			continue
+		}
+		if pclq := currentPodCliques(pclqs)[clique.Name]; pclq != nil && meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded) {
+			done = append(done, clique.Name)
+		}
+	}
+	if len(done) == 0 {
+		return "success policy met"
+	}
+	return strings.Join(done, ", ") + " succeeded; success policy met"
 }
 
 // outcomeTime is when a finished PodCliqueSet reached its end, as it

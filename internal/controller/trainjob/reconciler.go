@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -51,6 +52,12 @@ type Reconciler struct {
 	// WorkloadAPI: the cluster serves scheduling.k8s.io/v1beta1 Workloads
 	// and PodGroups, which podGroupPolicy.workload needs.
 	WorkloadAPI bool
+	// SchedulerPodGroups are the PodGroup kinds of other schedulers
+	// (trainjob.CoschedulingPodGroupKind, trainjob.VolcanoPodGroupKind)
+	// the cluster served when the operator started: a runtime whose
+	// podGroupPolicy.coscheduling or .volcano needs one it does not serve
+	// fails its TrainJobs with a stated reason.
+	SchedulerPodGroups map[schema.GroupVersionKind]bool
 	// MNNVL is the operator configuration's mnnvl.enabled: a TrainJob on
 	// the JobSet backend whose pods request GPUs gets a ComputeDomain
 	// (trainjob.AddJobSetMNNVL); on the PodCliqueSet backend the
@@ -71,6 +78,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=resource.nvidia.com,resources=computedomains,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;create;update
 
 // Reconcile runs one pass:
 //
@@ -118,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.suspendWithoutBuild(ctx, tj, nil, err)
 		}
 		f.TTL = runtime.Spec.TTLSecondsAfterFinished
+		f.FailurePolicy = runtime.Spec.Template.Spec.FailurePolicy != nil
 		backend = trainjob.BackendOf(&runtime.Spec)
 	}
 	f.Backend = backend
@@ -325,7 +335,16 @@ func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtim
 		f.Unsupported = "podGroupPolicy.workload needs the scheduling.k8s.io/v1beta1 Workload API, which this cluster does not serve"
 		return builtObjects{}, nil
 	}
-	objects := trainjob.JobSetObjectsOf(plan)
+	if policy, ok := trainjob.SchedulerPodGroupPolicyOf(plan.PodGroupPolicy); ok && !r.SchedulerPodGroups[policy.Kind] {
+		f.NumNodes = nil
+		f.Unsupported = fmt.Sprintf("%s needs the %s %s, which this cluster does not serve: install its CRD, then restart copse "+
+			"(it looks for the kind when it starts)", policy.Field, policy.Kind.Kind, policy.Kind.GroupVersion())
+		return builtObjects{}, nil
+	}
+	objects, err := trainjob.JobSetObjectsOf(plan)
+	if err != nil {
+		return builtObjects{}, err
+	}
 	if r.MNNVL {
 		trainjob.AddJobSetMNNVL(objects, tj)
 	}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,11 +21,12 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // SetupWithManager registers the controller: TrainJobs copse manages, and
 // the JobSets, PodCliqueSets, ConfigMaps (snapshot, hostfile) and PodGroups
-// they control, so that a JobSet's or PodCliqueSet's progress or an object
+// (the Workload API's, coscheduling's, Volcano's) they control, so that a JobSet's or PodCliqueSet's progress or an object
 // deleted from outside brings the TrainJob back. The PodCliques of a
 // PodCliqueSet are watched too (their counts are the TrainJob's jobsStatus);
 // one maps to the TrainJob its PodCliqueSet is named after, which the
@@ -47,6 +49,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
 	if r.WorkloadAPI {
 		b = b.Owns(&schedulingv1beta1.PodGroup{})
+	}
+	for _, kind := range []schema.GroupVersionKind{trainjob.CoschedulingPodGroupKind, trainjob.VolcanoPodGroupKind} {
+		if r.SchedulerPodGroups[kind] {
+			b = b.Owns(trainjob.NewSchedulerPodGroup(kind))
+		}
 	}
 	return b.Complete(r)
 }

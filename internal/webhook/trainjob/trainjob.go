@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,7 @@ func (v Validator) validate(ctx context.Context, old, tj *trainerv1alpha1.TrainJ
 		return append(errs, field.Invalid(runtimePatchesPath, tj.Spec.RuntimePatches, err.Error()))
 	}
 	errs = append(errs, trainjob.Validate(plan)...)
+	errs = append(errs, trainjob.VolcanoPriorityClassErrors(plan, v.priorityClassExists(ctx))...)
 	if old == nil {
 		// Only on create: a name never changes, and a TrainJob admitted
 		// before these rules must stay updatable (suspend, Kueue's
@@ -193,6 +195,23 @@ func (v Validator) validatePatchChange(ctx context.Context, old, tj *trainerv1al
 		}
 	}
 	return errs
+}
+
+// priorityClassExists reads whether a PriorityClass exists, from the API
+// server.
+//
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get
+func (v Validator) priorityClassExists(ctx context.Context) func(string) (bool, error) {
+	return func(name string) (bool, error) {
+		err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return true, nil
+	}
 }
 
 // runtime reads the runtime the TrainJob names.
