@@ -114,6 +114,14 @@ type PodCliqueSetStatus struct {
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
+	// CompletionTime is when a Training workload reached its end, as it
+	// happened, not when the operator noticed: for Succeeded, the last pod's
+	// exit 0 (every clique completed) or the moment its success policy was
+	// met; for Failed, when the failure was decided. Written once, in the
+	// same status write as the terminal phase.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
 	// ReplicaRecreations holds, per replica, the latest recreation: its
 	// PodCliques, PodCliqueScalingGroups and gangs deleted so that they are
 	// created afresh, after a gang termination or a Training restart. The

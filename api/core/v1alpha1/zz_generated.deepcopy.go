@@ -300,6 +300,10 @@ func (in *PodCliqueSetStatus) DeepCopyInto(out *PodCliqueSetStatus) {
 		in, out := &in.StartTime, &out.StartTime
 		*out = (*in).DeepCopy()
 	}
+	if in.CompletionTime != nil {
+		in, out := &in.CompletionTime, &out.CompletionTime
+		*out = (*in).DeepCopy()
+	}
 	if in.ReplicaRecreations != nil {
 		in, out := &in.ReplicaRecreations, &out.ReplicaRecreations
 		*out = make([]ReplicaRecreation, len(*in))

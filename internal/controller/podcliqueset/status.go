@@ -145,6 +145,9 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		// Set once, when the workload first runs; restarts never reset it.
 		status.StartTime = &metav1.Time{Time: *in.startTime}
 	}
+	if status.CompletionTime == nil && status.Phase.IsTerminal() {
+		status.CompletionTime = completionTime(status, succeededAt, in.now)
+	}
 	if pcs.IsSuspended() && activePods == 0 && !status.Phase.IsTerminal() {
 		// The suspension removed every pod: the resumed workload starts
 		// afresh, and time spent suspended never counts against maxRuntime.
@@ -171,6 +174,29 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		meta.SetStatusCondition(&status.Conditions, *cond)
 	}
 	return status
+}
+
+// completionTime is when a workload whose phase became terminal in this
+// pass ended: a failure when it was decided (the Failed condition), a
+// success by policy when SuccessCriteriaMet was recorded, any other success
+// when its last replica succeeded (the pods' own finish times); now when
+// none of these is known.
+func completionTime(status copsev1alpha1.PodCliqueSetStatus, succeededAt, now time.Time) *metav1.Time {
+	at := now
+	switch {
+	case status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed:
+		if c := meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypeFailed); c != nil {
+			at = c.LastTransitionTime.Time
+		}
+	case meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet):
+		at = meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet).LastTransitionTime.Time
+	case !succeededAt.IsZero():
+		at = succeededAt
+	}
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	return &metav1.Time{Time: at}
 }
 
 // setOrRemoveCondition sets cond, or removes the condition of type t when

@@ -33,6 +33,27 @@ func TestComputeStatus(t *testing.T) {
 		}
 	})
 
+	t.Run("completionTime is when the workload ended, not when the operator noticed", func(t *testing.T) {
+		finished := t0.Add(-3 * time.Minute)
+		pcs, obs := trainingJob(metav1.ConditionFalse)
+		pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		pcs.Status.StartTime = &metav1.Time{Time: started}
+		replicas := []replicaAssessment{{index: 0, succeeded: true, succeededAt: finished}}
+		got := computeStatus(pcs, statusInputs{observed: obs, replicas: replicas, decision: passDecision{causeReplica: -1}, startTime: &started, now: t0})
+		if got.Phase != copsev1alpha1.PodCliqueSetPhaseSucceeded || got.CompletionTime == nil || !got.CompletionTime.Time.Equal(finished) {
+			t.Errorf("phase %s completionTime %v, want Succeeded at %v", got.Phase, got.CompletionTime, finished)
+		}
+		failedAt := metav1.NewTime(t0.Add(-time.Minute))
+		failing, _ := trainingJob(metav1.ConditionTrue)
+		failing.Status.Phase = copsev1alpha1.PodCliqueSetPhaseRunning
+		failing.Status.Conditions = append(failing.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeFailed,
+			Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRestartsExceeded, LastTransitionTime: failedAt})
+		got = computeStatus(failing, statusInputs{observed: &observed{}, decision: passDecision{causeReplica: -1}, now: t0})
+		if got.Phase != copsev1alpha1.PodCliqueSetPhaseFailed || got.CompletionTime == nil || !got.CompletionTime.Time.Equal(failedAt.Time) {
+			t.Errorf("phase %s completionTime %v, want Failed at %v", got.Phase, got.CompletionTime, failedAt)
+		}
+	})
+
 	t.Run("the replicas that succeeded are recorded, so that they get no pods", func(t *testing.T) {
 		pcs, obs := trainingJob(metav1.ConditionUnknown)
 		pcs.Spec.Replicas = 3

@@ -102,13 +102,19 @@ func successPolicyNote(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.Po
 }
 
 // outcomeTime is when a finished PodCliqueSet reached its end, as it
-// recorded it: a failure, when its Failed condition turned True (JobSet's
+// recorded it: its completionTime; from a PodCliqueSet an older copse
+// ended, which has none: a failure, when its Failed condition turned True (JobSet's
 // Failed condition likewise is set when the failure is decided, before the
 // last pods are gone); a success by its success policy, when
 // SuccessCriteriaMet turned True; any other success, when its last clique
 // completed: the latest lastSucceededTime (the pods' own finish times) of
 // the current run's PodCliques. now only when it recorded none.
 func outcomeTime(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodClique, now time.Time) time.Time {
+	if t := pcs.Status.CompletionTime; t != nil && !t.After(now) {
+		// Written with the terminal phase, in one status write: no cache of
+		// another kind needs to have caught up.
+		return t.Time
+	}
 	var at time.Time
 	switch {
 	case pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed:

@@ -313,7 +313,14 @@ func TestDecideOutcomeTimes(t *testing.T) {
 		conditions string
 		want       time.Time
 	}{
-		{"PodCliqueSet succeeded: when its last clique's last pod finished",
+		{"PodCliqueSet succeeded: its completionTime, even when the cache shows no PodClique record yet",
+			facts{TrainJob: job(0, false), PodCliqueSet: func() *copsev1alpha1.PodCliqueSet {
+				pcs := podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0)
+				pcs.Status.CompletionTime = ptr.To(metav1.NewTime(at(26)))
+				return pcs
+			}(), PodCliques: []copsev1alpha1.PodClique{succeededPodClique("launcher", at(20))}, Now: at(90)},
+			trainerv1alpha1.TrainJobComplete, at(26)},
+		{"PodCliqueSet (of an older copse, no completionTime) succeeded: when its last clique's last pod finished",
 			facts{TrainJob: job(0, false), PodCliqueSet: podCliqueSet(copsev1alpha1.PodCliqueSetPhaseSucceeded, 0),
 				PodCliques: []copsev1alpha1.PodClique{succeededPodClique("launcher", at(20)), succeededPodClique("node", at(27))}, Now: at(90)},
 			trainerv1alpha1.TrainJobComplete, at(27)},
