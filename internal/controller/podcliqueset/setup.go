@@ -105,9 +105,14 @@ func podProgressed() predicate.Funcs {
 			if !okOld || !okNew {
 				return false
 			}
+			before, after := podstate.Of(oldPod), podstate.Of(newPod)
+			// Scheduling is progress too: PodGangsScheduled is read from
+			// whether each pod was placed or refused by the scheduler.
 			return oldPod.Status.Phase != newPod.Status.Phase ||
 				started(oldPod) != started(newPod) ||
-				podstate.Of(oldPod).Ready != podstate.Of(newPod).Ready ||
+				before.Ready != after.Ready ||
+				before.Scheduled != after.Scheduled ||
+				(before.Unschedulable == "") != (after.Unschedulable == "") ||
 				(oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil)
 		},
 	}
