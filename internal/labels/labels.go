@@ -92,11 +92,6 @@ func SelectPodCliqueSet(pcsName string) labels.Selector {
 	return labels.SelectorFromSet(ForPodCliqueSet(pcsName))
 }
 
-// SelectReplica selects every object generated for one PodCliqueSet replica.
-func SelectReplica(pcsName string, replica int) labels.Selector {
-	return labels.SelectorFromSet(ForReplica(pcsName, replica))
-}
-
 // Merge returns a new map with the entries of every map, later maps winning.
 // Used to put copse's labels over the user's template labels, so that a
 // user label can never hijack a selector.

@@ -19,11 +19,6 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-// Resource returns the group-qualified resource for an unqualified resource name.
-func Resource(resource string) schema.GroupResource {
-	return SchemeGroupVersion.WithResource(resource).GroupResource()
-}
-
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&TrainJob{}, &TrainJobList{},

@@ -92,16 +92,7 @@ func (r *Reconciler) unfinishedUsers(ctx context.Context, kind, namespace, name 
 // the TrainJobs that name them (one finishing or going away may release its
 // runtime).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &trainerv1alpha1.TrainJob{}, runtimeRefIndex,
-		func(obj client.Object) []string {
-			tj := obj.(*trainerv1alpha1.TrainJob)
-			kind := trainjob.RuntimeKind(tj)
-			namespace := tj.Namespace
-			if kind == trainerv1alpha1.ClusterTrainingRuntimeKind {
-				namespace = ""
-			}
-			return []string{indexKey(kind, namespace, tj.Spec.RuntimeRef.Name)}
-		}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &trainerv1alpha1.TrainJob{}, runtimeRefIndex, runtimeRefOf); err != nil {
 		return fmt.Errorf("index TrainJobs by runtime: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -110,6 +101,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&trainerv1alpha1.ClusterTrainingRuntime{}, &handler.EnqueueRequestForObject{}).
 		Watches(&trainerv1alpha1.TrainJob{}, handler.EnqueueRequestsFromMapFunc(runtimeOf)).
 		Complete(r)
+}
+
+// runtimeRefOf is a TrainJob's runtimeRefIndex key.
+func runtimeRefOf(obj client.Object) []string {
+	tj := obj.(*trainerv1alpha1.TrainJob)
+	kind := trainjob.RuntimeKind(tj)
+	namespace := tj.Namespace
+	if kind == trainerv1alpha1.ClusterTrainingRuntimeKind {
+		namespace = ""
+	}
+	return []string{indexKey(kind, namespace, tj.Spec.RuntimeRef.Name)}
 }
 
 func runtimeOf(_ context.Context, obj client.Object) []reconcile.Request {
