@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // Names of the pinned tools (rows of Tools): each is a directory under
@@ -520,7 +522,7 @@ func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) 
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go %s (in %s): %w\n%s", strings.Join(args, " "), dir, err,
-			lastLines(stdout.String()+stderr.String(), 30))
+			process.LastLines(stdout.String()+stderr.String(), 30))
 	}
 	return stdout.Bytes(), nil
 }
