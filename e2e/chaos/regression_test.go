@@ -29,8 +29,7 @@ import (
 // (blueprint.PodContext.GangPlaced).
 var _ = Describe("Chaos regression: a tolerated failure replaced after the rest of the gang exited 0", Label("chaos"), func() {
 	It("schedules the replacement and succeeds", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "repro-late-replacement")
-		Expect(err).NotTo(HaveOccurred())
+		ns := env.NewNamespace(ctx, "repro-late-replacement")
 		// One replica, one clique of 3 pods that tolerates one loss: the
 		// replica's gang has minCount 2. The pods run until told to exit.
 		worker := framework.CliqueTemplate("worker", 3, framework.PodSpec(0))
@@ -116,8 +115,7 @@ var _ = Describe("Chaos regression: the failed pods of a breach keep the outcome
 		const workloads = 6
 		var namespaces []string
 		for range workloads {
-			ns, err := framework.CreateNamespace(ctx, env.Client, "repro-kept-finalizer")
-			Expect(err).NotTo(HaveOccurred())
+			ns := env.NewNamespace(ctx, "repro-kept-finalizer")
 			namespaces = append(namespaces, ns)
 			// worker: 3 pods; server: 1 pod; both run until told to
 			// exit. No restart budget.

@@ -107,8 +107,7 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		Expect(err).NotTo(HaveOccurred())
 		chart, err = framework.ChartDir()
 		Expect(err).NotTo(HaveOccurred())
-		workloads, err = framework.CreateNamespace(ctx, env.Client, "workloads")
-		Expect(err).NotTo(HaveOccurred())
+		workloads = env.NewNamespace(ctx, "workloads")
 
 		By("removing the CRDs the suite's setup installed, so that the chart installs its own")
 		all, err := copseCRDs()

@@ -446,8 +446,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 // adjust, if any, changes them before they are created.
 func newQueues(ctx context.Context, prefix, cpu string, preempt bool, adjust ...func(*framework.KueueQueues)) (string, framework.KueueQueues) {
 	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
+	ns := env.NewNamespace(ctx, prefix)
 	queues := framework.KueueQueues{
 		ClusterQueue: ns,
 		Flavor: framework.KueueFlavor{Name: ns, NodeLabels: map[string]string{cluster.LabelType: cluster.TypeKwok},

@@ -351,8 +351,7 @@ func createPCS(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) {
 func onIdleFleet(ctx context.Context, prefix string) (namespace, binding string) {
 	GinkgoHelper()
 	expectFleetIdle(ctx)
-	namespace, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
+	namespace = env.NewNamespace(ctx, prefix)
 	return namespace, createBinding(ctx, namespace, fleetLevels()).Name
 }
 

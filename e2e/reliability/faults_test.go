@@ -59,7 +59,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	}
 
 	It("ends a restart exactly when the API server restarts in its middle", func(ctx context.Context) {
-		ns := newNamespace(ctx, "restart-apiserver")
+		ns := env.NewNamespace(ctx, "restart-apiserver")
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -75,7 +75,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	})
 
 	It("ends a restart exactly when etcd pauses in its middle", func(ctx context.Context) {
-		ns := newNamespace(ctx, "pause-etcd")
+		ns := env.NewNamespace(ctx, "pause-etcd")
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -88,7 +88,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	})
 
 	It("cleans up a namespace deleted while its Training workloads run, quietly", func(ctx context.Context) {
-		ns := newNamespace(ctx, "doomed")
+		ns := env.NewNamespace(ctx, "doomed")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "plain", 2, 3))).To(Succeed())
 		grouped := trainingPCS(ns, "grouped", 1, 2)
 		grouped.Spec.Template.Cliques = append(grouped.Spec.Template.Cliques, framework.CliqueTemplate("leader", 1, framework.PodSpec(0)))

@@ -26,7 +26,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		namespace = newNamespace(ctx, "limits")
+		namespace = env.NewNamespace(ctx, "limits")
 	})
 
 	// expectNothingStored checks that a refused PodCliqueSet left no trace.

@@ -29,7 +29,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	AfterEach(restartOperatorIfKilled)
 
 	It("completes when the last clique to finish belongs to a scaling group, and stays Succeeded past maxRuntime", func(ctx context.Context) {
-		ns := newNamespace(ctx, "grouped-last")
+		ns := env.NewNamespace(ctx, "grouped-last")
 		leader := framework.CliqueTemplate("leader", 1, framework.PodSpec(0))
 		leader.Annotations = runFor("1s", "0")
 		worker := framework.CliqueTemplate("worker", 2, framework.PodSpec(0))
@@ -62,7 +62,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("judges a success by when the pods exited, not by when the operator saw it", func(ctx context.Context) {
-		ns := newNamespace(ctx, "late-success")
+		ns := env.NewNamespace(ctx, "late-success")
 		pcs := trainingPCS(ns, "job", 1, 2, "4s", 0)
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 10 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -88,7 +88,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("judges a failure before the deadline as a failure, even when seen after it", func(ctx context.Context) {
-		ns := newNamespace(ctx, "late-failure")
+		ns := env.NewNamespace(ctx, "late-failure")
 		pcs := trainingPCS(ns, "job", 1, 2, "", 0)
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 10 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -113,7 +113,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	// were gone.
 	oneAttemptAtATime := func(ctx context.Context, prefix string) string {
 		GinkgoHelper()
-		ns := newNamespace(ctx, prefix)
+		ns := env.NewNamespace(ctx, prefix)
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -164,7 +164,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("never runs an index again once it exited 0, even when its pod is deleted", func(ctx context.Context) {
-		ns := newNamespace(ctx, "exit0-final")
+		ns := env.NewNamespace(ctx, "exit0-final")
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -211,7 +211,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("runs from when the pods started, ready or not, and bounds them by maxRuntime", func(ctx context.Context) {
-		ns := newNamespace(ctx, "never-ready")
+		ns := env.NewNamespace(ctx, "never-ready")
 		pcs := trainingPCS(ns, "job", 1, 2, "", 0)
 		pcs.Spec.Template.Cliques[0].Annotations = map[string]string{cluster.AnnotationNeverReady: "true"}
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 10 * time.Second}
@@ -254,7 +254,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("reports a pod stuck terminating, never force-deletes it, and fails once it is gone", func(ctx context.Context) {
-		ns := newNamespace(ctx, "stuck")
+		ns := env.NewNamespace(ctx, "stuck")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		stuck := pods[1]
@@ -286,7 +286,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("replaces a crashing pod of a clique that tolerates it with back-off, and counts each replacement", func(ctx context.Context) {
-		ns := newNamespace(ctx, "crashloop")
+		ns := env.NewNamespace(ctx, "crashloop")
 		pcs := trainingPCS(ns, "job", 1, 3, "", 0)
 		pcs.Spec.Template.Cliques[0].Spec.MinAvailable = ptr.To[int32](2)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -317,7 +317,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("says why in one look: the first failed pod, its container, exit code, reason and node", func(ctx context.Context) {
-		ns := newNamespace(ctx, "root-cause")
+		ns := env.NewNamespace(ctx, "root-cause")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		env.MakePodExit(ctx, &pods[1], "137")

@@ -21,7 +21,7 @@ import (
 // fresh child never runs the old run's work again beside it.
 var _ = Describe("Children deleted from outside", Label("training"), func() {
 	It("restarts the replica whose PodClique or scaling group was deleted, counted; the new run never meets the old; the budget runs out", func(ctx context.Context) {
-		ns := newNamespace(ctx, "deleted-children")
+		ns := env.NewNamespace(ctx, "deleted-children")
 		leader := framework.CliqueTemplate("leader", 1, framework.PodSpec(0))
 		worker := framework.CliqueTemplate("worker", 1, framework.PodSpec(0))
 		pcs := framework.NewPodCliqueSet(ns, "job", 2, leader, worker)

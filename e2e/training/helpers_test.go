@@ -35,13 +35,6 @@ func trainingPCS(namespace, name string, replicas, workers int32, runFor string,
 	return pcs
 }
 
-func newNamespace(ctx context.Context, prefix string) string {
-	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	return ns
-}
-
 // runningPods waits until the replica's current attempt has n ready pods
 // and returns them, ordered by pod index.
 func runningPods(ctx context.Context, namespace, pcsName string, replica, attempt string, n int) []corev1.Pod {

@@ -45,7 +45,7 @@ func setNodeSelector(ctx context.Context, namespace, name, clique string, select
 
 var _ = Describe("A gang placed with the wrong mix", Label("training"), func() {
 	It("is reported, its pods recreated after the bound without a restart, and after a suspension its new run's gangs are described", func(ctx context.Context) {
-		ns := newNamespace(ctx, "wrong-mix")
+		ns := env.NewNamespace(ctx, "wrong-mix")
 		leader := framework.CliqueTemplate("leader", 1, framework.PodSpec(0))
 		leader.Spec.PodSpec.NodeSelector = nowhere
 		worker := framework.CliqueTemplate("worker", 4, framework.PodSpec(0))

@@ -16,7 +16,7 @@ import (
 
 var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), func() {
 	It("succeeds when every pod exits 0, and says so with WorkloadSucceeded", func(ctx context.Context) {
-		ns := newNamespace(ctx, "succeed")
+		ns := env.NewNamespace(ctx, "succeed")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 3, "3s", 0))).To(Succeed())
 
 		Eventually(func(g Gomega) {
@@ -48,7 +48,7 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("fails at once with MaxRestartsExceeded when a pod fails and maxRestarts is 0", func(ctx context.Context) {
-		ns := newNamespace(ctx, "nobudget")
+		ns := env.NewNamespace(ctx, "nobudget")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 3, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 3)
 		victim := pods[1]
@@ -81,7 +81,7 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("restarts within the budget and then succeeds, counting each failure once", func(ctx context.Context) {
-		ns := newNamespace(ctx, "budget")
+		ns := env.NewNamespace(ctx, "budget")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "8s", 3))).To(Succeed())
 		for _, attempt := range []string{"0", "1"} {
 			pods := runningPods(ctx, ns, "job", "0", attempt, 2)
@@ -106,7 +106,7 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("terminates every pod and fails with MaxRuntimeExceeded when maxRuntime elapses", func(ctx context.Context) {
-		ns := newNamespace(ctx, "runtime")
+		ns := env.NewNamespace(ctx, "runtime")
 		pcs := trainingPCS(ns, "job", 1, 2, "", 0)
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 5 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -128,7 +128,7 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("restarts only the replica that failed, with one restart in total", func(ctx context.Context) {
-		ns := newNamespace(ctx, "tworeplicas")
+		ns := env.NewNamespace(ctx, "tworeplicas")
 		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 2, 2, "10s", 2))).To(Succeed())
 		replica0 := runningPods(ctx, ns, "job", "0", "0", 2)
 		replica1 := runningPods(ctx, ns, "job", "1", "0", 2)
