@@ -34,9 +34,7 @@ var _ = Describe("Chaos regression: a tolerated failure replaced after the rest 
 		// replica's gang has minCount 2. The pods run until told to exit.
 		worker := framework.CliqueTemplate("worker", 3, framework.PodSpec(0))
 		worker.Spec.MinAvailable = ptr.To[int32](2)
-		pcs := framework.NewPodCliqueSet(ns, "job", 1, worker)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, worker)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		var pods []corev1.Pod
@@ -121,9 +119,7 @@ var _ = Describe("Chaos regression: the failed pods of a breach keep the outcome
 			// exit. No restart budget.
 			worker := framework.CliqueTemplate("worker", 3, framework.PodSpec(0))
 			server := framework.CliqueTemplate("server", 1, framework.PodSpec(0))
-			pcs := framework.NewPodCliqueSet(ns, "job", 1, worker, server)
-			pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-			pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+			pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, worker, server)
 			Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		}
 		workers := map[string][]corev1.Pod{}

@@ -26,7 +26,7 @@ import (
 var _ = Describe("Bounded work", Label("reliability"), func() {
 	It("stops creating the pods of a 5,000-pod gang within 2 seconds of its deletion", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "huge-gang")
-		pcs := trainingPCS(ns, "huge", 1, 5000)
+		pcs := framework.NewTrainingWorkers(ns, "huge", 1, 5000, "", 0)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		By("letting pod creation run for 2 seconds")

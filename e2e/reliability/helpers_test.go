@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -21,15 +20,6 @@ func servingPCS(namespace, name string, workers int32) *copsev1alpha1.PodCliqueS
 	return framework.NewPodCliqueSet(namespace, name, 1,
 		framework.CliqueTemplate("leader", 1, framework.PodSpec(0)),
 		framework.CliqueTemplate("worker", workers, framework.PodSpec(0)))
-}
-
-// trainingPCS is a Training PodCliqueSet of replicas replicas of one clique
-// of workers pods.
-func trainingPCS(namespace, name string, replicas, workers int32) *copsev1alpha1.PodCliqueSet {
-	pcs := framework.NewPodCliqueSet(namespace, name, replicas, framework.CliqueTemplate("worker", workers, framework.PodSpec(0)))
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
-	return pcs
 }
 
 // readyPods waits until the PodCliqueSet has n live pods, all ready, and

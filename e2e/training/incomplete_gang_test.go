@@ -50,9 +50,7 @@ var _ = Describe("A gang placed with the wrong mix", Label("training"), func() {
 		leader.Spec.PodSpec.NodeSelector = nowhere
 		worker := framework.CliqueTemplate("worker", 4, framework.PodSpec(0))
 		worker.Spec.MinAvailable = ptr.To[int32](3)
-		pcs := framework.NewPodCliqueSet(ns, "job", 1, leader, worker)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, leader, worker)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		By("the scheduler fills the gang's minCount with workers; the leader cannot be placed: reported, naming the leader")

@@ -192,9 +192,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 		ns := env.NewNamespace(ctx, "fan-in")
 		c := gatedClique("c", 1, false, true)
 		c.Spec.StartsAfter = []string{"a", "b"}
-		pcs := framework.NewPodCliqueSet(ns, "job", 1, gatedClique("a", 1, true, true), gatedClique("b", 1, true, true), c)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, gatedClique("a", 1, true, true), gatedClique("b", 1, true, true), c)
 		pcs.Spec.Template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeExplicit)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 

@@ -46,9 +46,7 @@ func groupedJob(namespace string, replicas int32, runFor string) *copsev1alpha1.
 	leader.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
 	worker := framework.CliqueTemplate("worker", 1, framework.PodSpec(0))
 	worker.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
-	pcs := framework.NewPodCliqueSet(namespace, "job", replicas, leader, worker)
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
+	pcs := framework.NewTrainingPodCliqueSet(namespace, "job", replicas, 1, leader, worker)
 	pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
 		{Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2)},
 	}
@@ -348,7 +346,7 @@ var _ = Describe("Suspend", Label("training"), func() {
 
 	It("creates no pod for a Training workload created suspended, until it is resumed", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "created-suspended")
-		pcs := trainingPCS(ns, "job", 1, 2, "2s", 0)
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 2, "2s", 0)
 		pcs.Spec.Suspend = ptr.To(true)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -456,7 +454,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 
 	It("completes a suspension once when killed in the middle of it, and resumes", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "crash-suspend")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "", 1))).To(Succeed())
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 2, "", 1))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		waitStartTime(ctx, ns, "job")
 		podGroups := podGroupUIDs(ctx, Default, ns)
