@@ -15,7 +15,7 @@ export COPSE_CACHE_DIR
 # LABELS selects Ginkgo suites by label, e.g. `make test-e2e LABELS=foundation`.
 LABELS ?=
 E2E_TIMEOUT ?= 60m
-CLUSTER_CLI := go run ./e2e/cluster/cmd/copse-cluster
+CLUSTER_CLI := go run ./e2e/cmd/copse-cluster
 CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
 
 # Every pinned tool (controller-gen, crdgen, helm, etcd, the Kubernetes
