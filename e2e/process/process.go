@@ -209,6 +209,18 @@ func (p *Process) WaitExit(timeout time.Duration) bool {
 	return !pidRunning(p.pid, p.spec.Binary)
 }
 
+// Wait blocks until the process has ended and returns how, as Ended does.
+func (p *Process) Wait() error {
+	if p.cmd != nil {
+		<-p.done
+		return p.waitErr
+	}
+	for !p.WaitExit(time.Hour) {
+	}
+	_, err := p.Ended()
+	return err
+}
+
 // Stop sends SIGTERM to the process's group, then SIGKILL if it has not
 // ended after grace. Stopping an ended process does nothing; a process that
 // outlives SIGKILL is an error.
