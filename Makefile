@@ -15,7 +15,13 @@ export COPSE_CACHE_DIR
 # LABELS selects Ginkgo suites by label, e.g. `make test-e2e LABELS=foundation`.
 LABELS ?=
 E2E_TIMEOUT ?= 60m
-CLUSTER_CLI := go run ./e2e/cluster/cmd/copse-cluster
+# TEST_PARALLEL is how many jobs `make test` runs at once once verify has
+# passed (the unit tests, the fuzz targets, each e2e package with a cluster
+# of its own, the benchmark's smoke run), longest first, and how many e2e
+# packages `make test-e2e` runs at once. e2e/cmd/copse-test runs them.
+TEST_PARALLEL ?= 3
+TEST_RUNNER = go run ./e2e/cmd/copse-test --parallel $(TEST_PARALLEL) --e2e-timeout $(E2E_TIMEOUT) --log-dir bin/test-logs
+CLUSTER_CLI := go run ./e2e/cmd/copse-cluster
 CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
 
 # Every pinned tool (controller-gen, crdgen, helm, etcd, the Kubernetes
@@ -33,7 +39,7 @@ TOOL_TEST_MODULES := hack/tools/trainer-oracle
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 ##@ Build
 
@@ -42,7 +48,7 @@ build: ## Build the operator binary into bin/.
 	go build -o bin/copse-operator ./operator
 
 .PHONY: tools
-tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle, Kueue), print their paths.
+tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle, Kueue), two at a time, print their paths.
 	$(CLUSTER_CLI) build
 
 .PHONY: helm
@@ -111,7 +117,8 @@ chart-rbac: ## Rewrite charts/copse/rbac-reviewed.yaml from the chart (review th
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-fuzz test-e2e bench-smoke ## Run every test tier: verify, unit tests, fuzz targets, Ginkgo e2e suites, the benchmark's smoke run.
+test: ## Run every test tier: tools, verify, then unit tests, fuzz targets, each e2e package and the benchmark's smoke run, TEST_PARALLEL (3) at a time; ends with each tier's and job's time.
+	$(TEST_RUNNER)
 
 .PHONY: test-unit
 test-unit: ## Unit tests (everything outside e2e/ suites that needs no cluster, and the tools modules' own).
@@ -142,8 +149,8 @@ test-fuzz: ## Fuzz every target (func Fuzz* in a *_fuzz_test.go) for FUZZTIME (3
 	if [ $${#failed[@]} -gt 0 ]; then echo "fuzz targets that failed: $${failed[*]}"; exit 1; fi
 
 .PHONY: test-e2e
-test-e2e: tools ## Ginkgo e2e suites on the local cluster; LABELS=<label> selects one area.
-	go test -v -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./e2e/... -args -ginkgo.label-filter='$(LABELS)'
+test-e2e: ## Every package under e2e/ (Ginkgo suites, each on its own local cluster), TEST_PARALLEL at a time; LABELS=<label> selects one area.
+	$(TEST_RUNNER) --tiers tools,e2e --labels '$(LABELS)'
 
 # make chaos runs the chaos harness (e2e/chaos) in its full form: its first 47
 # workloads cover every case of every feature once, the rest are drawn at

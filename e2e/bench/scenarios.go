@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/utils/ptr"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 
@@ -80,10 +79,7 @@ func trainingPCS(namespace, name string, n int32, maxRestarts int32, podAnnotati
 	}
 	worker := framework.CliqueTemplate("worker", n, spec)
 	worker.Annotations = podAnnotations
-	pcs := framework.NewPodCliqueSet(namespace, name, 1, worker)
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To(maxRestarts)}
-	return pcs
+	return framework.NewTrainingPodCliqueSet(namespace, name, 1, maxRestarts, worker)
 }
 
 // nthTime is the n-th earliest of the non-zero times, or zero if there are

@@ -60,9 +60,7 @@ var _ = Describe("Self-managed webhook certificates", Ordered, Label("webhook"),
 		certDir = cfg.WebhookServer.CertDir
 		served = net.JoinHostPort(cfg.WebhookServer.Host, strconv.Itoa(int(cfg.WebhookServer.Port)))
 		validity = certificates.Validity.Duration
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "certificates")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "certificates")
 	})
 
 	getSecret := func(ctx context.Context) *corev1.Secret {

@@ -8,11 +8,7 @@
 package certificates_test
 
 import (
-	"context"
 	"testing"
-
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -20,28 +16,19 @@ import (
 
 const suiteName = "certificates"
 
-var env *framework.Env
+var env = framework.SetupSuite(framework.Options{
+	Name:         suiteName,
+	Topology:     oneNode(),
+	WithOperator: true,
+	Operator:     framework.OperatorOptions{SelfManagedCertificates: true},
+}, nil)
 
-func TestCertificates(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Webhook Certificates Suite")
-}
+func TestCertificates(t *testing.T) { framework.RunSuite(t, "Webhook Certificates Suite") }
 
-var _ = BeforeSuite(func(ctx context.Context) {
-	// Admission needs no nodes; a small topology starts faster.
+// oneNode is enough: admission needs no nodes, and a small topology starts
+// faster.
+func oneNode() *cluster.Topology {
 	topology := cluster.DefaultTopology()
 	topology.BlocksPerZone, topology.RacksPerBlock, topology.NodesPerRack = 1, 1, 1
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{
-		Name:         suiteName,
-		Topology:     &topology,
-		WithOperator: true,
-		Operator:     framework.OperatorOptions{SelfManagedCertificates: true},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})
+	return &topology
+}

@@ -29,15 +29,12 @@ import (
 // (blueprint.PodContext.GangPlaced).
 var _ = Describe("Chaos regression: a tolerated failure replaced after the rest of the gang exited 0", Label("chaos"), func() {
 	It("schedules the replacement and succeeds", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "repro-late-replacement")
-		Expect(err).NotTo(HaveOccurred())
+		ns := env.NewNamespace(ctx, "repro-late-replacement")
 		// One replica, one clique of 3 pods that tolerates one loss: the
 		// replica's gang has minCount 2. The pods run until told to exit.
 		worker := framework.CliqueTemplate("worker", 3, framework.PodSpec(0))
 		worker.Spec.MinAvailable = ptr.To[int32](2)
-		pcs := framework.NewPodCliqueSet(ns, "job", 1, worker)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, worker)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		var pods []corev1.Pod
@@ -116,16 +113,13 @@ var _ = Describe("Chaos regression: the failed pods of a breach keep the outcome
 		const workloads = 6
 		var namespaces []string
 		for range workloads {
-			ns, err := framework.CreateNamespace(ctx, env.Client, "repro-kept-finalizer")
-			Expect(err).NotTo(HaveOccurred())
+			ns := env.NewNamespace(ctx, "repro-kept-finalizer")
 			namespaces = append(namespaces, ns)
 			// worker: 3 pods; server: 1 pod; both run until told to
 			// exit. No restart budget.
 			worker := framework.CliqueTemplate("worker", 3, framework.PodSpec(0))
 			server := framework.CliqueTemplate("server", 1, framework.PodSpec(0))
-			pcs := framework.NewPodCliqueSet(ns, "job", 1, worker, server)
-			pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-			pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+			pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, worker, server)
 			Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		}
 		workers := map[string][]corev1.Pod{}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // defaultComponentTimeout bounds the wait for a component to become healthy
@@ -74,7 +76,7 @@ type Cluster struct {
 	// progress: RestartAPIServer replaces a process while CheckHealthy may
 	// read them.
 	procsMu sync.Mutex
-	procs   []*process
+	procs   []*process.Process
 	// restarting names the components RestartAPIServer has stopped on
 	// purpose; CheckHealthy does not report them.
 	restarting map[string]bool
@@ -214,14 +216,14 @@ func writeClusterFiles(l layout) (map[string]identity, []string, error) {
 // generated for itself.
 func (c *Cluster) startControlPlane(ctx context.Context, bins Binaries, ids map[string]identity, timeout time.Duration) error {
 	l, ports := c.layout, c.state.Ports
-	etcd, err := c.start(processSpec{name: Etcd, binary: bins.Etcd, args: etcdArgs(l, ports)})
+	etcd, err := c.start(process.Spec{Name: Etcd, Binary: bins.Etcd, Args: etcdArgs(l, ports)})
 	if err != nil {
 		return err
 	}
 	if err := c.wait(ctx, etcd, httpProbe(loopbackURL("http", ports.EtcdClient)+"/health", "", `"health":"true"`), timeout); err != nil {
 		return err
 	}
-	apiserver, err := c.start(processSpec{name: KubeAPIServer, binary: bins.KubeAPIServer, args: apiserverArgs(l, ports)})
+	apiserver, err := c.start(process.Spec{Name: KubeAPIServer, Binary: bins.KubeAPIServer, Args: apiserverArgs(l, ports)})
 	if err != nil {
 		return err
 	}
@@ -264,32 +266,32 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins Binaries, ids map[
 func (c *Cluster) startControllers(ctx context.Context, bins Binaries, kwokConfigs []string, timeout time.Duration) error {
 	l, ports := c.layout, c.state.Ports
 	components := []struct {
-		spec  processSpec
+		spec  process.Spec
 		check probe
 	}{
 		{
-			processSpec{name: KubeControllerManager, binary: bins.KubeControllerManager, args: controllerManagerArgs(l, ports)},
+			process.Spec{Name: KubeControllerManager, Binary: bins.KubeControllerManager, Args: controllerManagerArgs(l, ports)},
 			httpProbe(loopbackURL("https", ports.ControllerManager)+"/healthz", "", ""),
 		},
 		{
-			processSpec{name: KubeScheduler, binary: bins.KubeScheduler, args: schedulerArgs(l, ports)},
+			process.Spec{Name: KubeScheduler, Binary: bins.KubeScheduler, Args: schedulerArgs(l, ports)},
 			httpProbe(loopbackURL("https", ports.Scheduler)+"/healthz", "", ""),
 		},
 		{
-			processSpec{name: Kwok, binary: bins.Kwok, args: kwokArgs(l, ports, kwokConfigs), env: kwokEnv(l)},
+			process.Spec{Name: Kwok, Binary: bins.Kwok, Args: kwokArgs(l, ports, kwokConfigs), Env: kwokEnv(l)},
 			httpProbe(loopbackURL("http", ports.Kwok)+"/healthz", "", ""),
 		},
 	}
 	if c.state.NVIDIADRA {
 		components = append(components, struct {
-			spec  processSpec
+			spec  process.Spec
 			check probe
 		}{
-			processSpec{name: NVIDIADRASim, binary: bins.NVIDIADRASim, args: nvidiaDRASimArgs(l, ports)},
+			process.Spec{Name: NVIDIADRASim, Binary: bins.NVIDIADRASim, Args: nvidiaDRASimArgs(l, ports)},
 			httpProbe(loopbackURL("http", ports.NVIDIADRASim)+"/healthz", "", ""),
 		})
 	}
-	started := make([]*process, 0, len(components))
+	started := make([]*process.Process, 0, len(components))
 	for _, comp := range components {
 		p, err := c.start(comp.spec)
 		if err != nil {
@@ -338,8 +340,8 @@ func prepareDir(dir string) (string, error) {
 		return "", err
 	}
 	for _, p := range s.processes() {
-		if p.exitErr() == nil {
-			return "", fmt.Errorf("%w in %s (%s pid %d); stop it first", ErrAlreadyRunning, dir, p.name, p.pid)
+		if ended, _ := p.Ended(); !ended {
+			return "", fmt.Errorf("%w in %s (%s pid %d); stop it first", ErrAlreadyRunning, dir, p.Name(), p.PID())
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -350,11 +352,11 @@ func prepareDir(dir string) (string, error) {
 
 // start launches a component and records it in the state file right away,
 // so that `down` can clean up even after a failed `up`.
-func (c *Cluster) start(spec processSpec) (*process, error) {
-	spec.logPath = c.layout.log(spec.name)
-	spec.detach = c.state.Detached
-	fmt.Fprintf(c.out, "starting %s\n", spec.name)
-	p, err := startProcess(spec)
+func (c *Cluster) start(spec process.Spec) (*process.Process, error) {
+	spec.LogPath = c.layout.log(spec.Name)
+	spec.Detach = c.state.Detached
+	fmt.Fprintf(c.out, "starting %s\n", spec.Name)
+	p, err := process.Start(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -362,12 +364,12 @@ func (c *Cluster) start(spec processSpec) (*process, error) {
 }
 
 // record adds p to the cluster's components and to its state file.
-func (c *Cluster) record(p *process) error {
+func (c *Cluster) record(p *process.Process) error {
 	c.procsMu.Lock()
 	defer c.procsMu.Unlock()
 	c.procs = append(c.procs, p)
 	c.state.Components = append(c.state.Components, componentState{
-		Name: p.name, PID: p.pid, Binary: p.binary, Args: p.args, Log: p.logPath,
+		Name: p.Name(), PID: p.PID(), Binary: p.Spec().Binary, Args: p.Spec().Args, Log: p.LogPath(),
 	})
 	return writeState(c.layout.state(), c.state)
 }
@@ -377,22 +379,22 @@ func (c *Cluster) record(p *process) error {
 // cluster's components: Components and CheckHealthy report it, and Stop
 // (`copse-cluster down`, `make demo-down`, in another process too) stops it
 // before the components started earlier.
-func (c *Cluster) AddProcess(p *Process) error {
-	if err := c.record(p.p); err != nil {
-		return fmt.Errorf("add %s to the cluster: %w", p.p.name, err)
+func (c *Cluster) AddProcess(p *process.Process) error {
+	if err := c.record(p); err != nil {
+		return fmt.Errorf("add %s to the cluster: %w", p.Name(), err)
 	}
 	return nil
 }
 
-func (c *Cluster) wait(ctx context.Context, p *process, check probe, timeout time.Duration) error {
+func (c *Cluster) wait(ctx context.Context, p *process.Process, check probe, timeout time.Duration) error {
 	began := time.Now()
 	if err := waitHealthy(ctx, p, check, timeout); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("start %s: %w", p.name, ctx.Err())
+			return fmt.Errorf("start %s: %w", p.Name(), ctx.Err())
 		}
-		return fmt.Errorf("start %s: %w", p.name, err)
+		return fmt.Errorf("start %s: %w", p.Name(), err)
 	}
-	fmt.Fprintf(c.out, "%s healthy after %s\n", p.name, time.Since(began).Round(100*time.Millisecond))
+	fmt.Fprintf(c.out, "%s healthy after %s\n", p.Name(), time.Since(began).Round(100*time.Millisecond))
 	return nil
 }
 
@@ -517,8 +519,8 @@ func (c *Cluster) Components() []ComponentStatus {
 	defer c.procsMu.Unlock()
 	out := make([]ComponentStatus, 0, len(c.procs))
 	for _, p := range c.procs {
-		s := ComponentStatus{Name: p.name, PID: p.pid, Log: p.logPath, Alive: true}
-		if err := p.exitErr(); err != nil {
+		s := ComponentStatus{Name: p.Name(), PID: p.PID(), Log: p.LogPath(), Alive: true}
+		if err := p.ExitReason(); err != nil {
 			s.Alive, s.Exit = false, err.Error()
 		}
 		out = append(out, s)
@@ -535,11 +537,11 @@ func (c *Cluster) CheckHealthy() error {
 	defer c.procsMu.Unlock()
 	var errs []error
 	for _, p := range c.procs {
-		if c.restarting[p.name] {
+		if c.restarting[p.Name()] {
 			continue
 		}
-		if err := p.exitErr(); err != nil {
-			errs = append(errs, p.crashError(err))
+		if err := p.CheckHealthy(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -557,7 +559,7 @@ func (c *Cluster) Stop() error {
 		c.procsMu.Unlock()
 		var errs []error
 		for i := len(procs) - 1; i >= 0; i-- {
-			if err := procs[i].stop(10 * time.Second); err != nil {
+			if err := procs[i].Stop(10 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -576,6 +578,6 @@ func (c *Cluster) abort() {
 	c.procsMu.Lock()
 	defer c.procsMu.Unlock()
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		_ = c.procs[i].stop(5 * time.Second)
+		_ = c.procs[i].Stop(5 * time.Second)
 	}
 }

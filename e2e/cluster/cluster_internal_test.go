@@ -23,7 +23,7 @@ func TestPrepareDirRefusesForeignDirectory(t *testing.T) {
 func TestPrepareDirRefusesRunningCluster(t *testing.T) {
 	dir := t.TempDir()
 	p := startSleep(t, t.TempDir())
-	s := state{Version: stateVersion, Components: []componentState{{Name: Etcd, PID: p.pid, Binary: p.binary}}}
+	s := state{Version: stateVersion, Components: []componentState{{Name: Etcd, PID: p.PID(), Binary: p.Spec().Binary}}}
 	if err := writeState(layout{dir}.state(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestPrepareDirRefusesRunningCluster(t *testing.T) {
 	}
 
 	// Once the process is gone the directory is stale and gets reused.
-	if err := p.stop(0); err != nil {
+	if err := p.Stop(0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := prepareDir(dir)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // Control-plane faults, for tests of how copse behaves when the API server
@@ -65,7 +67,7 @@ func (c *Cluster) restart(ctx context.Context, name string, downFor time.Duratio
 
 	began := time.Now()
 	fmt.Fprintf(c.out, "restarting %s\n", name)
-	if err := old.stop(restartStopGrace); err != nil {
+	if err := old.Stop(restartStopGrace); err != nil {
 		return fmt.Errorf("restart %s: %w", name, err)
 	}
 	stopped := time.Now()
@@ -73,10 +75,10 @@ func (c *Cluster) restart(ctx context.Context, name string, downFor time.Duratio
 	case <-time.After(downFor):
 	case <-ctx.Done():
 	}
-	appendLogLine(old.logPath, fmt.Sprintf("===== restarted by copse's cluster package at %s =====", time.Now().UTC().Format(time.RFC3339)))
-	p, err := startProcess(processSpec{
-		name: old.name, binary: old.binary, args: old.args, env: old.env, logPath: old.logPath, detach: c.state.Detached,
-	})
+	appendLogLine(old.LogPath(), fmt.Sprintf("===== restarted by copse's cluster package at %s =====", time.Now().UTC().Format(time.RFC3339)))
+	spec := old.Spec()
+	spec.Detach = c.state.Detached
+	p, err := process.Start(spec)
 	if err != nil {
 		return fmt.Errorf("restart %s: %w", name, err)
 	}
@@ -84,7 +86,7 @@ func (c *Cluster) restart(ctx context.Context, name string, downFor time.Duratio
 	c.procs[index] = p
 	var stateErr error
 	if index < len(c.state.Components) && c.state.Components[index].Name == name {
-		c.state.Components[index].PID = p.pid
+		c.state.Components[index].PID = p.PID()
 		stateErr = writeState(c.layout.state(), c.state)
 	}
 	c.procsMu.Unlock()
@@ -127,15 +129,14 @@ func (c *Cluster) pause(name string, d time.Duration) (*Pause, error) {
 		return nil, fmt.Errorf("pause %s: the cluster has no such component", name)
 	}
 	p := c.procs[index]
-	if err := p.exitErr(); err != nil {
+	if err := p.ExitReason(); err != nil {
 		return nil, fmt.Errorf("pause %s: it is not running: %w", name, err)
 	}
-	// The process group: pid == pgid (Setpgid/Setsid in startProcess).
-	if err := syscall.Kill(-p.pid, syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("pause %s (pid %d): %w", name, p.pid, err)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pause %s: %w", name, err)
 	}
 	fmt.Fprintf(c.out, "paused %s for %s\n", name, d)
-	pause := &Pause{name: name, pid: p.pid, done: make(chan struct{})}
+	pause := &Pause{name: name, pid: p.PID(), done: make(chan struct{})}
 	pause.timer = time.AfterFunc(d, func() { pause.resume() })
 	c.pauses = append(c.pauses, pause)
 	return pause, nil
@@ -185,7 +186,7 @@ func (c *Cluster) resumePaused() {
 // -1. The caller holds procsMu.
 func (c *Cluster) indexLocked(name string) int {
 	for i, p := range c.procs {
-		if p.name == name {
+		if p.Name() == name {
 			return i
 		}
 	}

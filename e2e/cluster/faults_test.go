@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // processState is the state letter of /proc/<pid>/stat: R, S, T (stopped)...
@@ -38,14 +40,14 @@ func running(state byte) bool { return state == 'S' || state == 'R' }
 
 func TestPauseFreezesForItsDuration(t *testing.T) {
 	p := startSleep(t, t.TempDir())
-	c := &Cluster{procs: []*process{p}, out: io.Discard}
+	c := &Cluster{procs: []*process.Process{p}, out: io.Discard}
 
 	began := time.Now()
 	pause, err := c.pause("long", 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, p.pid, stopped, "stopped by SIGSTOP")
+	waitState(t, p.PID(), stopped, "stopped by SIGSTOP")
 	select {
 	case <-pause.Done():
 		t.Fatal("the pause ended at once")
@@ -57,7 +59,7 @@ func TestPauseFreezesForItsDuration(t *testing.T) {
 	if elapsed := time.Since(began); elapsed < 500*time.Millisecond {
 		t.Errorf("resumed after %s, before the pause's 500ms", elapsed)
 	}
-	waitState(t, p.pid, running, "running again after SIGCONT")
+	waitState(t, p.PID(), running, "running again after SIGCONT")
 	if err := c.CheckHealthy(); err != nil {
 		t.Errorf("a paused and resumed component is reported: %v", err)
 	}
@@ -65,16 +67,16 @@ func TestPauseFreezesForItsDuration(t *testing.T) {
 
 func TestResumeEndsAPauseEarly(t *testing.T) {
 	p := startSleep(t, t.TempDir())
-	c := &Cluster{procs: []*process{p}, out: io.Discard}
+	c := &Cluster{procs: []*process.Process{p}, out: io.Discard}
 	pause, err := c.pause("long", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, p.pid, stopped, "stopped by SIGSTOP")
+	waitState(t, p.PID(), stopped, "stopped by SIGSTOP")
 	if err := pause.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, p.pid, running, "running again after Resume")
+	waitState(t, p.PID(), running, "running again after Resume")
 	if err := pause.Resume(); err != nil {
 		t.Errorf("a second Resume: %v", err)
 	}
@@ -90,11 +92,11 @@ func TestPauseOfAMissingComponentFails(t *testing.T) {
 func TestStopEndsAPausedComponent(t *testing.T) {
 	dir := t.TempDir()
 	p := startSleep(t, dir)
-	c := &Cluster{procs: []*process{p}, out: io.Discard, dir: dir, keepDir: true}
+	c := &Cluster{procs: []*process.Process{p}, out: io.Discard, dir: dir, keepDir: true}
 	if _, err := c.pause("long", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, p.pid, stopped, "stopped by SIGSTOP")
+	waitState(t, p.PID(), stopped, "stopped by SIGSTOP")
 	began := time.Now()
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
@@ -104,7 +106,7 @@ func TestStopEndsAPausedComponent(t *testing.T) {
 	if elapsed := time.Since(began); elapsed > 5*time.Second {
 		t.Errorf("Stop took %s", elapsed)
 	}
-	if p.exitErr() == nil {
+	if p.ExitReason() == nil {
 		t.Error("the paused process survived Stop")
 	}
 }
@@ -112,22 +114,22 @@ func TestStopEndsAPausedComponent(t *testing.T) {
 func TestRestartReplacesTheProcess(t *testing.T) {
 	dir := t.TempDir()
 	old := startSleep(t, dir)
-	c := &Cluster{procs: []*process{old}, out: io.Discard, layout: layout{dir: dir}}
+	c := &Cluster{procs: []*process.Process{old}, out: io.Discard, layout: layout{dir: dir}}
 	probed := 0
 	began := time.Now()
 	if err := c.restart(context.Background(), "long", 200*time.Millisecond, func(context.Context) error { probed++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.procs[0].stop(0) })
-	if old.exitErr() == nil {
+	t.Cleanup(func() { _ = c.procs[0].Stop(0) })
+	if old.ExitReason() == nil {
 		t.Error("the old process still runs")
 	}
 	restarted := c.procs[0]
-	if restarted.pid == old.pid || restarted.exitErr() != nil {
-		t.Errorf("no new process: old pid %d, new pid %d (%v)", old.pid, restarted.pid, restarted.exitErr())
+	if restarted.PID() == old.PID() || restarted.ExitReason() != nil {
+		t.Errorf("no new process: old pid %d, new pid %d (%v)", old.PID(), restarted.PID(), restarted.ExitReason())
 	}
-	if restarted.binary != old.binary || strings.Join(restarted.args, " ") != strings.Join(old.args, " ") {
-		t.Errorf("restarted as %s %v, want %s %v", restarted.binary, restarted.args, old.binary, old.args)
+	if restarted.Spec().Binary != old.Spec().Binary || strings.Join(restarted.Spec().Args, " ") != strings.Join(old.Spec().Args, " ") {
+		t.Errorf("restarted as %s %v, want %s %v", restarted.Spec().Binary, restarted.Spec().Args, old.Spec().Binary, old.Spec().Args)
 	}
 	if probed == 0 {
 		t.Error("restart did not wait for the health probe")
@@ -138,18 +140,18 @@ func TestRestartReplacesTheProcess(t *testing.T) {
 	if err := c.CheckHealthy(); err != nil {
 		t.Errorf("after the restart: %v", err)
 	}
-	log, err := os.ReadFile(old.logPath)
+	log, err := os.ReadFile(old.LogPath())
 	if err != nil || !strings.Contains(string(log), "===== restarted by copse's cluster package") {
-		t.Errorf("the log %s has no restart marker (%v):\n%s", old.logPath, err, log)
+		t.Errorf("the log %s has no restart marker (%v):\n%s", old.LogPath(), err, log)
 	}
 }
 
 func TestCheckHealthyIgnoresAComponentWhileItRestarts(t *testing.T) {
 	p := startSleep(t, t.TempDir())
-	if err := p.stop(0); err != nil {
+	if err := p.Stop(0); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{procs: []*process{p}, restarting: map[string]bool{"long": true}}
+	c := &Cluster{procs: []*process.Process{p}, restarting: map[string]bool{"long": true}}
 	if err := c.CheckHealthy(); err != nil {
 		t.Errorf("a component stopped for a restart is reported: %v", err)
 	}

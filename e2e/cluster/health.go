@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // probe checks a component's health endpoint once.
@@ -51,15 +53,15 @@ func httpProbe(url, bearer, want string) probe {
 
 // waitHealthy polls check until it passes, the process exits, or timeout
 // passes. Both failures carry the end of the component's log.
-func waitHealthy(ctx context.Context, p *process, check probe, timeout time.Duration) error {
+func waitHealthy(ctx context.Context, p *process.Process, check probe, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	var lastErr error
 	for {
-		if err := p.exitErr(); err != nil {
-			return p.crashError(err)
+		if err := p.CheckHealthy(); err != nil {
+			return err
 		}
 		if lastErr = check(ctx); lastErr == nil {
 			return nil
@@ -68,11 +70,11 @@ func waitHealthy(ctx context.Context, p *process, check probe, timeout time.Dura
 		case <-ctx.Done():
 			// One more look: a component that crashed while we waited should
 			// be reported as a crash, not a timeout.
-			if err := p.exitErr(); err != nil {
-				return p.crashError(err)
+			if err := p.CheckHealthy(); err != nil {
+				return err
 			}
 			return fmt.Errorf("%s not healthy after %s: %v; last log lines (%s):\n%s",
-				p.name, timeout, lastErr, p.logPath, p.logTail(20))
+				p.Name(), timeout, lastErr, p.LogPath(), p.LogTail(20))
 		case <-ticker.C:
 		}
 	}

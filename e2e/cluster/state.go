@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // stateVersion changes when the state file's meaning changes, so that a
@@ -76,10 +78,10 @@ func readState(path string) (state, error) {
 }
 
 // processes turns recorded components back into stoppable processes.
-func (s state) processes() []*process {
-	out := make([]*process, 0, len(s.Components))
+func (s state) processes() []*process.Process {
+	out := make([]*process.Process, 0, len(s.Components))
 	for _, c := range s.Components {
-		out = append(out, &process{name: c.Name, binary: c.Binary, args: c.Args, logPath: c.Log, pid: c.PID})
+		out = append(out, process.Adopt(process.Spec{Name: c.Name, Binary: c.Binary, Args: c.Args, LogPath: c.Log}, c.PID))
 	}
 	return out
 }

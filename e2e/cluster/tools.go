@@ -3,10 +3,12 @@ package cluster
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,7 +18,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // Names of the pinned tools (rows of Tools): each is a directory under
@@ -46,8 +51,9 @@ type Tool struct {
 	// path relative to the tools module ("./crdgen") for a package of the
 	// tools module itself, whose source then keys the cache too.
 	Binaries map[string]string
-	// ETA is the rough cold-build time on 2 cores, for the progress line.
-	ETA string
+	// ColdBuild is the rough cold-build time on 2 cores, for the progress
+	// line and to start the longest builds first (EnsureTools).
+	ColdBuild time.Duration
 	// linkerFlags returns the -ldflags of the build, from the tools
 	// module's go.mod and the tool's version; nil when the build needs none.
 	linkerFlags func(gomod []byte, version string) ([]string, error)
@@ -61,8 +67,8 @@ var Tools = []Tool{
 		Module: "go.etcd.io/etcd/server/v3",
 		// etcd's main package is the module root, whose import path ends in
 		// "v3": the binary is renamed after the build.
-		Binaries: map[string]string{"etcd": "go.etcd.io/etcd/server/v3"},
-		ETA:      "~2 min",
+		Binaries:  map[string]string{"etcd": "go.etcd.io/etcd/server/v3"},
+		ColdBuild: 2 * time.Minute,
 	},
 	{
 		Name:   ToolKube,
@@ -73,30 +79,30 @@ var Tools = []Tool{
 			"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
 			"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
 		},
-		ETA:         "~8 min",
+		ColdBuild:   8 * time.Minute,
 		linkerFlags: kubernetesLinkerFlags,
 	},
 	{
-		Name:     ToolKwok,
-		Module:   "sigs.k8s.io/kwok",
-		Binaries: map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
-		ETA:      "~2 min",
+		Name:      ToolKwok,
+		Module:    "sigs.k8s.io/kwok",
+		Binaries:  map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+		ColdBuild: 2 * time.Minute,
 	},
 	{
 		Name:        ToolHelm,
 		Module:      "helm.sh/helm/v3",
 		Binaries:    map[string]string{"helm": "helm.sh/helm/v3/cmd/helm"},
-		ETA:         "~2 min",
+		ColdBuild:   2 * time.Minute,
 		linkerFlags: helmLinkerFlags,
 	},
 	{
 		// The JobSet controller (e2e/framework/jobset.go), run by the
 		// benchmark as its reference, by e2e suites and by `make demo`. Its
 		// main package is the module root.
-		Name:     ToolJobSet,
-		Module:   "sigs.k8s.io/jobset",
-		Binaries: map[string]string{"jobset-controller": "sigs.k8s.io/jobset"},
-		ETA:      "~2 min",
+		Name:      ToolJobSet,
+		Module:    "sigs.k8s.io/jobset",
+		Binaries:  map[string]string{"jobset-controller": "sigs.k8s.io/jobset"},
+		ColdBuild: 2 * time.Minute,
 	},
 	{
 		// controller-gen, and crdgen: its CRD generator with Grove's embedded
@@ -107,7 +113,7 @@ var Tools = []Tool{
 			"controller-gen": "sigs.k8s.io/controller-tools/cmd/controller-gen",
 			"crdgen":         "./crdgen",
 		},
-		ETA:         "~1 min",
+		ColdBuild:   1 * time.Minute,
 		linkerFlags: controllerGenLinkerFlags,
 	},
 	{
@@ -123,15 +129,15 @@ var Tools = []Tool{
 			"trainer-oracle":             "./cmd/trainer-oracle",
 			"trainer-controller-manager": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
 		},
-		ETA: "~5 min",
+		ColdBuild: 5 * time.Minute,
 	},
 	{
 		// Kueue's controller manager (e2e/framework/kueue.go), run by the
 		// kueue suite, `make demo` and the benchmark.
-		Name:     ToolKueue,
-		Module:   "sigs.k8s.io/kueue",
-		Binaries: map[string]string{"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
-		ETA:      "~4 min",
+		Name:      ToolKueue,
+		Module:    "sigs.k8s.io/kueue",
+		Binaries:  map[string]string{"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
+		ColdBuild: 4 * time.Minute,
 	},
 }
 
@@ -233,6 +239,37 @@ type BuiltTool struct {
 
 // Path is the absolute path of one of the tool's binaries.
 func (b BuiltTool) Path(binary string) string { return filepath.Join(b.Dir, binary) }
+
+// EnsureTools builds every tool of Tools that is not in the cache yet,
+// parallel at a time and the longest builds first, and returns them in the
+// order of Tools. One go build leaves a core idle much of the time (module
+// downloads, the linker, long dependency chains), so two builds at once fill
+// a 2-core machine.
+func EnsureTools(ctx context.Context, parallel int, progress io.Writer) ([]BuiltTool, error) {
+	order := make([]int, len(Tools))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(Tools[b].ColdBuild, Tools[a].ColdBuild) })
+	built := make([]BuiltTool, len(Tools))
+	errs := make([]error, len(Tools))
+	slots := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for _, i := range order {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			built[i], errs[i] = Tools[i].Ensure(ctx, progress)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return built, nil
+}
 
 // EnsureTool returns the tool called name (a row of Tools), building it into
 // the shared cache first if it is not there yet. Builds hold a lock per
@@ -352,7 +389,7 @@ func (t Tool) Ensure(ctx context.Context, progress io.Writer) (BuiltTool, error)
 	built := BuiltTool{Tool: t, Version: p.version, Dir: filepath.Join(cache, "bin", p.key), SourceDir: p.srcDir}
 	names := slices.Sorted(maps.Keys(t.Binaries))
 	err = buildIntoCache(ctx, cache, p.key, t.complete, func(tmp string) error {
-		fmt.Fprintf(progress, "building %s %s (first run only, %s)...\n", strings.Join(names, ", "), p.version, t.ETA)
+		fmt.Fprintf(progress, "building %s %s (first run only, ~%d min)...\n", strings.Join(names, ", "), p.version, int(t.ColdBuild.Minutes()))
 		start := time.Now()
 		if err := t.build(ctx, p, tmp); err != nil {
 			return fmt.Errorf("build %s %s: %w", strings.Join(names, ", "), p.version, err)
@@ -520,7 +557,7 @@ func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) 
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go %s (in %s): %w\n%s", strings.Join(args, " "), dir, err,
-			lastLines(stdout.String()+stderr.String(), 30))
+			process.LastLines(stdout.String()+stderr.String(), 30))
 	}
 	return stdout.Bytes(), nil
 }

@@ -13,7 +13,6 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -28,8 +27,7 @@ func setUnschedulable(ctx context.Context, nodeName string, unschedulable bool) 
 
 var _ = Describe("Breach handling for Inference", Label("core"), func() {
 	It("replaces a pod that exits 1 with a new pod at the same index", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "replace")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "replace")
 		spec := podSpec(0)
 		spec.RestartPolicy = corev1.RestartPolicyNever // so the exit ends the pod instead of restarting the container
 		pcs := newPCS(namespace, "serve", 1, cliqueTemplate("worker", 2, spec))
@@ -69,8 +67,7 @@ var _ = Describe("Breach handling for Inference", Label("core"), func() {
 	})
 
 	It("recreates a replica whose breach outlasts terminationDelay, exactly once", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "breach")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "breach")
 		const delay = 4 * time.Second
 
 		// A rack of exactly 2 nodes for a clique of 2 pods x 4 GPUs, so a

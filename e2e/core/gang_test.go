@@ -14,14 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/copse-dev/copse/e2e/cluster"
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
 var _ = Describe("Gang scheduling of PodCliqueSet replicas", Label("core"), func() {
 	It("binds one replica whole and leaves the other wholly Pending until nodes are added", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "gang")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "gang")
 
 		// A rack of its own with 2 nodes x 4 GPUs = 8 GPUs. Each replica is
 		// 3 pods x 2 GPUs = 6 GPUs: one replica fits, the second finds only

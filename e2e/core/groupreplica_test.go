@@ -15,14 +15,12 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
 var _ = Describe("Scaling-group replica recreation for Inference", Label("core"), func() {
 	It("recreates a group replica that stays breached while the group still meets minAvailable, and nothing else", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "group-replica")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "group-replica")
 		const delay = 4 * time.Second
 
 		// A rack of exactly 4 nodes for 2 group replicas x 2 pods x 4 GPUs,

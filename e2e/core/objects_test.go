@@ -15,14 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
 var _ = Describe("PodCliqueSet generated objects", Label("core"), func() {
 	It("creates every documented object, name, label, hostname and variable, and deletes them all with the PodCliqueSet", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "objects")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "objects")
 
 		leader := cliqueTemplate("leader", 1, podSpec(0))
 		leader.Labels = map[string]string{"team": "nlp"}

@@ -5,29 +5,11 @@
 package core_test
 
 import (
-	"context"
 	"testing"
-
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
-var env *framework.Env
+var env = framework.SetupSuite(framework.Options{Name: "core", WithOperator: true}, nil)
 
-func TestCore(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Core Suite")
-}
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "core", WithOperator: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})
+func TestCore(t *testing.T) { framework.RunSuite(t, "Core Suite") }

@@ -7,16 +7,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // installChart installs (or upgrades) the chart in local mode: everything
@@ -75,23 +74,18 @@ func startOperator(ctx context.Context, env *framework.Env, dir string, ports fr
 	if err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(filepath.Join(dir, "logs", "copse-operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	operator, err := process.Start(process.Spec{
+		Name: "copse-operator", Binary: binary, Args: []string{"--kubeconfig", kubeconfig, "--config", configPath},
+		LogPath: filepath.Join(dir, "logs", "copse-operator.log"), Detach: true,
+	})
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(binary, "--kubeconfig", kubeconfig, "--config", configPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start copse-operator: %w", err)
-	}
-	if err := os.WriteFile(operatorPIDFile(dir), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	if err := os.WriteFile(operatorPIDFile(dir), []byte(strconv.Itoa(operator.PID())), 0o644); err != nil {
 		return err
 	}
-	_ = cmd.Process.Release()
 	if err := waitReady(ctx, "http://"+cfg.Server.HealthProbes.BindAddress+"/readyz", 2*time.Minute); err != nil {
-		return fmt.Errorf("copse-operator (log %s): %w", logFile.Name(), err)
+		return fmt.Errorf("copse-operator (log %s): %w", operator.LogPath(), err)
 	}
 	if _, err := framework.WaitForCABundles(ctx, env.Client, releaseName, time.Minute); err != nil {
 		return err
@@ -161,8 +155,8 @@ func operatorPIDFile(dir string) string { return filepath.Join(dir, "operator", 
 func jobSetPIDFile(dir string) string { return filepath.Join(dir, "jobset", "jobset-controller.pid") }
 
 // stopRecordedProcess stops the process whose pid a demo wrote to pidFile
-// (SIGTERM, SIGKILL after 10 seconds) and removes the file; without the
-// file there is nothing to stop.
+// (SIGTERM to its session's group, SIGKILL after 10 seconds) and removes the
+// file; without the file there is nothing to stop.
 func stopRecordedProcess(pidFile string) error {
 	raw, err := os.ReadFile(pidFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -175,14 +169,8 @@ func stopRecordedProcess(pidFile string) error {
 	if err != nil {
 		return fmt.Errorf("pid file %s: %w", pidFile, err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err == nil {
-		for range 100 {
-			if syscall.Kill(pid, 0) != nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	if err := process.Adopt(process.Spec{Name: strings.TrimSuffix(filepath.Base(pidFile), ".pid")}, pid).Stop(10 * time.Second); err != nil {
+		return err
 	}
 	return os.Remove(pidFile)
 }

@@ -209,5 +209,5 @@ Kueue log: %s
 Tear it all down with: make demo-down
 `, jobset.Version, kueueProcess.Version, c.Kubeconfig(), c.Binaries().Kubectl, demoNamespace, demoNamespace, demoNamespace,
 		demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace, demoNamespace,
-		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath, kueueProcess.LogPath)
+		filepath.Join(dir, "logs", "copse-operator.log"), jobset.LogPath(), kueueProcess.LogPath())
 }

@@ -15,7 +15,6 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/framework"
 )
 
 func minimalPCS(namespace, name string, workloadType copsev1alpha1.WorkloadType) *copsev1alpha1.PodCliqueSet {
@@ -37,9 +36,7 @@ var _ = Describe("grove.io CRDs", Label("foundation"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "crd")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "crd")
 	})
 
 	It("stores a Training PodCliqueSet and applies the schema defaults", func(ctx context.Context) {

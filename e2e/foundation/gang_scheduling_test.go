@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/copse-dev/copse/e2e/cluster"
-	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // createGang creates a Workload with one gang template and its PodGroup,
@@ -93,9 +92,7 @@ var _ = Describe("Gang scheduling on simulated GPU nodes", Label("foundation"), 
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "gang")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "gang")
 	})
 
 	It("binds a gang of 3 to one NVLink clique and runs it to Succeeded with exit code 0", func(ctx context.Context) {

@@ -59,9 +59,7 @@ var _ = Describe("JobSet controller with its webhooks", Label("foundation"), fun
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "jobset")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "jobset")
 	})
 
 	It("registers JobSet's webhook configurations under JobSet's names, calling the local controller", func(ctx context.Context) {

@@ -72,6 +72,16 @@ type Env struct {
 
 // Setup starts a local cluster for a suite and installs copse's CRDs.
 func Setup(ctx context.Context, opts Options) (*Env, error) {
+	env := &Env{}
+	if err := env.setup(ctx, opts); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// setup is Setup into env, so that a suite's Env can be handed out before
+// its BeforeSuite fills it in (SetupSuite).
+func (env *Env) setup(ctx context.Context, opts Options) error {
 	// The suite's own controller-runtime client logs through GinkgoWriter,
 	// shown for failing specs only.
 	ctrllog.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter)))
@@ -87,34 +97,34 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 		NVIDIADRA: opts.NVIDIADRA,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start local cluster for suite %s: %w", opts.Name, err)
+		return fmt.Errorf("start local cluster for suite %s: %w", opts.Name, err)
 	}
-	env := &Env{Cluster: c, Clientset: c.Client(), Topology: topology}
+	env.Cluster, env.Clientset, env.Topology = c, c.Client(), topology
 	env.Client, err = client.New(c.RESTConfig(), client.Options{Scheme: Scheme()})
 	if err != nil {
 		_ = c.Stop()
-		return nil, fmt.Errorf("client for suite %s: %w", opts.Name, err)
+		return fmt.Errorf("client for suite %s: %w", opts.Name, err)
 	}
 	if err := InstallCRDs(ctx, env.Client); err != nil {
 		_ = c.Stop()
-		return nil, fmt.Errorf("install CRDs for suite %s: %w", opts.Name, err)
+		return fmt.Errorf("install CRDs for suite %s: %w", opts.Name, err)
 	}
 	// The operator's TrainJob front-end (on by default) needs JobSet's API
 	// served even in suites that run no JobSet controller.
 	if _, err := InstallJobSetCRD(ctx, env.Client, ginkgo.GinkgoWriter); err != nil {
 		_ = c.Stop()
-		return nil, fmt.Errorf("install the JobSet CRD for suite %s: %w", opts.Name, err)
+		return fmt.Errorf("install the JobSet CRD for suite %s: %w", opts.Name, err)
 	}
 	if opts.CoschedulingPodGroups {
 		if err := InstallCoschedulingPodGroupCRD(ctx, env.Client); err != nil {
 			_ = c.Stop()
-			return nil, fmt.Errorf("install the scheduler-plugins PodGroup CRD for suite %s: %w", opts.Name, err)
+			return fmt.Errorf("install the scheduler-plugins PodGroup CRD for suite %s: %w", opts.Name, err)
 		}
 	}
 	if opts.WithKueue {
 		if _, err := StartKueue(ctx, env, KueueOptions{}); err != nil {
 			_ = env.Teardown()
-			return nil, fmt.Errorf("start Kueue for suite %s: %w", opts.Name, err)
+			return fmt.Errorf("start Kueue for suite %s: %w", opts.Name, err)
 		}
 	}
 	if opts.WithOperator {
@@ -124,16 +134,16 @@ func Setup(ctx context.Context, opts Options) (*Env, error) {
 		}
 		if _, err := StartOperator(ctx, env, operatorOpts); err != nil {
 			_ = env.Teardown()
-			return nil, fmt.Errorf("start operator for suite %s: %w", opts.Name, err)
+			return fmt.Errorf("start operator for suite %s: %w", opts.Name, err)
 		}
 	}
 	if opts.WithJobSet {
 		if _, err := StartJobSet(ctx, env, JobSetOptions{}); err != nil {
 			_ = env.Teardown()
-			return nil, fmt.Errorf("start the JobSet controller for suite %s: %w", opts.Name, err)
+			return fmt.Errorf("start the JobSet controller for suite %s: %w", opts.Name, err)
 		}
 	}
-	return env, nil
+	return nil
 }
 
 // CheckHealthy reports a crashed control-plane component, operator, JobSet

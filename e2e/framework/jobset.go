@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // The JobSet controller (sigs.k8s.io/jobset, the version hack/tools/jobset
@@ -74,11 +75,9 @@ type JobSetOptions struct {
 // JobSet is a JobSet controller process run against a cluster, with its
 // webhooks served on 127.0.0.1 and registered with the API server.
 type JobSet struct {
-	*cluster.Process
+	*process.Process
 	// Version is the pinned sigs.k8s.io/jobset version.
 	Version string
-	// LogPath is the controller's log file.
-	LogPath string
 }
 
 // InstallJobSetCRD builds (or finds cached) the pinned JobSet tool, installs
@@ -142,11 +141,11 @@ func StartJobSet(ctx context.Context, env *Env, opts JobSetOptions) (*JobSet, er
 		webhookComponent: jobSetWebhookComponent, namePrefix: jobSetNamePrefix, probes: probes,
 		detach: opts.Detach, progress: opts.Progress,
 	}
-	proc, logPath, err := controller.start(ctx, env)
+	proc, err := controller.start(ctx, env)
 	if err != nil {
 		return nil, fmt.Errorf("start JobSet: %w", err)
 	}
-	j := &JobSet{Process: proc, Version: tool.Version, LogPath: logPath}
+	j := &JobSet{Process: proc, Version: tool.Version}
 	env.JobSet = j
 	return j, nil
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // Kueue (sigs.k8s.io/kueue, the version hack/tools/kueue pins) runs as a
@@ -99,11 +100,9 @@ type KueueOptions struct {
 // Kueue is Kueue's controller manager run against a cluster, with its
 // webhooks served on 127.0.0.1 and registered with the API server.
 type Kueue struct {
-	*cluster.Process
+	*process.Process
 	// Version is the pinned sigs.k8s.io/kueue version.
 	Version string
-	// LogPath is Kueue's log file.
-	LogPath string
 }
 
 // InstallKueueCRDs builds (or finds cached) the pinned Kueue tool, installs
@@ -194,11 +193,11 @@ func startKueue(ctx context.Context, env *Env, opts KueueOptions) (*Kueue, error
 		probes: kueueWebhookProbes(),
 		detach: opts.Detach, progress: opts.Progress,
 	}
-	proc, logPath, err := controller.start(ctx, env)
+	proc, err := controller.start(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return &Kueue{Process: proc, Version: tool.Version, LogPath: logPath}, nil
+	return &Kueue{Process: proc, Version: tool.Version}, nil
 }
 
 // StartKueueDetached starts Kueue (StartKueue) so that it outlives this

@@ -18,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // The start and stop of a local controller.
@@ -89,7 +90,7 @@ type localController struct {
 // waits until it is ready, installs its webhook configurations and waits
 // until the API server calls them. On failure the process is stopped and
 // the error quotes the end of its log.
-func (l localController) start(ctx context.Context, env *Env) (proc *cluster.Process, logPath string, err error) {
+func (l localController) start(ctx context.Context, env *Env) (*process.Process, error) {
 	dir := filepath.Join(env.Cluster.Dir(), l.dirName)
 	certDir := filepath.Join(dir, "certs")
 	var processEnv []string
@@ -100,49 +101,44 @@ func (l localController) start(ctx context.Context, env *Env) (proc *cluster.Pro
 	}
 	caPEM, err := WriteServingCertificate(certDir, l.certificateName)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	ports, err := cluster.FreePorts(2)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	webhookPort, healthPort := ports[0], ports[1]
 	config, err := l.configuration(webhookPort, healthPort, certDir)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	configPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
-		return nil, "", fmt.Errorf("write %s's configuration: %w", l.product, err)
+		return nil, fmt.Errorf("write %s's configuration: %w", l.product, err)
 	}
-	logPath = filepath.Join(env.Cluster.Dir(), "logs", l.binary+".log")
+	logPath := filepath.Join(env.Cluster.Dir(), "logs", l.binary+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	args := []string{"--config", configPath, "--kubeconfig", env.Cluster.Kubeconfig(), "--zap-devel=false", "--zap-log-level=info"}
 	fmt.Fprintf(l.progress, "starting %s %s (log: %s)\n", l.binary, l.tool.Version, logPath)
-	switch {
-	case l.detach && len(processEnv) > 0:
-		return nil, "", fmt.Errorf("start %s: a detached process with its own environment is not supported", l.product)
-	case l.detach:
-		proc, err = cluster.StartDetachedProcess(l.binary, l.tool.Path(l.binary), args, logPath)
-	default:
-		proc, err = cluster.StartProcessWithEnv(l.binary, l.tool.Path(l.binary), args, processEnv, logPath)
-	}
+	proc, err := process.Start(process.Spec{
+		Name: l.binary, Binary: l.tool.Path(l.binary), Args: args, Env: processEnv, LogPath: logPath, Detach: l.detach,
+	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := l.register(ctx, env, proc, "https://"+loopback(webhookPort), "http://"+loopback(healthPort)+"/readyz", caPEM); err != nil {
 		_ = proc.Stop(localControllerStopGrace)
-		return nil, "", fmt.Errorf("%w; last log lines (%s):\n%s", err, logPath, logTail(logPath, localControllerLogTailLines))
+		return nil, fmt.Errorf("%w; last log lines (%s):\n%s", err, logPath, proc.LogTail(localControllerLogTailLines))
 	}
-	return proc, logPath, nil
+	return proc, nil
 }
 
 // register waits until the process is ready (its /readyz turns 200 once the
 // webhook server serves), installs the webhook configurations and waits
 // until the API server calls them.
-func (l localController) register(ctx context.Context, env *Env, proc *cluster.Process, webhookURL, readyURL string, caPEM []byte) error {
+func (l localController) register(ctx context.Context, env *Env, proc *process.Process, webhookURL, readyURL string, caPEM []byte) error {
 	if err := waitReadyz(ctx, l.binary, readyURL, localControllerReadyTimeout, proc.ExitReason); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // Time limits of the operator's life cycle.
@@ -74,7 +75,7 @@ type Operator struct {
 	webhooks *operatorWebhooks
 
 	mu   sync.Mutex
-	proc *operatorProcess
+	proc *process.Process
 	// stoppedOnPurpose is set by Stop and Kill, so that CheckHealthy tells
 	// an intended end from a crash.
 	stoppedOnPurpose bool
@@ -163,7 +164,7 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 	}
 	if err != nil {
 		_ = o.Stop()
-		return nil, fmt.Errorf("start operator: %w; last log lines (%s):\n%s", err, o.logPath, logTail(o.logPath, operatorLogTailLines))
+		return nil, fmt.Errorf("start operator: %w; last log lines (%s):\n%s", err, o.logPath, process.LogTail(o.logPath, operatorLogTailLines))
 	}
 	env.Operator = o
 	return o, nil
@@ -184,18 +185,18 @@ func (o *Operator) stopLocked() error {
 		return nil
 	}
 	o.stoppedOnPurpose = true
-	if ended, _ := o.proc.exited(); ended {
+	if ended, _ := o.proc.Ended(); ended {
 		return nil
 	}
-	if err := o.proc.signal(syscall.SIGTERM); err != nil {
+	if err := o.proc.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
-	if !o.proc.waitExit(operatorStopGrace) {
-		_ = o.proc.signal(syscall.SIGKILL)
-		o.proc.waitExit(10 * time.Second)
+	if !o.proc.WaitExit(operatorStopGrace) {
+		_ = o.proc.Signal(syscall.SIGKILL)
+		o.proc.WaitExit(10 * time.Second)
 		return o.errorWithLog(fmt.Errorf("copse-operator did not exit within %s of SIGTERM and was killed", operatorStopGrace))
 	}
-	if _, err := o.proc.exited(); err != nil {
+	if _, err := o.proc.Ended(); err != nil {
 		return o.errorWithLog(fmt.Errorf("copse-operator exited with %v after SIGTERM", err))
 	}
 	return nil
@@ -211,14 +212,14 @@ func (o *Operator) Kill() error {
 		return nil
 	}
 	o.stoppedOnPurpose = true
-	if ended, _ := o.proc.exited(); ended {
+	if ended, _ := o.proc.Ended(); ended {
 		return nil
 	}
-	if err := o.proc.signal(syscall.SIGKILL); err != nil {
+	if err := o.proc.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
-	if !o.proc.waitExit(10 * time.Second) {
-		return fmt.Errorf("copse-operator (pid %d) still runs 10s after SIGKILL", o.proc.cmd.Process.Pid)
+	if !o.proc.WaitExit(10 * time.Second) {
+		return fmt.Errorf("copse-operator (pid %d) still runs 10s after SIGKILL", o.proc.PID())
 	}
 	return nil
 }
@@ -294,7 +295,7 @@ func (o *Operator) Running() (bool, error) {
 	if o.proc == nil {
 		return false, nil
 	}
-	ended, err := o.proc.exited()
+	ended, err := o.proc.Ended()
 	return !ended, err
 }
 
@@ -306,8 +307,8 @@ func (o *Operator) CheckHealthy() error {
 	if o.proc == nil || o.stoppedOnPurpose {
 		return nil
 	}
-	if ended, err := o.proc.exited(); ended {
-		return o.errorWithLog(fmt.Errorf("copse-operator exited unexpectedly (%v)", exitDescription(err)))
+	if err := o.proc.ExitReason(); err != nil {
+		return o.errorWithLog(fmt.Errorf("copse-operator exited unexpectedly (%v)", err))
 	}
 	return nil
 }
@@ -337,7 +338,7 @@ func (o *Operator) start(ctx context.Context) error {
 
 func (o *Operator) startLocked(ctx context.Context) error {
 	args := []string{"--kubeconfig", o.kubeconfig, "--config", o.configPath}
-	proc, err := startOperatorProcess(o.binary, args, o.logPath, o.stream)
+	proc, err := process.Start(process.Spec{Name: "copse-operator", Binary: o.binary, Args: args, LogPath: o.logPath, Stream: o.stream})
 	if err != nil {
 		return fmt.Errorf("start operator: %w", err)
 	}
@@ -349,12 +350,7 @@ func (o *Operator) startLocked(ctx context.Context) error {
 // serves; a process that exits meanwhile is reported as a crash at once.
 func (o *Operator) waitReadyLocked(ctx context.Context) error {
 	url := "http://" + o.config.Server.HealthProbes.BindAddress + "/readyz"
-	err := waitReadyz(ctx, "copse-operator", url, o.readyTimeout, func() error {
-		if ended, err := o.proc.exited(); ended {
-			return errors.New(exitDescription(err))
-		}
-		return nil
-	})
+	err := waitReadyz(ctx, "copse-operator", url, o.readyTimeout, o.proc.ExitReason)
 	if err != nil {
 		return o.errorWithLog(err)
 	}
@@ -364,7 +360,7 @@ func (o *Operator) waitReadyLocked(ctx context.Context) error {
 // waitReadyz polls url until it answers 200, for at most timeout. alive
 // reports why the process has ended, or nil while it runs: an ended process
 // fails the wait at once.
-func waitReadyz(ctx context.Context, process, url string, timeout time.Duration, alive func() error) error {
+func waitReadyz(ctx context.Context, name, url string, timeout time.Duration, alive func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	httpClient := &http.Client{Timeout: 2 * time.Second}
@@ -372,7 +368,7 @@ func waitReadyz(ctx context.Context, process, url string, timeout time.Duration,
 	defer ticker.Stop()
 	for {
 		if err := alive(); err != nil {
-			return fmt.Errorf("%s exited before it was ready (%w)", process, err)
+			return fmt.Errorf("%s exited before it was ready (%w)", name, err)
 		}
 		problem := getStatus(ctx, httpClient, url)
 		if problem == "" {
@@ -380,7 +376,7 @@ func waitReadyz(ctx context.Context, process, url string, timeout time.Duration,
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s: %s: %s", process, timeout, url, problem)
+			return fmt.Errorf("%s not ready after %s: %s: %s", name, timeout, url, problem)
 		case <-ticker.C:
 		}
 	}
@@ -405,14 +401,7 @@ func getStatus(ctx context.Context, httpClient *http.Client, url string) string 
 }
 
 func (o *Operator) errorWithLog(err error) error {
-	return fmt.Errorf("%w; last log lines (%s):\n%s", err, o.logPath, logTail(o.logPath, operatorLogTailLines))
-}
-
-func exitDescription(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
+	return fmt.Errorf("%w; last log lines (%s):\n%s", err, o.logPath, process.LogTail(o.logPath, operatorLogTailLines))
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {

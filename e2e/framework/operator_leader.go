@@ -34,8 +34,8 @@ func (o *Operator) WaitForLeadership(ctx context.Context) error {
 	key := client.ObjectKey{Namespace: le.ResourceNamespace, Name: le.ResourceName}
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if ended, err := proc.exited(); ended {
-			return false, fmt.Errorf("copse-operator exited (%v)", exitDescription(err))
+		if err := proc.ExitReason(); err != nil {
+			return false, fmt.Errorf("copse-operator exited (%v)", err)
 		}
 		lease := &coordinationv1.Lease{}
 		if err := o.client.Get(ctx, key, lease); err != nil {
@@ -49,7 +49,7 @@ func (o *Operator) WaitForLeadership(ctx context.Context) error {
 		switch {
 		case holder == nil || *holder == "":
 			last = "the Lease has no holder"
-		case acquired == nil || acquired.Time.Before(proc.started.Truncate(time.Microsecond)):
+		case acquired == nil || acquired.Time.Before(proc.Started().Truncate(time.Microsecond)):
 			last = fmt.Sprintf("the Lease is held by %q since before the current operator started", *holder)
 		default:
 			return true, nil

@@ -10,8 +10,8 @@ func (o *Operator) PID() int {
 	if o.proc == nil {
 		return 0
 	}
-	if ended, _ := o.proc.exited(); ended {
+	if ended, _ := o.proc.Ended(); ended {
 		return 0
 	}
-	return o.proc.cmd.Process.Pid
+	return o.proc.PID()
 }

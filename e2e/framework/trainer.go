@@ -14,6 +14,7 @@ import (
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // Kubeflow Trainer's own controller manager (cmd/trainer-controller-manager
@@ -38,11 +39,9 @@ const (
 // Trainer is a Kubeflow Trainer controller manager run against a cluster,
 // its webhooks served on 127.0.0.1 and registered with the API server.
 type Trainer struct {
-	*cluster.Process
+	*process.Process
 	// Version is the pinned github.com/kubeflow/trainer/v2 version.
 	Version string
-	// LogPath is the controller's log file.
-	LogPath string
 
 	client client.Client
 	// mutating and validating are the webhook configurations it installed.
@@ -81,11 +80,11 @@ func StartTrainer(ctx context.Context, env *Env, progress io.Writer) (*Trainer, 
 		probes:   []webhookProbe{trainJobWebhookProbe(metav1.NamespaceDefault, TrainerTrainJobValidatingWebhook)},
 		progress: progress,
 	}
-	proc, logPath, err := controller.start(ctx, env)
+	proc, err := controller.start(ctx, env)
 	if err != nil {
 		return nil, fmt.Errorf("start Kubeflow Trainer: %w", err)
 	}
-	t.Process, t.LogPath = proc, logPath
+	t.Process = proc
 	return t, nil
 }
 

@@ -49,6 +49,27 @@ func NewPodCliqueSet(namespace, name string, replicas int32, cliques ...*groveco
 	return pcs
 }
 
+// NewTrainingPodCliqueSet is a Training PodCliqueSet of the given cliques
+// with a restart budget of maxRestarts.
+func NewTrainingPodCliqueSet(namespace, name string, replicas, maxRestarts int32, cliques ...*grovecorev1alpha1.PodCliqueTemplateSpec) *copsev1alpha1.PodCliqueSet {
+	pcs := NewPodCliqueSet(namespace, name, replicas, cliques...)
+	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
+	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To(maxRestarts)}
+	return pcs
+}
+
+// NewTrainingWorkers is the suites' plain Training workload: replicas
+// replicas of one clique "worker" of workers pods that run for runFor and
+// exit 0 (runFor "" runs until deleted or made to exit, see MakePodExit),
+// with a restart budget of maxRestarts.
+func NewTrainingWorkers(namespace, name string, replicas, workers int32, runFor string, maxRestarts int32) *copsev1alpha1.PodCliqueSet {
+	worker := CliqueTemplate("worker", workers, PodSpec(0))
+	if runFor != "" {
+		worker.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
+	}
+	return NewTrainingPodCliqueSet(namespace, name, replicas, maxRestarts, worker)
+}
+
 // GetPodCliqueSet reads a PodCliqueSet, failing g when it cannot.
 func (e *Env) GetPodCliqueSet(ctx context.Context, g gomega.Gomega, namespace, name string) *copsev1alpha1.PodCliqueSet {
 	pcs := &copsev1alpha1.PodCliqueSet{}

@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
@@ -33,7 +32,6 @@ import (
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/charts/copse/crds"
 	trainercrds "github.com/copse-dev/copse/charts/copse/trainer-crds"
-	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	copsewebhook "github.com/copse-dev/copse/internal/webhook"
 )
@@ -107,8 +105,7 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		Expect(err).NotTo(HaveOccurred())
 		chart, err = framework.ChartDir()
 		Expect(err).NotTo(HaveOccurred())
-		workloads, err = framework.CreateNamespace(ctx, env.Client, "workloads")
-		Expect(err).NotTo(HaveOccurred())
+		workloads = env.NewNamespace(ctx, "workloads")
 
 		By("removing the CRDs the suite's setup installed, so that the chart installs its own")
 		all, err := copseCRDs()
@@ -198,7 +195,7 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 	It("runs an inference and a training PodCliqueSet side by side", func(ctx context.Context) {
 		inference := framework.NewPodCliqueSet(workloads, "serve", 1, framework.CliqueTemplate("server", 2, framework.PodSpec(0)))
 		Expect(env.Client.Create(ctx, inference)).To(Succeed())
-		training := trainingPCS(workloads, "train", 2, "3s")
+		training := framework.NewTrainingWorkers(workloads, "train", 1, 2, "3s", 0)
 		Expect(env.Client.Create(ctx, training)).To(Succeed())
 
 		Eventually(func(g Gomega) {
@@ -392,17 +389,6 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 			framework.CliqueTemplate("c", 1, framework.PodSpec(0))), client.DryRunAll)).To(Succeed())
 	}, SpecTimeout(5*time.Minute))
 })
-
-// trainingPCS is a Training PodCliqueSet of workers pods that run for runFor
-// and exit 0, with no restart budget.
-func trainingPCS(namespace, name string, workers int32, runFor string) *copsev1alpha1.PodCliqueSet {
-	worker := framework.CliqueTemplate("worker", workers, framework.PodSpec(0))
-	worker.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
-	pcs := framework.NewPodCliqueSet(namespace, name, 1, worker)
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
-	return pcs
-}
 
 // namesIn lists "<Kind>/<name>" of the kinds the chart installs into a
 // namespace, plus Leases.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/copse-dev/copse/e2e/cluster"
@@ -20,28 +19,19 @@ import (
 )
 
 var (
-	env  *framework.Env
 	helm *framework.Helm
+	env  = framework.SetupSuite(framework.Options{Name: "helm", Topology: twoNodes()}, func(ctx context.Context, env *framework.Env) {
+		var err error
+		helm, err = framework.NewHelm(ctx, env.Cluster.Kubeconfig(), filepath.Join(env.Cluster.Dir(), "helm"))
+		Expect(err).NotTo(HaveOccurred())
+	})
 )
 
-func TestHelm(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Helm Suite")
-}
+func TestHelm(t *testing.T) { framework.RunSuite(t, "Helm Suite") }
 
-var _ = BeforeSuite(func(ctx context.Context) {
-	// Two simulated nodes are plenty: the workloads ask for no GPUs.
+// twoNodes is plenty: the workloads ask for no GPUs.
+func twoNodes() *cluster.Topology {
 	topology := cluster.DefaultTopology()
 	topology.BlocksPerZone, topology.RacksPerBlock, topology.NodesPerRack = 1, 1, 2
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "helm", Topology: &topology})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-
-	helm, err = framework.NewHelm(ctx, env.Cluster.Kubeconfig(), filepath.Join(env.Cluster.Dir(), "helm"))
-	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})
+	return &topology
+}

@@ -40,9 +40,7 @@ var _ = Describe("Autoscaling through HorizontalPodAutoscalers", Label("inferenc
 	// autoscaled), and the scaling group decode of one worker clique
 	// (1 group replica, autoscaled).
 	BeforeAll(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "autoscaling")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "autoscaling")
 		frontend := framework.CliqueTemplate("frontend", 1, framework.PodSpec(0))
 		frontend.Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: 3}
 		pcs := framework.NewPodCliqueSet(namespace, name, 2,

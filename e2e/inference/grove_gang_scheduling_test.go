@@ -5,8 +5,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // Grove's gang-scheduling scenarios (operator/e2e/tests/gang_scheduling_test.go)
@@ -15,8 +13,7 @@ import (
 // cordoned node is one pod less room, as in Grove's scenarios.
 var _ = Describe("Grove gang scheduling scenarios", Label("inference"), func() {
 	It("GS1-GS4: binds a full-replica workload only whole, and each PodCliqueSet or scaling-group replica added by scaling whole", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "grove-gs")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "grove-gs")
 		rack := newPrivateRack(ctx, 28)
 		rack.uncordon(ctx, 9) // Grove's GS-4: 28 nodes, 19 cordoned
 

@@ -23,8 +23,7 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 	// rack of 10 nodes and waits for its 10 pods to be Ready.
 	deploy := func(ctx context.Context, name string, s groveShape) (string, *privateRack) {
 		GinkgoHelper()
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "grove-gt")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "grove-gt")
 		rack := newPrivateRack(ctx, 10)
 		rack.uncordon(ctx, 10)
 		s.terminationDelay = groveTerminationDelay

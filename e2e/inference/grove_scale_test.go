@@ -23,8 +23,7 @@ import (
 // replicas, 10 pods), doubled once.
 var _ = Describe("Grove scale scenarios", Label("inference"), func() {
 	It("ScaleUp_FromZero, ScaleUp, ScaleDown, ScaleDown_ToZero: leaves exactly the target's objects, converged status and nothing terminating", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "grove-scale")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "grove-scale")
 		clique := framework.CliqueTemplate("expert-worker", 2, framework.PodSpec(0))
 		clique.Spec.RoleName = "expert"
 		clique.Spec.MinAvailable = ptr.To[int32](2)

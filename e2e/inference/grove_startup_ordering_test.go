@@ -32,8 +32,7 @@ type startsBefore struct {
 // pods follow the order, as Grove checks them.
 var _ = Describe("Grove startup ordering scenarios", Label("inference"), func() {
 	It("SO1-SO4: starts InOrder and Explicit cliques, of full and of minAvailable workloads, in order", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "grove-so")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "grove-so")
 		inOrder := ptr.To(grovecorev1alpha1.CliqueStartupTypeInOrder)
 		explicit := ptr.To(grovecorev1alpha1.CliqueStartupTypeExplicit)
 		// Grove's workloads 3-6; within a scaled group replica (sg-x-1 of

@@ -46,8 +46,7 @@ func setTemplate(ctx context.Context, namespace, name string, change func(*copse
 
 var _ = Describe("Rolling update smoke", Label("inference"), func() {
 	It("replaces every pod of a new image replica by replica and reports it as Grove does", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "rollout-smoke")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "rollout-smoke")
 		Expect(env.Client.Create(ctx, smokePCS(namespace, "svc"))).To(Succeed())
 		// 2 replicas x (2 frontend + 2 group replicas x 1 worker).
 		env.ReadyPods(ctx, namespace, "svc", 8, rolloutWait)
@@ -105,8 +104,7 @@ var _ = Describe("Rolling update smoke", Label("inference"), func() {
 	})
 
 	It("propagates replicas and minAvailable of the template to the PodCliques, scaling groups and gangs", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "rollout-counts")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "rollout-counts")
 		Expect(env.Client.Create(ctx, smokePCS(namespace, "svc"))).To(Succeed())
 		env.ReadyPods(ctx, namespace, "svc", 8, rolloutWait)
 

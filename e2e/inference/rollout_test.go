@@ -80,7 +80,7 @@ const (
 var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"), func() {
 	It("RollingRecreate replaces one replica at a time, in index order, gang by gang, never leaving more than one replica unavailable, "+
 		"and reports the update in status and events", func(ctx context.Context) {
-		ns := createNamespace(ctx, "rollout")
+		ns := env.NewNamespace(ctx, "rollout")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 3))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 3*servingPods, false)
 		before := liveUIDs(ctx, Default, ns, "serve")
@@ -102,7 +102,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 	})
 
 	It("RollingRecreate resumes after the operator is SIGKILLed mid-rollout, never touching a replica it has updated", func(ctx context.Context) {
-		ns := createNamespace(ctx, "rollout-kill")
+		ns := env.NewNamespace(ctx, "rollout-kill")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 3))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 3*servingPods, false)
 
@@ -147,7 +147,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 
 	It("OnDelete propagates the template to every PodClique, deletes no pod, and a deleted pod comes back with the new template "+
 		"(Grove OD-1, OD-2, OD-4 to OD-8)", func(ctx context.Context) {
-		ns := createNamespace(ctx, "ondelete")
+		ns := env.NewNamespace(ctx, "ondelete")
 		pcs := servingPCS(ns, "serve", 2)
 		pcs.Spec.UpdateStrategy = &grovecorev1alpha1.PodCliqueSetUpdateStrategy{Type: grovecorev1alpha1.OnDeleteStrategy}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -214,7 +214,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 	})
 
 	It("OnDelete scale-in removes pods of the old template before pods of the new one (Grove OD-3)", func(ctx context.Context) {
-		ns := createNamespace(ctx, "ondelete-scalein")
+		ns := env.NewNamespace(ctx, "ondelete-scalein")
 		router := framework.CliqueTemplate("router", 3, framework.PodSpec(0))
 		router.Spec.MinAvailable = ptr.To[int32](1)
 		pcs := framework.NewPodCliqueSet(ns, "serve", 1, router)
@@ -240,7 +240,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 	})
 
 	It("switches between OnDelete and RollingRecreate: only RollingRecreate replaces pods (Grove OD-9)", func(ctx context.Context) {
-		ns := createNamespace(ctx, "strategy-switch")
+		ns := env.NewNamespace(ctx, "strategy-switch")
 		pcs := servingPCS(ns, "serve", 1)
 		pcs.Spec.UpdateStrategy = &grovecorev1alpha1.PodCliqueSetUpdateStrategy{Type: grovecorev1alpha1.OnDeleteStrategy}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -264,7 +264,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 	})
 
 	It("a change to one clique replaces only that clique's pods, one group replica at a time (Grove RU-7, RU-8)", func(ctx context.Context) {
-		ns := createNamespace(ctx, "one-clique")
+		ns := env.NewNamespace(ctx, "one-clique")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 2*servingPods, false)
 		sampler := startSampler(ctx, ns, "serve")
@@ -289,7 +289,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 
 	It("an update with no room for the new pods replaces one gang and waits (Grove RU-10); "+
 		"a replica without scheduled pods is updated first", func(ctx context.Context) {
-		ns := createNamespace(ctx, "no-room")
+		ns := env.NewNamespace(ctx, "no-room")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 2*servingPods, false)
 		sampler := startSampler(ctx, ns, "serve")
@@ -362,7 +362,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 	})
 
 	It("an update that supersedes another mid-rollout ends with every pod on the latest template, one replica at a time", func(ctx context.Context) {
-		ns := createNamespace(ctx, "supersede")
+		ns := env.NewNamespace(ctx, "supersede")
 		Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 		expectSettled(ctx, ns, "serve", 2*servingPods, false)
 		sampler := startSampler(ctx, ns, "serve")
@@ -391,7 +391,7 @@ var _ = Describe("Rolling updates of Inference PodCliqueSets", Label("inference"
 	// changes); so do these, as `kubectl scale` would.
 	DescribeTable("a rolling update completes on the template while the workload is scaled",
 		func(ctx context.Context, c scaleCase) {
-			ns := createNamespace(ctx, "rollout-scale")
+			ns := env.NewNamespace(ctx, "rollout-scale")
 			Expect(env.Client.Create(ctx, servingPCS(ns, "serve", 2))).To(Succeed())
 			expectSettled(ctx, ns, "serve", 2*servingPods, false)
 			podsBefore := 2 * servingPods
@@ -588,13 +588,6 @@ func startSampler(ctx context.Context, namespace, name string) *framework.Rollou
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(sampler.Stop)
 	return sampler
-}
-
-func createNamespace(ctx context.Context, prefix string) string {
-	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	return ns
 }
 
 // updateSpec changes a PodCliqueSet's spec, retrying on conflicts with the

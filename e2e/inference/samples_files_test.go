@@ -4,14 +4,12 @@ package inference_test
 // go test ./e2e/inference/ -run 'TestGroveSamples|TestEveryGroveSample'
 
 import (
-	"crypto/sha1" //nolint:gosec // git's blob ids are SHA-1; this checks identity, not security
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
+
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // sampleFiles lists the YAML files under samplesDir, by path relative to it.
@@ -68,31 +66,13 @@ func TestGroveSamplesAreUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorded := map[string]string{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([0-9a-f]{40})` \\|$").FindAllStringSubmatch(string(provenance), -1) {
-		recorded[m[1]] = m[2]
-	}
-	files := sampleFiles(t)
-	if len(recorded) != len(files) {
-		t.Errorf("PROVENANCE.md records %d files, the directory holds %d", len(recorded), len(files))
-	}
-	for _, rel := range files {
-		raw, err := os.ReadFile(filepath.Join(samplesDir, rel))
-		if err != nil {
+	files := map[string][]byte{}
+	for _, rel := range sampleFiles(t) {
+		if files[rel], err = os.ReadFile(filepath.Join(samplesDir, rel)); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := gitBlobID(raw), recorded[rel]; got != want {
-			t.Errorf("%s: git blob id %s, PROVENANCE.md records %q: the fixture differs from Grove's", rel, got, want)
-		}
-		if strings.Contains(string(raw), "\r\n") {
-			t.Errorf("%s has CRLF line ends", rel)
-		}
 	}
-}
-
-func gitBlobID(content []byte) string {
-	h := sha1.New() //nolint:gosec // see the import
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return fmt.Sprintf("%x", h.Sum(nil))
+	for _, problem := range framework.ProvenanceMismatches(provenance, files) {
+		t.Error(problem)
+	}
 }

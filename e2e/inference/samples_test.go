@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -121,9 +120,7 @@ var _ = Describe("Grove samples", Label("inference"), Ordered, ContinueOnFailure
 	var namespace string
 
 	BeforeAll(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "grove-samples")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "grove-samples")
 		for rel := range groveSamples {
 			objs, err := readSample(rel)
 			Expect(err).NotTo(HaveOccurred())

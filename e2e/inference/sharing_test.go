@@ -247,10 +247,8 @@ var _ = Describe("Resource sharing", Label("inference"), func() {
 	// level, the immutability of the fields, and the claims' end with their
 	// owner. Also: a claim deleted from outside is made again.
 	It("keeps the claims of every level and scope, and the pods' references to them, through scaling and deletion", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "sharing")
-		Expect(err).NotTo(HaveOccurred())
-		platform, err := framework.CreateNamespace(ctx, env.Client, "sharing-platform")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "sharing")
+		platform := env.NewNamespace(ctx, "sharing-platform")
 		Expect(env.Client.Create(ctx, claimTemplateObject(namespace, "replica-ext", absentDeviceClass))).To(Succeed())
 		Expect(env.Client.Create(ctx, claimTemplateObject(platform, "platform", absentDeviceClass))).To(Succeed())
 		pcs := hierarchyPodCliqueSet(namespace, platform)
@@ -343,8 +341,7 @@ var _ = Describe("Resource sharing", Label("inference"), func() {
 	// pod only. The AllReplicas claim comes from a ResourceClaimTemplate
 	// object created after the PodCliqueSet: until then no pod is created.
 	It("lets the scheduler allocate one claim to pods of two replicas, and one claim per replica, once the template exists", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "sharing-alloc")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "sharing-alloc")
 		pcs := framework.NewPodCliqueSet(namespace, "share", 2, framework.CliqueTemplate("worker", 1, framework.PodSpec(0)))
 		pcs.Spec.Template.ResourceClaimTemplates = []grovecorev1alpha1.ResourceClaimTemplateConfig{internalTemplate("own", nvidiadra.ChannelDeviceClass)}
 		pcs.Spec.Template.ResourceSharing = []grovecorev1alpha1.PCSResourceSharingSpec{

@@ -21,8 +21,7 @@ import (
 
 var _ = Describe("Kueue", Label("kueue"), func() {
 	It("suspends queued batch Jobs at admission and runs them one at a time within a quota of one", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "kueue-smoke")
-		Expect(err).NotTo(HaveOccurred())
+		ns := env.NewNamespace(ctx, "kueue-smoke")
 		queues := framework.KueueQueues{
 			ClusterQueue: ns,
 			Flavor:       framework.KueueFlavor{Name: ns},

@@ -40,7 +40,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 	It("keeps a Training PodCliqueSet suspended without pods until it is admitted, places it on the flavor, "+
 		"and lets a second one in only when the first succeeded and its Workload finished", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-quota", "2", false)
-		first := trainingPCS(ns, "first", queues.ClusterQueue, 2, "1")
+		first := queuedPCS(ns, "first", queues.ClusterQueue, 2, "1")
 
 		By("the first, alone in the queue, is admitted: its pods run on the flavor's nodes with its toleration and the podset label")
 		Expect(env.Client.Create(ctx, first)).To(Succeed())
@@ -54,7 +54,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		expectAdmitted(ctx, ns, "first", metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted, "admitted by ClusterQueue "+queues.ClusterQueue)
 
 		By("the second waits, suspended, with no pod, its condition quoting Kueue")
-		second := trainingPCS(ns, "second", queues.ClusterQueue, 2, "1")
+		second := queuedPCS(ns, "second", queues.ClusterQueue, 2, "1")
 		Expect(env.Client.Create(ctx, second)).To(Succeed())
 		expectAdmitted(ctx, ns, "second", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "insufficient unused quota for cpu")
 		Consistently(func(g Gomega) {
@@ -92,7 +92,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		ns, queues := newQueues(ctx, "kueue-pcs-preempt", "2", true)
 
 		By("the low-priority victim runs, with no restart to spare")
-		victim := trainingPCS(ns, "victim", queues.ClusterQueue, 2, "1")
+		victim := queuedPCS(ns, "victim", queues.ClusterQueue, 2, "1")
 		victim.Labels[copsekueue.PriorityClassLabel] = ns + "-low"
 		Expect(env.Client.Create(ctx, victim)).To(Succeed())
 		victimPods := readyPods(ctx, ns, "victim", 2)
@@ -103,7 +103,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		Expect(firstWorkload.Spec.PriorityClassRef).To(Equal(kueue.NewWorkloadPriorityClassRef(ns + "-low")))
 
 		By("a high-priority PodCliqueSet arrives: Kueue preempts the victim, which is suspended with every pod gone, nothing counted against it")
-		preemptor := trainingPCS(ns, "preemptor", queues.ClusterQueue, 2, "1")
+		preemptor := queuedPCS(ns, "preemptor", queues.ClusterQueue, 2, "1")
 		preemptor.Labels[copsekueue.PriorityClassLabel] = ns + "-high"
 		Expect(env.Client.Create(ctx, preemptor)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -253,13 +253,13 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		// Strict FIFO: the quota given back goes to the oldest waiting
 		// Workload first, not to one created after it.
 		updateClusterQueue(ctx, queues.ClusterQueue, func(cq *kueue.ClusterQueue) { cq.Spec.QueueingStrategy = kueue.StrictFIFO })
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "orphaned", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		Expect(env.Client.Create(ctx, queuedPCS(ns, "orphaned", queues.ClusterQueue, 1, "1"))).To(Succeed())
 		readyPods(ctx, ns, "orphaned", 1)
 		old := workloadOf(ctx, Default, ns, "orphaned")
 		Expect(old.Finalizers).To(ContainElement(kueue.ResourceInUseFinalizerName))
 
 		By("a second PodCliqueSet needs the whole quota: it waits, first in the queue, for the first's to be given back")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "waiter", queues.ClusterQueue, 1, "2"))).To(Succeed())
+		Expect(env.Client.Create(ctx, queuedPCS(ns, "waiter", queues.ClusterQueue, 1, "2"))).To(Succeed())
 		expectAdmitted(ctx, ns, "waiter", metav1.ConditionFalse, copsev1alpha1.ReasonPending, "insufficient unused quota for cpu")
 
 		By("the Workload is deleted: the finalizer keeps it, and its quota, until the pods of the run are gone")
@@ -346,7 +346,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		Expect(framework.WaitKueueQueuesActive(ctx, env.Client, queues)).To(Succeed())
 
 		By("the PodCliqueSet is admitted to the first flavor and runs on its nodes")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "mover", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		Expect(env.Client.Create(ctx, queuedPCS(ns, "mover", queues.ClusterQueue, 1, "1"))).To(Succeed())
 		pods := readyPods(ctx, ns, "mover", 1)
 		Expect(pods[0].Spec.NodeSelector).To(HaveKeyWithValue(cluster.LabelBlock, blockA))
 		old := workloadOf(ctx, Default, ns, "mover")
@@ -375,7 +375,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 	It("deletes the Workload of a PodCliqueSet taken out of its queue once its pods are gone and its templates restored, "+
 		"then removes its Admitted condition", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-leave", "1", false)
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "leaver", queues.ClusterQueue, 1, "1"))).To(Succeed())
+		Expect(env.Client.Create(ctx, queuedPCS(ns, "leaver", queues.ClusterQueue, 1, "1"))).To(Succeed())
 		readyPods(ctx, ns, "leaver", 1)
 		old := workloadOf(ctx, Default, ns, "leaver")
 
@@ -410,7 +410,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 
 	It("releases the Workload with its PodCliqueSet, and gives a PodCliqueSet created again under the same name a new one", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-gc", "1", false)
-		pcs := trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
+		pcs := queuedPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		readyPods(ctx, ns, "short-lived", 1)
 		wl := workloadOf(ctx, Default, ns, "short-lived")
@@ -423,13 +423,13 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Satisfy(apierrors.IsNotFound))
 
 		By("deleted and created again at once under the same name: the earlier Workload goes and the new PodCliqueSet runs with its own")
-		again := trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
+		again := queuedPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
 		Expect(env.Client.Create(ctx, again)).To(Succeed())
 		readyPods(ctx, ns, "short-lived", 1)
 		earlier := workloadOf(ctx, Default, ns, "short-lived")
 		Expect(env.Client.Delete(ctx, again)).To(Succeed())
 		Eventually(func() error {
-			return env.Client.Create(ctx, trainingPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m"))
+			return env.Client.Create(ctx, queuedPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m"))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		Eventually(func(g Gomega) {
 			current := workloadOf(ctx, g, ns, "short-lived")
@@ -446,8 +446,7 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 // adjust, if any, changes them before they are created.
 func newQueues(ctx context.Context, prefix, cpu string, preempt bool, adjust ...func(*framework.KueueQueues)) (string, framework.KueueQueues) {
 	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
+	ns := env.NewNamespace(ctx, prefix)
 	queues := framework.KueueQueues{
 		ClusterQueue: ns,
 		Flavor: framework.KueueFlavor{Name: ns, NodeLabels: map[string]string{cluster.LabelType: cluster.TypeKwok},
@@ -473,14 +472,12 @@ func podSpec(cpu string) corev1.PodSpec {
 	return spec
 }
 
-// trainingPCS is a Training PodCliqueSet of one replica of workers pods
+// queuedPCS is a Training PodCliqueSet of one replica of workers pods
 // requesting cpu each, in LocalQueue queue, with no restart allowed: a pod
 // failure would fail it at once.
-func trainingPCS(namespace, name, queue string, workers int32, cpu string) *copsev1alpha1.PodCliqueSet {
-	pcs := framework.NewPodCliqueSet(namespace, name, 1, framework.CliqueTemplate("worker", workers, podSpec(cpu)))
+func queuedPCS(namespace, name, queue string, workers int32, cpu string) *copsev1alpha1.PodCliqueSet {
+	pcs := framework.NewTrainingPodCliqueSet(namespace, name, 1, 0, framework.CliqueTemplate("worker", workers, podSpec(cpu)))
 	pcs.Labels = map[string]string{copsekueue.QueueNameLabel: queue}
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
 	return pcs
 }
 

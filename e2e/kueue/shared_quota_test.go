@@ -42,8 +42,7 @@ var _ = Describe("One GPU quota shared by TrainJobs on both backends and PodCliq
 	It("runs two 4-GPU workloads of three in 8 GPUs, holds the third suspended without pods until one finishes, "+
 		"lets a higher priority preempt a Training PodCliqueSet without spending its restart budget while the operator is SIGKILLed, "+
 		"keeps an Inference PodCliqueSet running, and never admits more than the quota", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "kueue-shared")
-		Expect(err).NotTo(HaveOccurred())
+		ns := env.NewNamespace(ctx, "kueue-shared")
 		queues := framework.KueueQueues{
 			ClusterQueue: ns,
 			Flavor:       framework.KueueFlavor{Name: ns, NodeLabels: map[string]string{cluster.LabelType: cluster.TypeKwok}},

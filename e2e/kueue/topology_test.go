@@ -136,8 +136,7 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 	})
 
 	It("keeps a packed PodCliqueSet waiting in a ClusterQueue without a topology-aware flavor, quoting Kueue", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "kueue-plain")
-		Expect(err).NotTo(HaveOccurred())
+		ns := env.NewNamespace(ctx, "kueue-plain")
 		bindingName := ns
 		env.CreateClusterTopologyBinding(ctx, bindingName, levelsOf(fleetKeys...))
 		queues := framework.KueueQueues{ClusterQueue: ns, Flavor: framework.KueueFlavor{Name: ns},
@@ -161,9 +160,7 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 		var ns, bindingName string
 		var queues framework.KueueQueues
 		BeforeAll(func(ctx context.Context) {
-			var err error
-			ns, err = framework.CreateNamespace(ctx, env.Client, "kueue-tas")
-			Expect(err).NotTo(HaveOccurred())
+			ns = env.NewNamespace(ctx, "kueue-tas")
 			bindingName = ns
 			env.CreateClusterTopologyBinding(ctx, bindingName, levelsOf(fleetKeys...))
 			expectTopology(ctx, bindingName, fleetKeys)

@@ -98,7 +98,7 @@ var tjBackends = []tjBackend{
 var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("kueue"), func() {
 	for _, b := range tjBackends {
 		It(fmt.Sprintf("are queued suspended, admitted with the flavor's placement, preempted without a restart once their pods are gone, and complete (%s backend)", b.kind), func(ctx context.Context) {
-			ns := tjNamespace(ctx, "kueue-tj")
+			ns := env.NewNamespace(ctx, "kueue-tj")
 			rack := env.Topology.Placements()[len(env.Topology.Placements())-1].RackName()
 			queues := framework.KueueQueues{
 				ClusterQueue: ns,
@@ -238,7 +238,7 @@ var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("ku
 	// is refused while a Job is active.
 	It("is suspended first and rebuilt once its pods are gone when a stop and a cleared patch come in one update (PodCliqueSet backend)", func(ctx context.Context) {
 		b := tjBackends[1]
-		ns := tjNamespace(ctx, "kueue-tj-stop")
+		ns := env.NewNamespace(ctx, "kueue-tj-stop")
 		rack := env.Topology.Placements()[0].RackName()
 		Expect(env.Client.Create(ctx, tjRuntime(ns, b.kind))).To(Succeed())
 		tj := &trainerv1alpha1.TrainJob{
@@ -292,13 +292,6 @@ var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("ku
 		}
 	})
 })
-
-func tjNamespace(ctx context.Context, prefix string) string {
-	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	return ns
-}
 
 // tjRuntime is a TrainingRuntime "kueue-runtime" of the namespace on the
 // backend: a dataset initializer (one pod, 0.5 cpu, exits 0 after a second)

@@ -71,8 +71,7 @@ func allocatedChannel(ctx context.Context, namespace, name string) (*corev1.Pod,
 
 var _ = Describe("Simulated NVIDIA DRA driver", Label("placement"), func() {
 	It("prepares a ComputeDomain, lets the scheduler allocate its channels, reports the nodes and cleans up on deletion", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "dra")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "dra")
 		Expect(env.Client.Create(ctx, newComputeDomain(namespace, "domain", "domain-channel"))).To(Succeed())
 
 		By("the driver adds its finalizer, creates the channel template it controls and reports Ready")
@@ -94,7 +93,7 @@ var _ = Describe("Simulated NVIDIA DRA driver", Label("placement"), func() {
 		cd.SetGroupVersionKind(nvidiadra.GroupVersionKind)
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "domain"}, cd)).To(Succeed())
 		Expect(unstructured.SetNestedField(cd.Object, int64(2), "spec", "numNodes")).To(Succeed())
-		err = env.Client.Update(ctx, cd)
+		err := env.Client.Update(ctx, cd)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "updating spec.numNodes: %v", err)
 		Expect(err.Error()).To(ContainSubstring("spec is immutable"))
 
@@ -143,8 +142,7 @@ var _ = Describe("Simulated NVIDIA DRA driver", Label("placement"), func() {
 	})
 
 	It("gives several single-GPU pods of one domain distinct channels on one node", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "dra-share")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "dra-share")
 		Expect(env.Client.Create(ctx, newComputeDomain(namespace, "domain", "domain-channel"))).To(Succeed())
 		node := env.Topology.Placements()[0].NodeName()
 		pods := env.Topology.Shape.GPUs

@@ -43,9 +43,7 @@ func expectNoComputeDomain(ctx context.Context, namespace, name string) {
 var _ = Describe("Grove auto-MNNVL, supported and enabled", Label("placement"), func() {
 	var namespace string
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "grove-mnnvl")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "grove-mnnvl")
 	})
 
 	It("testNoAnnotationNoMNNVL: a GPU PodCliqueSet without the annotation gets no ComputeDomain and no claim", func(ctx context.Context) {
@@ -201,9 +199,7 @@ var _ = Describe("Grove auto-MNNVL, supported but disabled", Ordered, Label("pla
 		DeferCleanup(func(ctx context.Context) {
 			Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) { cfg.MNNVL.Enabled = true })).To(Succeed())
 		})
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "grove-mnnvl-off")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "grove-mnnvl-off")
 	})
 
 	It("testExplicitEnabledAnnotationRejected: a group annotation is refused while MNNVL is disabled", func(ctx context.Context) {
@@ -219,8 +215,7 @@ var _ = Describe("Grove auto-MNNVL, supported but disabled", Ordered, Label("pla
 	// Not Grove's (Grove has no TrainJob): the same rules for TrainJobs.
 	DescribeTable("a TrainJob naming a group is refused, one without gets no claim",
 		func(ctx context.Context, backend trainerv1alpha1.RuntimeBackend) {
-			tjNamespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-tj-off")
-			Expect(err).NotTo(HaveOccurred())
+			tjNamespace := env.NewNamespace(ctx, "mnnvl-tj-off")
 			Expect(env.Client.Create(ctx, framework.GPURuntime(tjNamespace, backend))).To(Succeed())
 			gpus := int64(env.Topology.Shape.GPUs)
 			grouped := framework.GPUTrainJob(tjNamespace, "grouped", 1, gpus)

@@ -4,14 +4,13 @@ package placement_test
 // cluster: go test ./e2e/placement/ -run 'TestGroveTAS|TestEveryGroveTAS'
 
 import (
-	"crypto/sha1" //nolint:gosec // git's blob ids are SHA-1; this checks identity, not security
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // groveTASFiles lists the manifests in groveTASDir.
@@ -58,22 +57,14 @@ func TestGroveTASManifestsAreUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorded := map[string]string{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([0-9a-f]{40})` \\|$").FindAllStringSubmatch(string(provenance), -1) {
-		recorded[m[1]] = m[2]
-	}
-	files := groveTASFiles(t)
-	if len(recorded) != len(files) {
-		t.Errorf("PROVENANCE.md records %d files, the directory holds %d", len(recorded), len(files))
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(filepath.Join(groveTASDir, f))
-		if err != nil {
+	files := map[string][]byte{}
+	for _, f := range groveTASFiles(t) {
+		if files[f], err = os.ReadFile(filepath.Join(groveTASDir, f)); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := gitBlobID(raw), recorded[f]; got != want {
-			t.Errorf("%s: git blob id %s, PROVENANCE.md records %q: the file differs from Grove's", f, got, want)
-		}
+	}
+	for _, problem := range framework.ProvenanceMismatches(provenance, files) {
+		t.Error(problem)
 	}
 }
 
@@ -101,11 +92,4 @@ func TestLoadGroveManifestChangesOnlyTheScheduler(t *testing.T) {
 			t.Errorf("%s: namespace %q, want none (a spec sets its own)", f, pcs.Namespace)
 		}
 	}
-}
-
-func gitBlobID(content []byte) string {
-	h := sha1.New() //nolint:gosec // see the import
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return fmt.Sprintf("%x", h.Sum(nil))
 }

@@ -565,8 +565,7 @@ var _ = Describe("Grove's topology-aware scheduling tests", Label("placement"), 
 // "default", one at a time).
 func groveNamespace(ctx context.Context) string {
 	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, "grove-tas")
-	Expect(err).NotTo(HaveOccurred())
+	ns := env.NewNamespace(ctx, "grove-tas")
 	return ns
 }
 

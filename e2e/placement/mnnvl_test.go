@@ -139,8 +139,7 @@ func replicaPods(replica int, clique string, attempt int) client.MatchingLabels 
 
 var _ = Describe("MNNVL", Label("placement"), func() {
 	It("gives each replica's GPU pods a ComputeDomain, replaces it on a Training restart and leaves nothing after deletion", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "mnnvl")
 		pcs := inMNNVLGroup(framework.NewPodCliqueSet(namespace, "nvl", 2, gpuClique("gpu", 2), framework.CliqueTemplate("cpu", 1, framework.PodSpec(0))))
 		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
 		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
@@ -183,8 +182,7 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 	})
 
 	It("makes one ComputeDomain per MNNVL group and honours the opt-out", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-groups")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "mnnvl-groups")
 		grouped, optedOut := gpuClique("grouped", 1), gpuClique("opted-out", 1)
 		grouped.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric-b"}
 		optedOut.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: copsev1alpha1.MNNVLGroupNone}
@@ -210,8 +208,7 @@ var _ = Describe("MNNVL", Label("placement"), func() {
 
 	DescribeTable("gives a TrainJob's GPU pods a ComputeDomain when it names a group, and none otherwise",
 		func(ctx context.Context, backend trainerv1alpha1.RuntimeBackend) {
-			namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-tj")
-			Expect(err).NotTo(HaveOccurred())
+			namespace := env.NewNamespace(ctx, "mnnvl-tj")
 			Expect(env.Client.Create(ctx, framework.GPURuntime(namespace, backend))).To(Succeed())
 			gpus := int64(env.Topology.Shape.GPUs)
 
@@ -278,9 +275,7 @@ var _ = Describe("MNNVL default group", Ordered, Label("placement"), func() {
 		DeferCleanup(func(ctx context.Context) {
 			Expect(env.Operator.RestartWith(ctx, func(cfg *configv1alpha1.OperatorConfiguration) { cfg.MNNVL.DefaultGroup = "" })).To(Succeed())
 		})
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "mnnvl-default")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "mnnvl-default")
 		Expect(env.Client.Create(ctx, framework.GPURuntime(namespace, trainerv1alpha1.RuntimeBackendJobSet))).To(Succeed())
 	})
 
@@ -329,8 +324,7 @@ var _ = Describe("MNNVL default group", Ordered, Label("placement"), func() {
 // named as a PodCliqueSet's replica (both ComputeDomains were a-0).
 var _ = Describe("Names across kinds", Label("placement"), func() {
 	It("keeps a PodCliqueSet's and JobSet-backend TrainJobs' Workloads, PodGroups and ComputeDomains apart, and all of them run", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "names")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "names")
 		rt := framework.GPURuntime(namespace, trainerv1alpha1.RuntimeBackendJobSet)
 		rt.Spec.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Workload: &trainerv1alpha1.WorkloadPodGroupPolicySource{}}
 		Expect(env.Client.Create(ctx, rt)).To(Succeed())

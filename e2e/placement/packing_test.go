@@ -330,9 +330,7 @@ func packAt(binding string, required, preferred grovecorev1alpha1.TopologyDomain
 // rackPackedTraining is a Training PodCliqueSet of workers whole-node GPU
 // pods packed at rack, with one restart allowed.
 func rackPackedTraining(namespace, name, binding string, workers int32) *copsev1alpha1.PodCliqueSet {
-	pcs := framework.NewPodCliqueSet(namespace, name, 1, framework.CliqueTemplate("worker", workers, framework.PodSpec(4)))
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
+	pcs := framework.NewTrainingPodCliqueSet(namespace, name, 1, 1, framework.CliqueTemplate("worker", workers, framework.PodSpec(4)))
 	pcs.Spec.Template.TopologyConstraint = packAt(binding, grovecorev1alpha1.TopologyDomainRack, "")
 	return pcs
 }
@@ -351,8 +349,7 @@ func createPCS(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) {
 func onIdleFleet(ctx context.Context, prefix string) (namespace, binding string) {
 	GinkgoHelper()
 	expectFleetIdle(ctx)
-	namespace, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
+	namespace = env.NewNamespace(ctx, prefix)
 	return namespace, createBinding(ctx, namespace, fleetLevels()).Name
 }
 

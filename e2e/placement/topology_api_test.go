@@ -80,9 +80,7 @@ var _ = Describe("Topology API", Label("placement"), func() {
 	var ns string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		ns, err = framework.CreateNamespace(ctx, env.Client, "topo-api")
-		Expect(err).NotTo(HaveOccurred())
+		ns = env.NewNamespace(ctx, "topo-api")
 	})
 
 	It("refuses a PodCliqueSet whose topologyConstraint does not resolve, naming the field", func(ctx context.Context) {

@@ -99,8 +99,7 @@ func createTrainJob(ctx context.Context, tj *trainerv1alpha1.TrainJob) {
 // in a namespace of their own, and deleted after the spec.
 func leaveOneRack(ctx context.Context) string {
 	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, "tj-topology-blockers")
-	Expect(err).NotTo(HaveOccurred())
+	ns := env.NewNamespace(ctx, "tj-topology-blockers")
 	byRack := map[string][]string{}
 	var racks []string
 	for _, p := range env.Topology.Placements() {
@@ -174,9 +173,7 @@ var _ = Describe("TrainJob topology level", Label("placement"), func() {
 	var ns string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		ns, err = framework.CreateNamespace(ctx, env.Client, "tj-topology")
-		Expect(err).NotTo(HaveOccurred())
+		ns = env.NewNamespace(ctx, "tj-topology")
 	})
 
 	It("packs the trainer gang into one rack on the JobSet backend, through the PodGroup's topology key", func(ctx context.Context) {

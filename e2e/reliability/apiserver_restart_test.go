@@ -23,7 +23,7 @@ var _ = Describe("API server restart", Label("reliability"), Ordered, func() {
 	)
 
 	BeforeAll(func(ctx context.Context) {
-		namespace = newNamespace(ctx, "apiserver-restart")
+		namespace = env.NewNamespace(ctx, "apiserver-restart")
 		renewDeadline = env.Operator.Configuration().LeaderElection.RenewDeadline.Duration
 		DeferCleanup(func(ctx context.Context) {
 			if running, _ := env.Operator.Running(); !running {

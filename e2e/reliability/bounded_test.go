@@ -25,8 +25,8 @@ import (
 // pods at once, and a refused pod costs a bounded number of requests.
 var _ = Describe("Bounded work", Label("reliability"), func() {
 	It("stops creating the pods of a 5,000-pod gang within 2 seconds of its deletion", func(ctx context.Context) {
-		ns := newNamespace(ctx, "huge-gang")
-		pcs := trainingPCS(ns, "huge", 1, 5000)
+		ns := env.NewNamespace(ctx, "huge-gang")
+		pcs := framework.NewTrainingWorkers(ns, "huge", 1, 5000, "", 0)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		By("letting pod creation run for 2 seconds")
@@ -63,7 +63,7 @@ var _ = Describe("Bounded work", Label("reliability"), func() {
 	})
 
 	It("reports a quota's refusal, backs off, and creates the rest once the quota is raised", func(ctx context.Context) {
-		ns := newNamespace(ctx, "quota")
+		ns := env.NewNamespace(ctx, "quota")
 		quota := &corev1.ResourceQuota{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"},
 			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}},

@@ -26,7 +26,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	// flakyJob is a Training job whose first run fails and whose second
 	// run succeeds: it must end Succeeded with exactly one restart.
 	flakyJob := func(ns string) *copsev1alpha1.PodCliqueSet {
-		pcs := trainingPCS(ns, "job", 1, 3)
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 3, "", 0)
 		pcs.Spec.TrainingSpec.MaxRestarts = ptr.To[int32](2)
 		pcs.Spec.Template.Cliques[0].Annotations = map[string]string{
 			cluster.AnnotationRunDuration:        "4s",
@@ -59,7 +59,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	}
 
 	It("ends a restart exactly when the API server restarts in its middle", func(ctx context.Context) {
-		ns := newNamespace(ctx, "restart-apiserver")
+		ns := env.NewNamespace(ctx, "restart-apiserver")
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -75,7 +75,7 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	})
 
 	It("ends a restart exactly when etcd pauses in its middle", func(ctx context.Context) {
-		ns := newNamespace(ctx, "pause-etcd")
+		ns := env.NewNamespace(ctx, "pause-etcd")
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
@@ -88,9 +88,9 @@ var _ = Describe("Control-plane faults during Training", Label("reliability"), f
 	})
 
 	It("cleans up a namespace deleted while its Training workloads run, quietly", func(ctx context.Context) {
-		ns := newNamespace(ctx, "doomed")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "plain", 2, 3))).To(Succeed())
-		grouped := trainingPCS(ns, "grouped", 1, 2)
+		ns := env.NewNamespace(ctx, "doomed")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "plain", 2, 3, "", 0))).To(Succeed())
+		grouped := framework.NewTrainingWorkers(ns, "grouped", 1, 2, "", 0)
 		grouped.Spec.Template.Cliques = append(grouped.Spec.Template.Cliques, framework.CliqueTemplate("leader", 1, framework.PodSpec(0)))
 		grouped.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
 			{Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2)},

@@ -5,10 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -16,28 +14,12 @@ import (
 
 const longWait = 2 * time.Minute
 
-func newNamespace(ctx context.Context, prefix string) string {
-	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	return ns
-}
-
 // servingPCS is an Inference PodCliqueSet of one replica: a leader and
 // workers pods that run until deleted.
 func servingPCS(namespace, name string, workers int32) *copsev1alpha1.PodCliqueSet {
 	return framework.NewPodCliqueSet(namespace, name, 1,
 		framework.CliqueTemplate("leader", 1, framework.PodSpec(0)),
 		framework.CliqueTemplate("worker", workers, framework.PodSpec(0)))
-}
-
-// trainingPCS is a Training PodCliqueSet of replicas replicas of one clique
-// of workers pods.
-func trainingPCS(namespace, name string, replicas, workers int32) *copsev1alpha1.PodCliqueSet {
-	pcs := framework.NewPodCliqueSet(namespace, name, replicas, framework.CliqueTemplate("worker", workers, framework.PodSpec(0)))
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
-	return pcs
 }
 
 // readyPods waits until the PodCliqueSet has n live pods, all ready, and

@@ -26,7 +26,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		namespace = newNamespace(ctx, "limits")
+		namespace = env.NewNamespace(ctx, "limits")
 	})
 
 	// expectNothingStored checks that a refused PodCliqueSet left no trace.
@@ -41,7 +41,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 
 	It("refuses a Training clique of a million pods, naming the field, the pod count and the limit", func(ctx context.Context) {
 		limits := env.Operator.Configuration().Limits
-		pcs := trainingPCS(namespace, "huge", 1, 1000000)
+		pcs := framework.NewTrainingWorkers(namespace, "huge", 1, 1000000, "", 0)
 		err := env.Client.Create(ctx, pcs)
 		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet, fmt.Sprintf(
 			"spec.template.cliques[0].spec.replicas: Invalid value: 1000000: a replica of this PodCliqueSet would have 1000000 pods, "+
@@ -51,7 +51,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 
 	It("refuses a PodCliqueSet over the total limit, naming spec.replicas", func(ctx context.Context) {
 		limits := env.Operator.Configuration().Limits
-		pcs := trainingPCS(namespace, "wide", 3, int32(limits.MaxPodsPerReplica))
+		pcs := framework.NewTrainingWorkers(namespace, "wide", 3, int32(limits.MaxPodsPerReplica), "", 0)
 		err := env.Client.Create(ctx, pcs)
 		framework.ExpectAdmissionInvalid(err, validatePodCliqueSet, fmt.Sprintf(
 			"spec.replicas: Invalid value: 3: this PodCliqueSet (3 replicas of %d pods) would have %d pods, "+
@@ -63,7 +63,7 @@ var _ = Describe("Pod limits", Label("reliability"), func() {
 	It("refuses a Training PodCliqueSet of zero replicas in the CRD, naming spec.replicas", func(ctx context.Context) {
 		const rule = "spec.replicas must be at least 1 when spec.workloadType is Training: a Training workload without replicas can never succeed"
 		By("as the Go client sends it: replicas 0 is left out of the JSON")
-		pcs := trainingPCS(namespace, "empty", 0, 2)
+		pcs := framework.NewTrainingWorkers(namespace, "empty", 0, 2, "", 0)
 		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, pcs), "", "spec.replicas: Invalid value: "+rule)
 		expectNothingStored(ctx, pcs.Name)
 

@@ -5,41 +5,24 @@
 package reliability_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
-var env *framework.Env
+var env = framework.SetupSuite(framework.Options{Name: "reliability", WithOperator: true, Operator: framework.OperatorOptions{
+	// The API server restart specs need an outage shorter than the
+	// Lease's renewDeadline and one longer. A restart takes 5 to 10
+	// seconds on a loaded 2-core machine, as long as the default
+	// renewDeadline (10s): twice the defaults leave a clear margin.
+	Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+		cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 30 * time.Second}
+		cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 20 * time.Second}
+	},
+}}, nil)
 
-func TestReliability(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Reliability Suite")
-}
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "reliability", WithOperator: true, Operator: framework.OperatorOptions{
-		// The API server restart specs need an outage shorter than the
-		// Lease's renewDeadline and one longer. A restart takes 5 to 10
-		// seconds on a loaded 2-core machine, as long as the default
-		// renewDeadline (10s): twice the defaults leave a clear margin.
-		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
-			cfg.LeaderElection.LeaseDuration = metav1.Duration{Duration: 30 * time.Second}
-			cfg.LeaderElection.RenewDeadline = metav1.Duration{Duration: 20 * time.Second}
-		},
-	}})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})
+func TestReliability(t *testing.T) { framework.RunSuite(t, "Reliability Suite") }

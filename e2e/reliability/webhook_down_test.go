@@ -66,7 +66,7 @@ var _ = Describe("Operator down", Label("reliability"), Ordered, func() {
 	}
 
 	BeforeAll(func(ctx context.Context) {
-		namespace = newNamespace(ctx, "operator-down")
+		namespace = env.NewNamespace(ctx, "operator-down")
 		steady = servingPCS(namespace, "steady", 2)
 		Expect(env.Client.Create(ctx, steady)).To(Succeed())
 		readyPods(ctx, namespace, steady.Name, 3)

@@ -29,7 +29,7 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	AfterEach(restartOperatorIfKilled)
 
 	It("completes when the last clique to finish belongs to a scaling group, and stays Succeeded past maxRuntime", func(ctx context.Context) {
-		ns := newNamespace(ctx, "grouped-last")
+		ns := env.NewNamespace(ctx, "grouped-last")
 		leader := framework.CliqueTemplate("leader", 1, framework.PodSpec(0))
 		leader.Annotations = runFor("1s", "0")
 		worker := framework.CliqueTemplate("worker", 2, framework.PodSpec(0))
@@ -62,8 +62,8 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("judges a success by when the pods exited, not by when the operator saw it", func(ctx context.Context) {
-		ns := newNamespace(ctx, "late-success")
-		pcs := trainingPCS(ns, "job", 1, 2, "4s", 0)
+		ns := env.NewNamespace(ctx, "late-success")
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 2, "4s", 0)
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 10 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		start := waitStartTime(ctx, ns, "job").Time
@@ -88,8 +88,8 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("judges a failure before the deadline as a failure, even when seen after it", func(ctx context.Context) {
-		ns := newNamespace(ctx, "late-failure")
-		pcs := trainingPCS(ns, "job", 1, 2, "", 0)
+		ns := env.NewNamespace(ctx, "late-failure")
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 2, "", 0)
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 10 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
@@ -113,12 +113,12 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	// were gone.
 	oneAttemptAtATime := func(ctx context.Context, prefix string) string {
 		GinkgoHelper()
-		ns := newNamespace(ctx, prefix)
+		ns := env.NewNamespace(ctx, prefix)
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
 
-		pcs := trainingPCS(ns, "job", 1, 4, "", 1)
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 4, "", 1)
 		// A long grace period keeps the old attempt's pods terminating for a
 		// while after they are deleted.
 		pcs.Spec.Template.Cliques[0].Spec.PodSpec.TerminationGracePeriodSeconds = ptr.To[int64](4)
@@ -164,11 +164,11 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("never runs an index again once it exited 0, even when its pod is deleted", func(ctx context.Context) {
-		ns := newNamespace(ctx, "exit0-final")
+		ns := env.NewNamespace(ctx, "exit0-final")
 		history, err := framework.RecordHistory(ctx, env.Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(history.Stop)
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 3, "", 0))).To(Succeed())
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 3, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 3)
 
 		By("index 0 exits 0 and a user deletes its pod")
@@ -211,8 +211,8 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("runs from when the pods started, ready or not, and bounds them by maxRuntime", func(ctx context.Context) {
-		ns := newNamespace(ctx, "never-ready")
-		pcs := trainingPCS(ns, "job", 1, 2, "", 0)
+		ns := env.NewNamespace(ctx, "never-ready")
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 2, "", 0)
 		pcs.Spec.Template.Cliques[0].Annotations = map[string]string{cluster.AnnotationNeverReady: "true"}
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 10 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
@@ -254,8 +254,8 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("reports a pod stuck terminating, never force-deletes it, and fails once it is gone", func(ctx context.Context) {
-		ns := newNamespace(ctx, "stuck")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "", 0))).To(Succeed())
+		ns := env.NewNamespace(ctx, "stuck")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 2, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		stuck := pods[1]
 		setAnnotation(ctx, &stuck, cluster.AnnotationUnreachable, "true")
@@ -286,8 +286,8 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("replaces a crashing pod of a clique that tolerates it with back-off, and counts each replacement", func(ctx context.Context) {
-		ns := newNamespace(ctx, "crashloop")
-		pcs := trainingPCS(ns, "job", 1, 3, "", 0)
+		ns := env.NewNamespace(ctx, "crashloop")
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 3, "", 0)
 		pcs.Spec.Template.Cliques[0].Spec.MinAvailable = ptr.To[int32](2)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		key := client.ObjectKey{Namespace: ns, Name: "job-0-worker"}
@@ -317,8 +317,8 @@ var _ = Describe("Training correctness", Label("training"), func() {
 	})
 
 	It("says why in one look: the first failed pod, its container, exit code, reason and node", func(ctx context.Context) {
-		ns := newNamespace(ctx, "root-cause")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "", 0))).To(Succeed())
+		ns := env.NewNamespace(ctx, "root-cause")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 2, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		env.MakePodExit(ctx, &pods[1], "137")
 		Eventually(func(g Gomega) {

@@ -38,8 +38,8 @@ var _ = Describe("Operator crash safety", Label("training"), Ordered, func() {
 	AfterEach(restartOperatorIfKilled)
 
 	It("neither loses nor repeats a restart when killed while the restart is in progress", func(ctx context.Context) {
-		ns := newNamespace(ctx, "crash-restart")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "10s", 2))).To(Succeed())
+		ns := env.NewNamespace(ctx, "crash-restart")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 2, "10s", 2))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		startTime := waitStartTime(ctx, ns, "job")
 
@@ -79,8 +79,8 @@ var _ = Describe("Operator crash safety", Label("training"), Ordered, func() {
 	})
 
 	It("reaches Succeeded with the right counts when killed while pods exit 0", func(ctx context.Context) {
-		ns := newNamespace(ctx, "crash-success")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 3, "6s", 1))).To(Succeed())
+		ns := env.NewNamespace(ctx, "crash-success")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 3, "6s", 1))).To(Succeed())
 		runningPods(ctx, ns, "job", "0", "0", 3)
 		startTime := waitStartTime(ctx, ns, "job")
 
@@ -113,8 +113,8 @@ var _ = Describe("Operator crash safety", Label("training"), Ordered, func() {
 
 var _ = Describe("Inference next to Training", Label("training"), func() {
 	It("keeps Grove behaviour: 4h terminationDelay, restartPolicy Always, failed pods replaced", func(ctx context.Context) {
-		ns := newNamespace(ctx, "mixed")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "train", 1, 2, "", 1))).To(Succeed())
+		ns := env.NewNamespace(ctx, "mixed")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "train", 1, 2, "", 1))).To(Succeed())
 		serverSpec := framework.PodSpec(0)
 		sidecarSpec := framework.PodSpec(0)
 		sidecarSpec.RestartPolicy = corev1.RestartPolicyNever

@@ -21,12 +21,10 @@ import (
 // fresh child never runs the old run's work again beside it.
 var _ = Describe("Children deleted from outside", Label("training"), func() {
 	It("restarts the replica whose PodClique or scaling group was deleted, counted; the new run never meets the old; the budget runs out", func(ctx context.Context) {
-		ns := newNamespace(ctx, "deleted-children")
+		ns := env.NewNamespace(ctx, "deleted-children")
 		leader := framework.CliqueTemplate("leader", 1, framework.PodSpec(0))
 		worker := framework.CliqueTemplate("worker", 1, framework.PodSpec(0))
-		pcs := framework.NewPodCliqueSet(ns, "job", 2, leader, worker)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 2, 1, leader, worker)
 		pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
 			{Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2)},
 		}

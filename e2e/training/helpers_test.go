@@ -11,36 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
 const longWait = 2 * time.Minute
-
-// trainingPCS is a Training PodCliqueSet of replicas x workers pods that
-// run for runFor and exit 0 (runFor "" runs until deleted).
-func trainingPCS(namespace, name string, replicas, workers int32, runFor string, maxRestarts int32) *copsev1alpha1.PodCliqueSet {
-	worker := framework.CliqueTemplate("worker", workers, framework.PodSpec(0))
-	if runFor != "" {
-		worker.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
-	}
-	pcs := framework.NewPodCliqueSet(namespace, name, replicas, worker)
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To(maxRestarts)}
-	return pcs
-}
-
-func newNamespace(ctx context.Context, prefix string) string {
-	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	return ns
-}
 
 // runningPods waits until the replica's current attempt has n ready pods
 // and returns them, ordered by pod index.

@@ -45,14 +45,12 @@ func setNodeSelector(ctx context.Context, namespace, name, clique string, select
 
 var _ = Describe("A gang placed with the wrong mix", Label("training"), func() {
 	It("is reported, its pods recreated after the bound without a restart, and after a suspension its new run's gangs are described", func(ctx context.Context) {
-		ns := newNamespace(ctx, "wrong-mix")
+		ns := env.NewNamespace(ctx, "wrong-mix")
 		leader := framework.CliqueTemplate("leader", 1, framework.PodSpec(0))
 		leader.Spec.PodSpec.NodeSelector = nowhere
 		worker := framework.CliqueTemplate("worker", 4, framework.PodSpec(0))
 		worker.Spec.MinAvailable = ptr.To[int32](3)
-		pcs := framework.NewPodCliqueSet(ns, "job", 1, leader, worker)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, leader, worker)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
 		By("the scheduler fills the gang's minCount with workers; the leader cannot be placed: reported, naming the leader")

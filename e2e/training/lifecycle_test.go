@@ -11,13 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
 var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), func() {
 	It("succeeds when every pod exits 0, and says so with WorkloadSucceeded", func(ctx context.Context) {
-		ns := newNamespace(ctx, "succeed")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 3, "3s", 0))).To(Succeed())
+		ns := env.NewNamespace(ctx, "succeed")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 3, "3s", 0))).To(Succeed())
 
 		Eventually(func(g Gomega) {
 			pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
@@ -48,8 +49,8 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("fails at once with MaxRestartsExceeded when a pod fails and maxRestarts is 0", func(ctx context.Context) {
-		ns := newNamespace(ctx, "nobudget")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 3, "", 0))).To(Succeed())
+		ns := env.NewNamespace(ctx, "nobudget")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 3, "", 0))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 3)
 		victim := pods[1]
 		env.MakePodExit(ctx, &victim, "1")
@@ -81,8 +82,8 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("restarts within the budget and then succeeds, counting each failure once", func(ctx context.Context) {
-		ns := newNamespace(ctx, "budget")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "8s", 3))).To(Succeed())
+		ns := env.NewNamespace(ctx, "budget")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 2, "8s", 3))).To(Succeed())
 		for _, attempt := range []string{"0", "1"} {
 			pods := runningPods(ctx, ns, "job", "0", attempt, 2)
 			env.MakePodExit(ctx, &pods[0], "1")
@@ -106,8 +107,8 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("terminates every pod and fails with MaxRuntimeExceeded when maxRuntime elapses", func(ctx context.Context) {
-		ns := newNamespace(ctx, "runtime")
-		pcs := trainingPCS(ns, "job", 1, 2, "", 0)
+		ns := env.NewNamespace(ctx, "runtime")
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 2, "", 0)
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: 5 * time.Second}
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		runningPods(ctx, ns, "job", "0", "0", 2)
@@ -128,8 +129,8 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 	})
 
 	It("restarts only the replica that failed, with one restart in total", func(ctx context.Context) {
-		ns := newNamespace(ctx, "tworeplicas")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 2, 2, "10s", 2))).To(Succeed())
+		ns := env.NewNamespace(ctx, "tworeplicas")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 2, 2, "10s", 2))).To(Succeed())
 		replica0 := runningPods(ctx, ns, "job", "0", "0", 2)
 		replica1 := runningPods(ctx, ns, "job", "1", "0", 2)
 		clique0 := &copsev1alpha1.PodClique{}

@@ -138,7 +138,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 	AfterEach(restartOperatorIfKilled)
 
 	It("starts InOrder cliques one after the other, their pods created and scheduled at once, across an operator kill", func(ctx context.Context) {
-		ns := newNamespace(ctx, "in-order")
+		ns := env.NewNamespace(ctx, "in-order")
 		pcs := framework.NewPodCliqueSet(ns, "job", 1,
 			gatedClique("a", 1, true, true), gatedClique("b", 2, true, true), gatedClique("c", 1, false, true))
 		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
@@ -189,12 +189,10 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 	})
 
 	It("starts an Explicit fan-in clique after both cliques it names, across an operator kill", func(ctx context.Context) {
-		ns := newNamespace(ctx, "fan-in")
+		ns := env.NewNamespace(ctx, "fan-in")
 		c := gatedClique("c", 1, false, true)
 		c.Spec.StartsAfter = []string{"a", "b"}
-		pcs := framework.NewPodCliqueSet(ns, "job", 1, gatedClique("a", 1, true, true), gatedClique("b", 1, true, true), c)
-		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 0, gatedClique("a", 1, true, true), gatedClique("b", 1, true, true), c)
 		pcs.Spec.Template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeExplicit)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
@@ -228,7 +226,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 	})
 
 	It("creates no trainer pod until both initializers succeeded, schedules them apart, and succeeds, across an operator kill", func(ctx context.Context) {
-		ns := newNamespace(ctx, "after-success")
+		ns := env.NewNamespace(ctx, "after-success")
 		initializer := func(name, runFor string) *grovecorev1alpha1.PodCliqueTemplateSpec {
 			c := gatedClique(name, 1, false, true)
 			c.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
@@ -314,7 +312,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 	})
 
 	It("runs a clique that starts after a predecessor that exited 0: an edge in both startsAfter and startsAfterSucceeded means the success edge", func(ctx context.Context) {
-		ns := newNamespace(ctx, "ready-and-succeeded")
+		ns := env.NewNamespace(ctx, "ready-and-succeeded")
 		initClique := gatedClique("init", 1, false, true)
 		initClique.Annotations = map[string]string{cluster.AnnotationRunDuration: "2s", cluster.AnnotationExitCode: "0"}
 		trainer := gatedClique("trainer", 2, false, true)
@@ -342,7 +340,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 	})
 
 	It("opens the gate after an InOrder predecessor that exited 0 without ever being Ready, and for a replacement created after it ended", func(ctx context.Context) {
-		ns := newNamespace(ctx, "predecessor-ended")
+		ns := env.NewNamespace(ctx, "predecessor-ended")
 		initClique := gatedClique("init", 1, true, true) // never Ready: it exits before a readiness probe would pass
 		initClique.Annotations[cluster.AnnotationRunDuration] = "4s"
 		initClique.Annotations[cluster.AnnotationExitCode] = "0"
@@ -385,7 +383,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 	})
 
 	It("orders an Inference PodCliqueSet's cliques too", func(ctx context.Context) {
-		ns := newNamespace(ctx, "inference-order")
+		ns := env.NewNamespace(ctx, "inference-order")
 		pcs := framework.NewPodCliqueSet(ns, "serve", 1, gatedClique("router", 1, true, false), gatedClique("server", 2, false, false))
 		pcs.Spec.Template.StartupType = ptr.To(grovecorev1alpha1.CliqueStartupTypeInOrder)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())

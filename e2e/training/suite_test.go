@@ -5,38 +5,21 @@
 package training_test
 
 import (
-	"context"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
-var env *framework.Env
+var env = framework.SetupSuite(framework.Options{Name: "training", WithOperator: true, Operator: framework.OperatorOptions{
+	Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
+		// Crash specs kill the operator; a short lease lets its
+		// successor take over in seconds rather than Kubernetes' default 15.
+		framework.ShortLeases(cfg)
+		cfg.Scheduler.IncompleteGangTimeout = metav1.Duration{Duration: incompleteGangTimeout}
+	},
+}}, nil)
 
-func TestTraining(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Training Suite")
-}
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "training", WithOperator: true, Operator: framework.OperatorOptions{
-		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
-			// Crash specs kill the operator; a short lease lets its
-			// successor take over in seconds rather than Kubernetes' default 15.
-			framework.ShortLeases(cfg)
-			cfg.Scheduler.IncompleteGangTimeout = metav1.Duration{Duration: incompleteGangTimeout}
-		},
-	}})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})
+func TestTraining(t *testing.T) { framework.RunSuite(t, "Training Suite") }

@@ -46,9 +46,7 @@ func groupedJob(namespace string, replicas int32, runFor string) *copsev1alpha1.
 	leader.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
 	worker := framework.CliqueTemplate("worker", 1, framework.PodSpec(0))
 	worker.Annotations = map[string]string{cluster.AnnotationRunDuration: runFor, cluster.AnnotationExitCode: "0"}
-	pcs := framework.NewPodCliqueSet(namespace, "job", replicas, leader, worker)
-	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
-	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](1)}
+	pcs := framework.NewTrainingPodCliqueSet(namespace, "job", replicas, 1, leader, worker)
 	pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{
 		{Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2)},
 	}
@@ -184,7 +182,7 @@ func expectSuspendedAndEmpty(g Gomega, ctx context.Context, namespace string, re
 var _ = Describe("Success policy", Label("training"), func() {
 	DescribeTable("a launcher that exits 0 ends the workload, its workers terminated",
 		func(ctx context.Context, op copsev1alpha1.SuccessPolicyOperator) {
-			ns := newNamespace(ctx, "success-policy")
+			ns := env.NewNamespace(ctx, "success-policy")
 			Expect(env.Client.Create(ctx, launcherJob(ns, 3, "6s", op))).To(Succeed())
 			By("the workers running before the launcher exits")
 			Eventually(func(g Gomega) {
@@ -227,7 +225,7 @@ var _ = Describe("Success policy", Label("training"), func() {
 
 var _ = Describe("Suspend", Label("training"), func() {
 	It("removes every pod of a running Training workload, keeps its gangs and restartCount, and resumes it to success", func(ctx context.Context) {
-		ns := newNamespace(ctx, "suspend")
+		ns := env.NewNamespace(ctx, "suspend")
 		Expect(env.Client.Create(ctx, groupedJob(ns, 2, "15s"))).To(Succeed())
 		runningPods(ctx, ns, "job", "0", "0", 3)
 		runningPods(ctx, ns, "job", "1", "0", 3)
@@ -277,7 +275,7 @@ var _ = Describe("Suspend", Label("training"), func() {
 	})
 
 	It("ends every pod of a suspended run, the lingering pods of a replica that met the success policy included, keeps that replica's result", func(ctx context.Context) {
-		ns := newNamespace(ctx, "suspend-policy")
+		ns := env.NewNamespace(ctx, "suspend-policy")
 		replicaZeroMeetsThePolicy(ctx, ns)
 		Eventually(func(g Gomega) {
 			g.Expect(env.LivePods(ctx, g, ns, "job", client.MatchingLabels{labels.ReplicaKey: "0", labels.CliqueTemplateKey: "worker"})).To(HaveLen(2))
@@ -323,7 +321,7 @@ var _ = Describe("Suspend", Label("training"), func() {
 
 	DescribeTable("lets the namespace of a Training workload be deleted on its own (Kubernetes deletes its pods before their owners)",
 		func(ctx context.Context, setup func(ctx context.Context, namespace string)) {
-			ns := newNamespace(ctx, "delete-ns")
+			ns := env.NewNamespace(ctx, "delete-ns")
 			setup(ctx, ns)
 			expectNamespaceDeleted(ctx, ns)
 		},
@@ -347,8 +345,8 @@ var _ = Describe("Suspend", Label("training"), func() {
 	)
 
 	It("creates no pod for a Training workload created suspended, until it is resumed", func(ctx context.Context) {
-		ns := newNamespace(ctx, "created-suspended")
-		pcs := trainingPCS(ns, "job", 1, 2, "2s", 0)
+		ns := env.NewNamespace(ctx, "created-suspended")
+		pcs := framework.NewTrainingWorkers(ns, "job", 1, 2, "2s", 0)
 		pcs.Spec.Suspend = ptr.To(true)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -376,7 +374,7 @@ var _ = Describe("Suspend", Label("training"), func() {
 	})
 
 	It("suspends and resumes an Inference workload", func(ctx context.Context) {
-		ns := newNamespace(ctx, "suspend-inference")
+		ns := env.NewNamespace(ctx, "suspend-inference")
 		Expect(env.Client.Create(ctx, framework.NewPodCliqueSet(ns, "job", 1, framework.CliqueTemplate("server", 2, framework.PodSpec(0))))).To(Succeed())
 		runningPods(ctx, ns, "job", "0", "0", 2)
 		Eventually(func(g Gomega) {
@@ -406,7 +404,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 	AfterEach(restartOperatorIfKilled)
 
 	It("ends Succeeded when killed after SuccessCriteriaMet, before the workers are gone", func(ctx context.Context) {
-		ns := newNamespace(ctx, "crash-success-policy")
+		ns := env.NewNamespace(ctx, "crash-success-policy")
 		Expect(env.Client.Create(ctx, launcherJob(ns, 2, "10s", copsev1alpha1.SuccessPolicyOperatorAny))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 3)
 		var stuck corev1.Pod
@@ -455,8 +453,8 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 	})
 
 	It("completes a suspension once when killed in the middle of it, and resumes", func(ctx context.Context) {
-		ns := newNamespace(ctx, "crash-suspend")
-		Expect(env.Client.Create(ctx, trainingPCS(ns, "job", 1, 2, "", 1))).To(Succeed())
+		ns := env.NewNamespace(ctx, "crash-suspend")
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "job", 1, 2, "", 1))).To(Succeed())
 		pods := runningPods(ctx, ns, "job", "0", "0", 2)
 		waitStartTime(ctx, ns, "job")
 		podGroups := podGroupUIDs(ctx, Default, ns)
@@ -508,7 +506,7 @@ var _ = Describe("Suspend and success policy: operator crash safety", Label("tra
 var _ = Describe("Success policy and suspend admission (webhook)", Label("training"), func() {
 	It("rejects a target that is no clique and a changed policy, and accepts suspend changes", func(ctx context.Context) {
 		const validatePodCliqueSet = "validate.podcliquesets.grove.io"
-		ns := newNamespace(ctx, "policy-admission")
+		ns := env.NewNamespace(ctx, "policy-admission")
 		typo := launcherJob(ns, 1, "1h", copsev1alpha1.SuccessPolicyOperatorAll)
 		typo.Spec.TrainingSpec.SuccessPolicy.TargetCliques = []string{"launchr"}
 		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, typo), validatePodCliqueSet,

@@ -89,9 +89,7 @@ var _ = Describe("Training admission (webhook)", Label("training"), Ordered, fun
 	}
 
 	BeforeAll(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "admission")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "admission")
 		trainingOwner = "the owning PodCliqueSet " + namespace + "/job has workloadType Training"
 		replicasImmutableInWebhook = "spec.replicas: Forbidden: is immutable because " + trainingOwner
 

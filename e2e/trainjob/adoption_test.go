@@ -38,7 +38,7 @@ var _ = Describe("Moving from Kubeflow Trainer to copse", Label("trainjob"), Ord
 	var ns string
 
 	BeforeAll(func(ctx context.Context) {
-		ns = newNamespace(ctx, "adopt")
+		ns = env.NewNamespace(ctx, "adopt")
 		rt := runtimeCopy(ns, "torch-distributed")
 		rt.Spec.TTLSecondsAfterFinished = ptr.To[int32](ttl)
 		createRuntime(ctx, rt)

@@ -283,7 +283,7 @@ type scenario struct {
 
 var backendScenarios = []scenario{
 	{"runs to Complete, its trainer pods succeeded", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-success")
+		ns := env.NewNamespace(ctx, "be-success")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 2)
 		withPods(tj, trainjob.NodeName, simulate(2*time.Second, "0"))
@@ -301,7 +301,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"restarts once after a failed pod and then completes, reporting one restart", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-restart")
+		ns := env.NewNamespace(ctx, "be-restart")
 		b.torchRuntime(ctx, ns, ptr.To[int32](1))
 		tj := torchTrainJob(ns, 2) // the first attempt's pods run until told otherwise
 		pw := b.watchPods(ctx, ns)
@@ -354,7 +354,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"fails with ReachedMaxRestarts once its restarts are used up", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-max-restarts")
+		ns := env.NewNamespace(ctx, "be-max-restarts")
 		b.torchRuntime(ctx, ns, ptr.To[int32](1))
 		tj := torchTrainJob(ns, 2)
 		withPods(tj, trainjob.NodeName, simulate(time.Second, "1"))
@@ -379,7 +379,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"fails with FailedJobs at its first failed pod when the runtime has no failurePolicy, restarting nothing", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-failed-jobs")
+		ns := env.NewNamespace(ctx, "be-failed-jobs")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 2)
 		withPods(tj, trainjob.NodeName, simulate(time.Second, "1"))
@@ -392,7 +392,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"fails with DeadlineExceeded when activeDeadlineSeconds passes, and deletes its backend object and pods", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-deadline")
+		ns := env.NewNamespace(ctx, "be-deadline")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 2) // the pods run until deleted
 		tj.Spec.ActiveDeadlineSeconds = 4
@@ -418,7 +418,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"is deleted with everything it owns ttlSecondsAfterFinished after it completed", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-ttl")
+		ns := env.NewNamespace(ctx, "be-ttl")
 		const ttl = 3
 		createRuntime(ctx, b.onBackend(ttlRuntime(ns, ptr.To[int32](ttl))))
 		tj, finished := completeAt(ctx, ns)
@@ -433,7 +433,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"stops its pods while suspended and, resumed, counts activeDeadlineSeconds from the resume", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-suspend")
+		ns := env.NewNamespace(ctx, "be-suspend")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 1)
 		tj.Spec.ActiveDeadlineSeconds = 5
@@ -464,7 +464,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"when its backend object is deleted from outside mid-run: a JobSet is rebuilt and completes (as Kubeflow Trainer), a PodCliqueSet fails it with BackendDeleted", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-deleted")
+		ns := env.NewNamespace(ctx, "be-deleted")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 2)
 		// Long enough to be deleted mid-run.
@@ -521,7 +521,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"runs, once resumed, with the runtimePatches changed while it was suspended", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-repatch")
+		ns := env.NewNamespace(ctx, "be-repatch")
 		rack := lastRack(ctx)
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 2)
@@ -554,7 +554,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"creates the trainer's pods only after both initializers succeeded", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-initializers")
+		ns := env.NewNamespace(ctx, "be-initializers")
 		createRuntime(ctx, b.onBackend(initializerRuntime(ns)))
 		tj := onTrainingRuntime(sdkTrainJob(ns, "train", "with-initializers", 2))
 		withPods(tj, trainjob.DatasetInitializerName, simulate(time.Second, "0"))
@@ -600,7 +600,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"completes an MPI TrainJob when its launcher succeeds, and ends the nodes", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-mpi")
+		ns := env.NewNamespace(ctx, "be-mpi")
 		createRuntime(ctx, b.onBackend(runtimeCopy(ns, "deepspeed-distributed")))
 		tj := onTrainingRuntime(sdkTrainJob(ns, "train", "deepspeed-distributed", 3))
 		withPods(tj, trainjob.LauncherName, simulate(2*time.Second, "0"))
@@ -625,7 +625,7 @@ var backendScenarios = []scenario{
 	}},
 
 	{"leaves every pod of a gang one node larger than the cluster Pending, none bound", func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "be-gang")
+		ns := env.NewNamespace(ctx, "be-gang")
 		createRuntime(ctx, b.onBackend(gangRuntime(ns)))
 		nodes := int32(len(env.Topology.Placements()) + 1) // one node more than the cluster has
 		tj := gpuTrainJob(ns, "too-big", nodes)

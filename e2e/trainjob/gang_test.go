@@ -14,7 +14,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
@@ -47,8 +46,7 @@ func gpuTrainJob(namespace, name string, nodes int32) *trainerv1alpha1.TrainJob 
 
 var _ = Describe("Workload-API gang scheduling of a TrainJob", Label("trainjob"), func() {
 	It("creates the Workload and the trainer gang's PodGroup before any pod, and the scheduler places the gang whole", func(ctx context.Context) {
-		ns, err := framework.CreateNamespace(ctx, env.Client, "gang-fits")
-		Expect(err).NotTo(HaveOccurred())
+		ns := env.NewNamespace(ctx, "gang-fits")
 		Expect(env.Client.Create(ctx, gangRuntime(ns))).To(Succeed())
 		tj := gpuTrainJob(ns, "fits", 4)
 		Expect(env.Client.Create(ctx, tj)).To(Succeed())
@@ -76,7 +74,7 @@ var _ = Describe("Workload-API gang scheduling of a TrainJob", Label("trainjob")
 
 		By("putting the JobSet's pods in the PodGroup, and the scheduler binding all four")
 		js := &jobsetv1alpha2.JobSet{}
-		Eventually(func() error { js, err = jobSetOf(ctx, tj); return err }).WithContext(ctx).WithTimeout(wait).Should(Succeed())
+		Eventually(func() (err error) { js, err = jobSetOf(ctx, tj); return err }).WithContext(ctx).WithTimeout(wait).Should(Succeed())
 		Expect(podGroup.CreationTimestamp.Time).NotTo(BeTemporally(">", js.CreationTimestamp.Time), "the PodGroup must exist before the JobSet's pods")
 		Eventually(func(g Gomega) {
 			pods := podsOf(ctx, tj)

@@ -34,13 +34,6 @@ const (
 	simulationManager = "e2e.copse.dev/simulation"
 )
 
-func newNamespace(ctx context.Context, prefix string) string {
-	GinkgoHelper()
-	ns, err := framework.CreateNamespace(ctx, env.Client, prefix)
-	Expect(err).NotTo(HaveOccurred())
-	return ns
-}
-
 // sdkTrainJob is a TrainJob shaped as the Kubeflow Python SDK creates one:
 // runtimeRef by name, trainer numNodes, resourcesPerNode and command.
 func sdkTrainJob(namespace, name, runtime string, nodes int32) *trainerv1alpha1.TrainJob {

@@ -51,7 +51,7 @@ func expectNotFailedUntil(ctx context.Context, tj *trainerv1alpha1.TrainJob, unt
 
 var _ = Describe("A TrainJob's lifecycle", Label("trainjob"), func() {
 	It("mirrors its JobSet's replicated jobs into jobsStatus while it runs and at the end", func(ctx context.Context) {
-		ns := newNamespace(ctx, "jobs-status")
+		ns := env.NewNamespace(ctx, "jobs-status")
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 2)
 		withPods(tj, "node", simulate(5*time.Second, "0"))
 		Expect(env.Client.Create(ctx, tj)).To(Succeed())
@@ -84,7 +84,7 @@ var _ = Describe("A TrainJob's lifecycle", Label("trainjob"), func() {
 	})
 
 	It("starts suspended with a suspended JobSet and no pods, and runs once resumed", func(ctx context.Context) {
-		ns := newNamespace(ctx, "suspend")
+		ns := env.NewNamespace(ctx, "suspend")
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 2)
 		tj.Spec.Suspend = ptr.To(true)
 		withPods(tj, "node", simulate(2*time.Second, "0"))
@@ -114,7 +114,7 @@ var _ = Describe("A TrainJob's lifecycle", Label("trainjob"), func() {
 	})
 
 	It("leaves a TrainJob managed by MultiKueue alone: no JobSet, no status", func(ctx context.Context) {
-		ns := newNamespace(ctx, "multikueue")
+		ns := env.NewNamespace(ctx, "multikueue")
 		local := sdkTrainJob(ns, "local", "torch-distributed", 1)
 		remote := sdkTrainJob(ns, "remote", "torch-distributed", 1)
 		remote.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
@@ -139,7 +139,7 @@ var _ = Describe("A TrainJob's lifecycle", Label("trainjob"), func() {
 
 var _ = Describe("activeDeadlineSeconds", Label("trainjob"), func() {
 	It("does not fail a TrainJob before its deadline, nor once it has completed", func(ctx context.Context) {
-		ns := newNamespace(ctx, "deadline-ok")
+		ns := env.NewNamespace(ctx, "deadline-ok")
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 1)
 		tj.Spec.ActiveDeadlineSeconds = 8
 		withPods(tj, "node", simulate(2*time.Second, "0"))
@@ -152,7 +152,7 @@ var _ = Describe("activeDeadlineSeconds", Label("trainjob"), func() {
 	})
 
 	It("does not run while the TrainJob is suspended, and counts from the resume", func(ctx context.Context) {
-		ns := newNamespace(ctx, "deadline-suspended")
+		ns := env.NewNamespace(ctx, "deadline-suspended")
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 1)
 		tj.Spec.ActiveDeadlineSeconds = 3
 		tj.Spec.Suspend = ptr.To(true)

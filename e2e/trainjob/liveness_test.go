@@ -57,7 +57,7 @@ var _ = Describe("A TrainJob whose backend object cannot be made", Label("trainj
 	// <name>-node-0-<last pod index>-xxxxx.
 	DescribeTable("is refused when its name is too long for the runtime's backend, naming metadata.name, the backend and the limit; a name of the limit runs",
 		func(ctx context.Context, kind trainerv1alpha1.RuntimeBackend, limit int, backendObject func() client.Object) {
-			ns := newNamespace(ctx, "name-limit")
+			ns := env.NewNamespace(ctx, "name-limit")
 			createRuntime(ctx, withBackend(runtimeCopy(ns, "torch-distributed"), kind))
 
 			for _, length := range []int{56, limit + 1} {
@@ -83,7 +83,7 @@ var _ = Describe("A TrainJob whose backend object cannot be made", Label("trainj
 	)
 
 	It("fails with BackendRejected, quoting the API server, when the PodCliqueSet webhook refuses its PodCliqueSet", func(ctx context.Context) {
-		ns := newNamespace(ctx, "backend-rejected")
+		ns := env.NewNamespace(ctx, "backend-rejected")
 		createRuntime(ctx, withBackend(runtimeCopy(ns, "torch-distributed"), trainerv1alpha1.RuntimeBackendPodCliqueSet))
 		// More pods in one replica than the operator's limits allow
 		// (maxPodsPerReplica, 32768 by default).
@@ -100,7 +100,7 @@ var _ = Describe("A TrainJob whose backend object cannot be made", Label("trainj
 	})
 
 	It("says so with BackendRefused while a ResourceQuota refuses its PodCliqueSet, and runs once it admits it", func(ctx context.Context) {
-		ns := newNamespace(ctx, "backend-quota")
+		ns := env.NewNamespace(ctx, "backend-quota")
 		createRuntime(ctx, withBackend(runtimeCopy(ns, "torch-distributed"), trainerv1alpha1.RuntimeBackendPodCliqueSet))
 		// The local control plane's quota controller sets this quota's hard
 		// limit but never counts the PodCliqueSets, so the API server
@@ -143,7 +143,7 @@ var _ = Describe("A TrainJob whose backend object cannot be made", Label("trainj
 
 	DescribeTable("still carries a suspension to its backend object when the build cannot be made (an unreadable runtime snapshot)",
 		func(ctx context.Context, b backend) {
-			ns := newNamespace(ctx, "suspend-unbuilt")
+			ns := env.NewNamespace(ctx, "suspend-unbuilt")
 			b.torchRuntime(ctx, ns, nil)
 			tj := torchTrainJob(ns, 2)
 			Expect(env.Client.Create(ctx, tj)).To(Succeed())
@@ -175,7 +175,7 @@ var _ = Describe("A TrainJob's status times on the PodCliqueSet backend", Label(
 				Expect(env.Operator.Restart(ctx)).To(Succeed())
 			}
 		})
-		ns := newNamespace(ctx, "backend-times")
+		ns := env.NewNamespace(ctx, "backend-times")
 		createRuntime(ctx, withBackend(runtimeCopy(ns, "torch-distributed"), trainerv1alpha1.RuntimeBackendPodCliqueSet))
 		tj := onTrainingRuntime(sdkTrainJob(ns, "train", "torch-distributed", 2))
 		withPods(tj, trainjob.NodeName, simulate(6*time.Second, "0"))

@@ -87,7 +87,7 @@ func patchTime(tj *trainerv1alpha1.TrainJob, manager string) *metav1.Time {
 func placedTrainJob(ctx context.Context, prefix string, nodes int32) (*trainerv1alpha1.TrainJob, string) {
 	GinkgoHelper()
 	rack := lastRack(ctx)
-	tj := sdkTrainJob(newNamespace(ctx, prefix), "train", "torch-distributed", nodes)
+	tj := sdkTrainJob(env.NewNamespace(ctx, prefix), "train", "torch-distributed", nodes)
 	tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, placementPatch("vision", rack))
 	Expect(env.Client.Create(ctx, tj)).To(Succeed())
 	return tj, rack
@@ -113,7 +113,7 @@ var _ = Describe("runtimePatches", Label("trainjob"), func() {
 	})
 
 	It("change while the TrainJob is suspended, stamped with the time of the change, and the resumed JobSet carries them", func(ctx context.Context) {
-		ns := newNamespace(ctx, "patch-suspended")
+		ns := env.NewNamespace(ctx, "patch-suspended")
 		rack := lastRack(ctx)
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 2)
 		tj.Spec.Suspend = ptr.To(true)

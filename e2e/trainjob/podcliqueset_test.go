@@ -40,7 +40,7 @@ func podWithIndex(g Gomega, pods []corev1.Pod, index string) *corev1.Pod {
 
 var _ = Describe("A TrainJob on the PodCliqueSet backend", Label("trainjob"), func() {
 	It("runs a torch TrainJob as one Training PodCliqueSet whose node clique's pods find the master by DNS, to Complete with jobsStatus", func(ctx context.Context) {
-		ns := newNamespace(ctx, "pcs-torch")
+		ns := env.NewNamespace(ctx, "pcs-torch")
 		createRuntime(ctx, withBackend(runtimeCopy(ns, "torch-distributed"), trainerv1alpha1.RuntimeBackendPodCliqueSet))
 		tj := onTrainingRuntime(sdkTrainJob(ns, "mnist", "torch-distributed", 2))
 		withPods(tj, trainjob.NodeName, simulate(4*time.Second, "0"))
@@ -86,7 +86,7 @@ var _ = Describe("A TrainJob on the PodCliqueSet backend", Label("trainjob"), fu
 	})
 
 	It("lists the PodCliqueSet's pods in an MPI TrainJob's hostfile, with its SSH Secret mounted on launcher and nodes", func(ctx context.Context) {
-		ns := newNamespace(ctx, "pcs-mpi")
+		ns := env.NewNamespace(ctx, "pcs-mpi")
 		createRuntime(ctx, withBackend(runtimeCopy(ns, "deepspeed-distributed"), trainerv1alpha1.RuntimeBackendPodCliqueSet))
 		tj := onTrainingRuntime(sdkTrainJob(ns, "ds", "deepspeed-distributed", 3))
 		Expect(env.Client.Create(ctx, tj)).To(Succeed())

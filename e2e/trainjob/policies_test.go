@@ -42,7 +42,7 @@ type policy struct {
 // and a TrainJob on it whose outcome job's pods exit with exitCode.
 func (p policy) start(ctx context.Context, prefix string, failFast bool, exitCode string) *trainerv1alpha1.TrainJob {
 	GinkgoHelper()
-	namespace := newNamespace(ctx, prefix)
+	namespace := env.NewNamespace(ctx, prefix)
 	var tj *trainerv1alpha1.TrainJob
 	switch {
 	case p.shippedRuntime == "":

@@ -129,7 +129,7 @@ func expectCascade(ctx context.Context, tj *trainerv1alpha1.TrainJob) {
 var _ = Describe("The runtime snapshot", Label("trainjob"), func() {
 	DescribeTable("keeps a TrainJob on the runtime as it was created, after the runtime changed",
 		func(ctx context.Context, clusterScoped bool) {
-			ns := newNamespace(ctx, "snapshot")
+			ns := env.NewNamespace(ctx, "snapshot")
 			spec := runtimeCopy(ns, "torch-distributed").Spec
 			spec.MLPolicy.NumNodes = ptr.To[int32](2)
 			spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "registry.example/torch:v1"
@@ -178,7 +178,7 @@ var _ = Describe("The runtime snapshot", Label("trainjob"), func() {
 
 var _ = Describe("A runtime in use", Label("trainjob"), func() {
 	It("stays while a TrainJob that has not finished uses it, and goes once it finished", func(ctx context.Context) {
-		ns := newNamespace(ctx, "in-use")
+		ns := env.NewNamespace(ctx, "in-use")
 		rt := plainRuntime(ns, "plain")
 		createRuntime(ctx, rt)
 		tj := onTrainingRuntime(sdkTrainJob(ns, "train", "plain", 1))
@@ -197,7 +197,7 @@ var _ = Describe("A runtime in use", Label("trainjob"), func() {
 
 	DescribeTable("stays while a TrainJob that has not finished uses it, and goes once the TrainJob is deleted",
 		func(ctx context.Context, clusterScoped bool) {
-			ns := newNamespace(ctx, "in-use-deleted")
+			ns := env.NewNamespace(ctx, "in-use-deleted")
 			rt := runtimeObject(clusterScoped, ns, plainRuntime(ns, "plain").Spec)
 			Expect(env.Client.Create(ctx, rt)).To(Succeed())
 			tj := trainJobOn(ns, rt) // its pods run until deleted
@@ -216,7 +216,7 @@ var _ = Describe("A runtime in use", Label("trainjob"), func() {
 
 var _ = Describe("ttlSecondsAfterFinished of the runtime", Label("trainjob"), func() {
 	It("deletes a finished TrainJob at once with a TTL of 0", func(ctx context.Context) {
-		ns := newNamespace(ctx, "ttl-zero")
+		ns := env.NewNamespace(ctx, "ttl-zero")
 		createRuntime(ctx, ttlRuntime(ns, ptr.To[int32](0)))
 		tj, finished := completeAt(ctx, ns)
 		Expect(deletedAt(ctx, tj, wait)).To(BeTemporally("<=", finished.Add(3*time.Second)))
@@ -224,7 +224,7 @@ var _ = Describe("ttlSecondsAfterFinished of the runtime", Label("trainjob"), fu
 	})
 
 	It("keeps a finished TrainJob without a TTL", func(ctx context.Context) {
-		ns := newNamespace(ctx, "ttl-unset")
+		ns := env.NewNamespace(ctx, "ttl-unset")
 		createRuntime(ctx, ttlRuntime(ns, nil))
 		tj, _ := completeAt(ctx, ns)
 		Consistently(func(g Gomega) {
@@ -240,7 +240,7 @@ var _ = Describe("ttlSecondsAfterFinished of the runtime", Label("trainjob"), fu
 				Expect(env.Operator.Restart(ctx)).To(Succeed())
 			}
 		})
-		ns := newNamespace(ctx, "ttl-restart")
+		ns := env.NewNamespace(ctx, "ttl-restart")
 		const ttl = 10
 		createRuntime(ctx, ttlRuntime(ns, ptr.To[int32](ttl)))
 		tj, finished := completeAt(ctx, ns)

@@ -29,7 +29,7 @@ func nestedInt(obj *unstructured.Unstructured, fields ...string) int64 {
 // (framework.Options.CoschedulingPodGroups) and not Volcano's.
 var _ = Describe("A TrainJob whose runtime names Kubeflow's coscheduling or Volcano", Label("trainjob"), func() {
 	It("gets, on the JobSet backend, the coscheduling PodGroup Kubeflow Trainer makes before its JobSet, and every pod the pod-group label", func(ctx context.Context) {
-		ns := newNamespace(ctx, "coscheduling")
+		ns := env.NewNamespace(ctx, "coscheduling")
 		rt := runtimeCopy(ns, "torch-distributed")
 		rt.Spec.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Coscheduling: &trainerv1alpha1.CoschedulingPodGroupPolicySource{
 			ScheduleTimeoutSeconds: ptr.To[int32](100)}}
@@ -83,7 +83,7 @@ var _ = Describe("A TrainJob whose runtime names Kubeflow's coscheduling or Volc
 	})
 
 	It("fails, on the JobSet backend, with TrainingRuntimeNotSupported naming spec.podGroupPolicy.volcano when the cluster does not serve Volcano's PodGroup, and makes no JobSet", func(ctx context.Context) {
-		ns := newNamespace(ctx, "volcano-unserved")
+		ns := env.NewNamespace(ctx, "volcano-unserved")
 		rt := runtimeCopy(ns, "torch-distributed")
 		rt.Spec.PodGroupPolicy = &trainerv1alpha1.PodGroupPolicy{Volcano: &trainerv1alpha1.VolcanoPodGroupPolicySource{}}
 		createRuntime(ctx, rt)

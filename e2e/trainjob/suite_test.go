@@ -23,38 +23,24 @@ import (
 )
 
 var (
-	env *framework.Env
 	// shipped are Kubeflow Trainer v2.3.0's ClusterTrainingRuntimes by name.
 	shipped map[string]*trainerv1alpha1.ClusterTrainingRuntime
-)
-
-func TestTrainJob(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "TrainJob Suite")
-}
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	var err error
 	// The scheduler-plugins PodGroup CRD is served (runtimes with Kubeflow's
 	// podGroupPolicy.coscheduling get their PodGroup); Volcano's is not.
-	env, err = framework.Setup(ctx, framework.Options{Name: "trainjob", WithOperator: true, WithJobSet: true, CoschedulingPodGroups: true,
+	env = framework.SetupSuite(framework.Options{Name: "trainjob", WithOperator: true, WithJobSet: true, CoschedulingPodGroups: true,
 		Operator: framework.OperatorOptions{
 			// Crash specs kill the operator; a short lease lets its successor
 			// take over in seconds.
 			Configure: framework.ShortLeases,
-		}})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
+		}}, func(ctx context.Context, env *framework.Env) {
+		shipped = shippedRuntimes(ctx)
+		for _, rt := range shipped {
+			Expect(env.Client.Create(ctx, rt.DeepCopy())).To(Succeed(), "ClusterTrainingRuntime %s", rt.Name)
+		}
+	})
+)
 
-	shipped = shippedRuntimes(ctx)
-	for _, rt := range shipped {
-		Expect(env.Client.Create(ctx, rt.DeepCopy())).To(Succeed(), "ClusterTrainingRuntime %s", rt.Name)
-	}
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component, the operator or JobSet crashed")
-})
+func TestTrainJob(t *testing.T) { framework.RunSuite(t, "TrainJob Suite") }
 
 // shippedRuntimes reads the ClusterTrainingRuntimes Kubeflow Trainer v2.3.0
 // installs, from its module, through trainer-oracle.

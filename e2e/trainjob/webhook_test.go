@@ -47,14 +47,14 @@ func warningClient() (client.Client, *warnings) {
 
 var _ = Describe("The TrainJob webhooks", Label("trainjob"), func() {
 	It("refuse a TrainJob whose runtime does not exist, naming spec.runtimeRef", func(ctx context.Context) {
-		ns := newNamespace(ctx, "webhook-runtime")
+		ns := env.NewNamespace(ctx, "webhook-runtime")
 		tj := sdkTrainJob(ns, "train", "no-such-runtime", 1)
 		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, tj), trainJobWebhook,
 			"spec.runtimeRef", "no-such-runtime", "the runtime must exist before the TrainJob")
 	})
 
 	It("refuse an env variable the torch policy owns, naming spec.trainer.env", func(ctx context.Context) {
-		ns := newNamespace(ctx, "webhook-env")
+		ns := env.NewNamespace(ctx, "webhook-env")
 		tj := sdkTrainJob(ns, "train", "torch-distributed", 2)
 		tj.Spec.Trainer.Env = []corev1.EnvVar{{Name: trainjob.TorchEnvNumNodes, Value: "4"}}
 		framework.ExpectAdmissionInvalid(env.Client.Create(ctx, tj), trainJobWebhook,
@@ -62,7 +62,7 @@ var _ = Describe("The TrainJob webhooks", Label("trainjob"), func() {
 	})
 
 	It("accept a runtime with a TTL under a minute, with a warning", func(ctx context.Context) {
-		ns := newNamespace(ctx, "webhook-ttl")
+		ns := env.NewNamespace(ctx, "webhook-ttl")
 		c, seen := warningClient()
 
 		Expect(c.Create(ctx, ttlRuntime(ns, ptr.To[int32](30)))).To(Succeed())

@@ -13,7 +13,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/webhook"
 )
 
@@ -24,9 +23,7 @@ var _ = Describe("The e2e operator", Ordered, Label("webhook"), func() {
 	var namespace string
 
 	BeforeAll(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "lifecycle")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "lifecycle")
 	})
 
 	// expectDefaulting creates a PodCliqueSet and checks that the

@@ -11,16 +11,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/framework"
 )
 
 var _ = Describe("PodClique and PodCliqueScalingGroup admission", Label("webhook"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "pclq")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "pclq")
 	})
 
 	newPodClique := func(name string, replicas, minAvailable int32) *copsev1alpha1.PodClique {

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/e2e/framework"
 )
 
 const validatePodCliqueSet = "validate.podcliquesets.grove.io"
@@ -23,9 +22,7 @@ var _ = Describe("PodCliqueSet admission", Label("webhook"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "pcs")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "pcs")
 	})
 
 	// stored reads back what the API server stored for pcs.

@@ -29,9 +29,7 @@ var _ = Describe("startsAfterSucceeded admission", Label("webhook"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "after-success")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "after-success")
 	})
 
 	It("admits a clique waiting for a standalone clique's success", func(ctx context.Context) {

@@ -5,33 +5,20 @@
 package webhook_test
 
 import (
-	"context"
 	"testing"
-
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
-var env *framework.Env
+var env = framework.SetupSuite(framework.Options{Name: "webhook", Topology: admissionTopology(), WithOperator: true}, nil)
 
-func TestWebhook(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Webhook Suite")
-}
+func TestWebhook(t *testing.T) { framework.RunSuite(t, "Webhook Suite") }
 
-var _ = BeforeSuite(func(ctx context.Context) {
-	// Admission needs no nodes; a small topology starts faster.
+// admissionTopology is one node: admission needs none, and a small topology
+// starts faster.
+func admissionTopology() *cluster.Topology {
 	topology := cluster.DefaultTopology()
 	topology.BlocksPerZone, topology.RacksPerBlock, topology.NodesPerRack = 1, 1, 1
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "webhook", Topology: &topology, WithOperator: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})
+	return &topology
+}

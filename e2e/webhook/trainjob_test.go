@@ -227,9 +227,7 @@ var _ = Describe("TrainJob admission", Label("webhook"), func() {
 	var namespace string
 
 	BeforeEach(func(ctx context.Context) {
-		var err error
-		namespace, err = framework.CreateNamespace(ctx, env.Client, "trainjob")
-		Expect(err).NotTo(HaveOccurred())
+		namespace = env.NewNamespace(ctx, "trainjob")
 	})
 
 	It("accepts a valid TrainJob on a TrainingRuntime and on a ClusterTrainingRuntime, stamping its runtime patch", func(ctx context.Context) {

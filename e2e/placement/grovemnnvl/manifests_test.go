@@ -5,16 +5,14 @@ package grovemnnvl
 
 import (
 	"bytes"
-	"crypto/sha1" //nolint:gosec // git's blob ids are SHA-1; this checks identity, not security
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"slices"
 	"testing"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
 )
 
 // TestManifestsAreGroves recomputes each manifest's git blob id and compares
@@ -25,26 +23,18 @@ func TestManifestsAreGroves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorded := map[string]string{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([0-9a-f]{40})` \\|$").FindAllStringSubmatch(string(provenance), -1) {
-		recorded[m[1]] = m[2]
-	}
-	files, err := fs.Glob(manifests, "manifests/*.yaml")
+	paths, err := fs.Glob(manifests, "manifests/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) == 0 || len(recorded) != len(files) {
-		t.Errorf("PROVENANCE.md records %d files, the directory holds %d", len(recorded), len(files))
-	}
-	for _, path := range files {
-		raw, err := manifests.ReadFile(path)
-		if err != nil {
+	files := map[string][]byte{}
+	for _, path := range paths {
+		if files[path[len("manifests/"):]], err = manifests.ReadFile(path); err != nil {
 			t.Fatal(err)
 		}
-		name := path[len("manifests/"):]
-		if got, want := gitBlobID(raw), recorded[name]; got != want {
-			t.Errorf("%s: git blob id %s, PROVENANCE.md records %q: the manifest differs from Grove's", name, got, want)
-		}
+	}
+	for _, problem := range framework.ProvenanceMismatches(provenance, files) {
+		t.Error(problem)
 	}
 }
 
@@ -82,11 +72,4 @@ func TestEveryManifestIsAPodCliqueSet(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-}
-
-func gitBlobID(content []byte) string {
-	h := sha1.New() //nolint:gosec // see the import
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return fmt.Sprintf("%x", h.Sum(nil))
 }

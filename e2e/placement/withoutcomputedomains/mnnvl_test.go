@@ -27,15 +27,13 @@ var _ = Describe("the cluster", Label("placement"), func() {
 // mnnvl.enabled false.
 var _ = Describe("Grove auto-MNNVL, unsupported and disabled", Label("placement"), func() {
 	It("testNoMNNVLArtifactsWhenDisabled: nothing of MNNVL without the annotation", func(ctx context.Context) {
-		namespace, err := framework.CreateNamespace(ctx, env.Client, "grove-mnnvl-unsupported")
-		Expect(err).NotTo(HaveOccurred())
+		namespace := env.NewNamespace(ctx, "grove-mnnvl-unsupported")
 		grove.NoArtifactsWhenDisabled(ctx, env.Client, namespace)
 	})
 
 	DescribeTable("a TrainJob gets no channel claim, and a group is refused",
 		func(ctx context.Context, backend trainerv1alpha1.RuntimeBackend) {
-			namespace, err := framework.CreateNamespace(ctx, env.Client, "mnnvl-tj-unsupported")
-			Expect(err).NotTo(HaveOccurred())
+			namespace := env.NewNamespace(ctx, "mnnvl-tj-unsupported")
 			Expect(env.Client.Create(ctx, framework.GPURuntime(namespace, backend))).To(Succeed())
 			grouped := framework.GPUTrainJob(namespace, "grouped", 1, 4)
 			grouped.Annotations = map[string]string{copsev1alpha1.AnnotationMNNVLGroup: "fabric"}

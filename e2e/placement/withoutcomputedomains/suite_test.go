@@ -7,29 +7,13 @@
 package withoutcomputedomains_test
 
 import (
-	"context"
 	"testing"
-
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/copse-dev/copse/e2e/framework"
 )
 
-var env *framework.Env
+var env = framework.SetupSuite(framework.Options{Name: "placement-without-computedomains", WithOperator: true}, nil)
 
 func TestWithoutComputeDomains(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Placement without ComputeDomains Suite")
+	framework.RunSuite(t, "Placement without ComputeDomains Suite")
 }
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	var err error
-	env, err = framework.Setup(ctx, framework.Options{Name: "placement-without-computedomains", WithOperator: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Teardown)
-}, NodeTimeout(framework.SetupTimeout))
-
-var _ = AfterEach(func() {
-	Expect(env.CheckHealthy()).To(Succeed(), "a control-plane component or the operator crashed")
-})

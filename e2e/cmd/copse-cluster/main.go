@@ -5,7 +5,7 @@
 //	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N] [--nvidia-dra] [--kueue]
 //	copse-cluster status [--dir D]
 //	copse-cluster down [--dir D]
-//	copse-cluster build
+//	copse-cluster build [--parallel N]
 //	copse-cluster tool BINARY
 //	copse-cluster kubectl [--dir D] -- ARGS...
 package main
@@ -38,7 +38,7 @@ commands:
   up      start a cluster in the background (refuses if one already runs in --dir)
   status  report whether each component of the cluster is alive
   down    stop the cluster and remove its directory
-  build   build and cache every pinned tool (hack/tools/*) and print their paths
+  build   build and cache every pinned tool (hack/tools/*), two at a time, and print their paths
   tool    print the path of one pinned binary, building its tool first if needed:
           tool BINARY (e.g. helm, controller-gen, crdgen, jobset-controller, trainer-oracle)
   kubectl run the cluster's kubectl (v1.37) against it: kubectl [--dir D] -- ARGS...
@@ -228,15 +228,16 @@ func printComponents(w io.Writer, comps []cluster.ComponentStatus) (dead int) {
 // build builds every pinned tool and prints each binary's path.
 func build(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	parallel := fs.Int("parallel", 2, "how many tools build at once")
 	_ = fs.Parse(args)
+	tools, err := cluster.EnsureTools(ctx, *parallel, os.Stderr)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
-	for _, t := range cluster.Tools {
-		built, err := t.Ensure(ctx, os.Stderr)
-		if err != nil {
-			return err
-		}
-		for _, bin := range slices.Sorted(maps.Keys(t.Binaries)) {
+	for _, built := range tools {
+		for _, bin := range slices.Sorted(maps.Keys(built.Binaries)) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", bin, built.Version, built.Path(bin))
 		}
 	}

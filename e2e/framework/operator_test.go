@@ -8,6 +8,7 @@ import (
 	"time"
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // fakeOperator returns an Operator whose binary is a shell script with the
@@ -28,7 +29,7 @@ func fakeOperator(t *testing.T, script string) *Operator {
 // run starts the fake operator without waiting for readiness.
 func run(t *testing.T, o *Operator) {
 	t.Helper()
-	proc, err := startOperatorProcess(o.binary, []string{"--config", "x"}, o.logPath, nil)
+	proc, err := process.Start(process.Spec{Name: "copse-operator", Binary: o.binary, Args: []string{"--config", "x"}, LogPath: o.logPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestOperatorThatExitsBeforeReadyIsReportedWithItsLog(t *testing.T) {
 func TestOperatorCrashIsReportedByCheckHealthy(t *testing.T) {
 	o := fakeOperator(t, `echo "fatal: lost the API server"; exit 2`)
 	run(t, o)
-	if !o.proc.waitExit(5 * time.Second) {
+	if !o.proc.WaitExit(5 * time.Second) {
 		t.Fatal("the fake operator did not exit")
 	}
 	err := o.CheckHealthy()
@@ -86,7 +87,7 @@ func TestOperatorStopAndKillAreNotCrashes(t *testing.T) {
 			if err := end(o); err != nil {
 				t.Fatalf("%s = %v", name, err)
 			}
-			if ended, _ := o.proc.exited(); !ended {
+			if ended, _ := o.proc.Ended(); !ended {
 				t.Fatalf("the process still runs after %s", name)
 			}
 			if err := o.CheckHealthy(); err != nil {
