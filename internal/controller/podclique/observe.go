@@ -124,7 +124,7 @@ func (r *Reconciler) blockedOnServer(ctx context.Context, pclq *copsev1alpha1.Po
 		pcs = nil
 	}
 	if why := lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, id.Replica, id.Attempt)); why != "" {
-		return why, nil
+		return why.Message(), nil
 	}
 	live := &copsev1alpha1.PodClique{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pclq), live); err != nil {

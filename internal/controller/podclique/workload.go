@@ -21,7 +21,7 @@ type workloadState struct {
 	replicaSucceeded bool
 	// blocked is lifecycle.MayCreatePods' reason why the clique's replica
 	// may not get new pods; "" when it may.
-	blocked string
+	blocked lifecycle.Reason
 }
 
 func (w workloadState) training() bool {
