@@ -18,15 +18,15 @@ func TestMayCreatePods(t *testing.T) {
 	recreating := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 2}}
 	recreated := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 2, CompletedAt: &now}}
 	cases := []struct {
-		name         string
-		missing      bool
-		deleting     bool
-		suspended    bool
-		workload     copsev1alpha1.WorkloadType
-		phase        copsev1alpha1.PodCliqueSetPhase
-		conditions   []metav1.Condition
-		recreations  []copsev1alpha1.ReplicaRecreation
-		succeeded    string
+		name        string
+		missing     bool
+		deleting    bool
+		suspended   bool
+		workload    copsev1alpha1.WorkloadType
+		phase       copsev1alpha1.PodCliqueSetPhase
+		conditions  []metav1.Condition
+		recreations []copsev1alpha1.ReplicaRecreation
+		succeeded   string
 		// admitted is the status of the Admitted condition; "" for none.
 		admitted     metav1.ConditionStatus
 		replica      int

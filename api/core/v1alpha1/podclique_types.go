@@ -73,7 +73,7 @@ type PodCliqueStatus struct {
 	// lastTransitionTime (the first refusal in a row) it sets the back-off
 	// before the next attempt, so the back-off survives an operator restart.
 	// +optional
-	LastPodCreationRefusalTime *metav1.Time `json:"lastPodCreationRefusalTime,omitempty"`
+	LastPodCreationRefusalTime *metav1.MicroTime `json:"lastPodCreationRefusalTime,omitempty"`
 }
 
 // PodCliqueList is a list of PodCliques.

@@ -2,8 +2,10 @@ package podclique
 
 import (
 	"slices"
+	"time"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -34,13 +36,17 @@ type statusInput struct {
 	replaced []podstate.Summary
 	// startOrder is where the clique stands in its replica's start order.
 	startOrder startOrder
+	// creation is decideCreation's answer: PodCreationBlocked.
+	creation creationDecision
 	// template is what the update fields are judged against.
 	template templateState
 	now      metav1.Time
 }
 
-// computeStatus returns the PodClique's status. It is the only place the
-// status is computed. Fields this controller does not own (lastErrors,
+// computeStatus returns the PodClique's status, as each pass writes it
+// before it acts; statusAfterAttempt then records how a creation attempt
+// went, the one thing known only after acting. Fields this controller does
+// not own (lastErrors,
 // conditions of other types) are carried over; the update fields are
 // updateStatus's. Only pods that are neither ended nor terminating are counted
 // in the replica fields. now stamps the conditions whose status changes.
@@ -92,6 +98,7 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	if cond := startupBlockedCondition(in.startOrder); cond != nil {
 		conditions = append(conditions, *cond)
 	}
+	conditions = append(conditions, creationBlockedCondition(in.creation))
 	for _, cond := range conditions {
 		cond.ObservedGeneration = pclq.Generation
 		cond.LastTransitionTime = in.now
@@ -103,6 +110,32 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
 	return status
+}
+
+// statusAfterAttempt is the status after a creation attempt: a refusal
+// (refusal is the API server's message) sets PodCreationRefused, quoting it
+// (refusalCondition), and lastPodCreationRefusalTime; a creation that went
+// through after refusals turns the condition False and clears the time.
+// PodCreationBlocked follows the new record (decideCreation). changed is
+// false when the attempt changes nothing, e.g. a creation with no refusal
+// before.
+func statusAfterAttempt(pclq *copsev1alpha1.PodClique, state creationState, refusal *string, now time.Time) (status copsev1alpha1.PodCliqueStatus, changed bool) {
+	status = *pclq.Status.DeepCopy()
+	previous := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)
+	if cond := refusalCondition(previous, refusal, metav1.NewTime(now)); cond != nil {
+		cond.ObservedGeneration = pclq.Generation
+		meta.SetStatusCondition(&status.Conditions, *cond)
+	}
+	status.LastPodCreationRefusalTime = nil
+	if refusal != nil {
+		status.LastPodCreationRefusalTime = &metav1.MicroTime{Time: now}
+	}
+	state.refusal, state.now = refusalRecordOf(&status), now
+	blocked := creationBlockedCondition(decideCreation(state))
+	blocked.ObservedGeneration = pclq.Generation
+	blocked.LastTransitionTime = metav1.NewTime(now)
+	meta.SetStatusCondition(&status.Conditions, blocked)
+	return status, !equality.Semantic.DeepEqual(status, pclq.Status)
 }
 
 // replacingAfter is status.replacingPods after this pass: the recorded
