@@ -2,6 +2,7 @@ package podclique
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/testfixtures"
@@ -151,5 +153,32 @@ func TestRefusalBackoffSurvivesARestart(t *testing.T) {
 	}
 	if cond := h.creationBlocked(t); cond == nil || cond.Reason != copsev1alpha1.ReasonCreationRefused {
 		t.Errorf("PodCreationBlocked = %+v, want True (Refused)", cond)
+	}
+}
+
+// TestPodCliqueWithUnreadableLabelsSaysWhy: a PodClique whose labels do not
+// say which replica it belongs to gets no pods, the condition says why, and
+// a Warning event says so once, when it starts.
+func TestPodCliqueWithUnreadableLabelsSaysWhy(t *testing.T) {
+	pclq := testfixtures.StandaloneClique(2)
+	delete(pclq.Labels, labels.ReplicaKey)
+	h := newHarness(t, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), pclq)
+	h.reconcile(t, 1)
+	h.cache.catchUp(t)
+	h.reconcile(t, 1)
+	if h.server.creates != 0 {
+		t.Errorf("%d pods created", h.server.creates)
+	}
+	if cond := h.creationBlocked(t); cond == nil || cond.Reason != copsev1alpha1.ReasonInvalidLabels || !containsAll(cond.Message, labels.ReplicaKey) {
+		t.Errorf("PodCreationBlocked = %+v, want InvalidLabels naming %s", cond, labels.ReplicaKey)
+	}
+	var warnings []string
+	for len(h.recorder.Events) > 0 {
+		if e := <-h.recorder.Events; strings.HasPrefix(e, "Warning "+EventReasonInvalidPodClique) {
+			warnings = append(warnings, e)
+		}
+	}
+	if len(warnings) != 1 || !containsAll(warnings[0], labels.ReplicaKey) {
+		t.Errorf("events %q, want one %s naming %s", warnings, EventReasonInvalidPodClique, labels.ReplicaKey)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	status := computeStatus(pclq, statusInput{pods: o.owned, workload: o.workload, completion: o.completion, replaced: plan.replace,
 		startOrder: o.startOrder, creation: creation, template: templateStateOf(o.pcs, pclq), now: metav1.NewTime(now)})
+	wasInvalid := creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels
 	if err := r.writeStatus(ctx, pclq, status); err != nil {
 		if apierrors.IsConflict(err) {
 			ctrl.LoggerFrom(ctx).V(1).Info("status computed from a stale PodClique; retrying")
@@ -136,8 +139,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if !wasInvalid && creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels {
+		ctrl.LoggerFrom(ctx).Error(o.idErr, "PodClique cannot have pods until its labels are fixed")
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", o.idErr)
+	}
 	// The records are durable now: act on them.
 	return r.act(ctx, pclq, o, plan, creation)
+}
+
+// creationBlockedReason is the reason of the PodClique's PodCreationBlocked
+// condition; "" without one.
+func creationBlockedReason(pclq *copsev1alpha1.PodClique) string {
+	if c := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationBlocked); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // forget lets go of a PodClique that is gone: its pods go with it by

@@ -46,16 +46,17 @@ type statusInput struct {
 // computeStatus returns the PodClique's status, as each pass writes it
 // before it acts; statusAfterAttempt then records how a creation attempt
 // went, the one thing known only after acting. Fields this controller does
-// not own (lastErrors,
-// conditions of other types) are carried over; the update fields are
-// updateStatus's. Only pods that are neither ended nor terminating are counted
-// in the replica fields. now stamps the conditions whose status changes.
+// not own (lastErrors, conditions of other types) are carried over; the
+// update fields are updateStatus's. Only pods that are neither ended nor
+// terminating are counted in the replica fields. now stamps the conditions
+// whose status changes.
 //
 // The conditions depend on the workload type, so they are left as they are
-// when the PodCliqueSet is unknown (workload.known false); only the counts
-// are updated then. The Succeeded condition, once True, is never touched
-// again, and the Training records only grow: an index that exited 0 stays
-// recorded, and a replacement stays counted.
+// when the PodCliqueSet is unknown (workload.known false), all but
+// PodCreationBlocked; only the counts are updated then. The Succeeded
+// condition, once True, is never touched again, and the Training records
+// only grow: an index that exited 0 stays recorded, and a replacement stays
+// counted.
 func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.PodCliqueStatus {
 	status := *pclq.Status.DeepCopy()
 	status.Conditions = slices.Clone(status.Conditions)
@@ -70,6 +71,13 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	status.Selector = ptr.To(podSelector(pclq.Name))
 	updateStatus(&status, pclq, in.template, in.pods, in.now)
 	if !in.workload.known {
+		// PodCreationBlocked does not depend on the workload type; it is
+		// kept unless the cause is the missing PodCliqueSet itself, which
+		// is passing (a cache that lags, or the PodClique about to be
+		// garbage collected) and would cost every clique a write.
+		if in.creation.reason != string(lifecycle.ReasonUnknownWorkload) {
+			setCondition(&status, pclq.Generation, creationBlockedCondition(in.creation), in.now)
+		}
 		return status
 	}
 
@@ -100,9 +108,7 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	}
 	conditions = append(conditions, creationBlockedCondition(in.creation))
 	for _, cond := range conditions {
-		cond.ObservedGeneration = pclq.Generation
-		cond.LastTransitionTime = in.now
-		meta.SetStatusCondition(&status.Conditions, cond)
+		setCondition(&status, pclq.Generation, cond, in.now)
 	}
 	if newlySucceeded {
 		cond := succeededCondition(in.completion, int(pclq.Spec.Replicas), in.now)
@@ -110,6 +116,14 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
 	return status
+}
+
+// setCondition sets cond, observed at generation; its lastTransitionTime
+// becomes now only when its status changes (meta.SetStatusCondition).
+func setCondition(status *copsev1alpha1.PodCliqueStatus, generation int64, cond metav1.Condition, now metav1.Time) {
+	cond.ObservedGeneration = generation
+	cond.LastTransitionTime = now
+	meta.SetStatusCondition(&status.Conditions, cond)
 }
 
 // statusAfterAttempt is the status after a creation attempt: a refusal
@@ -131,10 +145,7 @@ func statusAfterAttempt(pclq *copsev1alpha1.PodClique, state creationState, refu
 		status.LastPodCreationRefusalTime = &metav1.MicroTime{Time: now}
 	}
 	state.refusal, state.now = refusalRecordOf(&status), now
-	blocked := creationBlockedCondition(decideCreation(state))
-	blocked.ObservedGeneration = pclq.Generation
-	blocked.LastTransitionTime = metav1.NewTime(now)
-	meta.SetStatusCondition(&status.Conditions, blocked)
+	setCondition(&status, pclq.Generation, creationBlockedCondition(decideCreation(state)), metav1.NewTime(now))
 	return status, !equality.Semantic.DeepEqual(status, pclq.Status)
 }
 
