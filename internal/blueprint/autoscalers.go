@@ -71,7 +71,7 @@ func ReplicaAutoscalers(pcs *copsev1alpha1.PodCliqueSet, replica int) []client.O
 	for _, clique := range pcs.StandaloneCliques() {
 		if config := clique.Spec.ScaleConfig; config != nil {
 			add(autoscaler(pcs, replica, kindPodClique, naming.StandalonePodClique(pcs.Name, replica, clique.Name),
-				*config, clique.Spec.Replicas))
+				*config, copsev1alpha1.CliqueReplicas(clique.Spec)))
 		}
 	}
 	for _, group := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -46,6 +47,32 @@ func TestStandalonePodClique(t *testing.T) {
 	}
 	if pcs.Spec.Template.Cliques[0].Spec.MinAvailable != nil {
 		t.Errorf("the template was mutated")
+	}
+}
+
+// TestPodCliqueOfAnUndefaultedTemplate: a PodCliqueSet the defaulting
+// webhook never saw gives the PodCliques one it defaulted would: a clique
+// template without replicas gets one pod (not none), and a Training clique's
+// pods are not restarted in place.
+func TestPodCliqueOfAnUndefaultedTemplate(t *testing.T) {
+	for _, workload := range []copsev1alpha1.WorkloadType{copsev1alpha1.WorkloadTypeInference, copsev1alpha1.WorkloadTypeTraining} {
+		raw := testPCS()
+		raw.Spec.WorkloadType = workload
+		raw.Spec.Template.Cliques[0].Spec.Replicas = 0
+		defaulted := raw.DeepCopy()
+		defaulted.ApplyDefaults()
+
+		got := StandalonePodClique(raw, 1, raw.Spec.Template.Cliques[0], 0, topology.Resolved{})
+		want := StandalonePodClique(defaulted, 1, defaulted.Spec.Template.Cliques[0], 0, topology.Resolved{})
+		if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
+			t.Errorf("%s: PodClique spec of the undefaulted template (-defaulted +undefaulted):\n%s", workload, diff)
+		}
+		if got.Spec.Replicas != 1 || got.Spec.PodSpec.RestartPolicy != workload.DefaultRestartPolicy() {
+			t.Errorf("%s: replicas %d, restartPolicy %q; want 1 and %q", workload, got.Spec.Replicas, got.Spec.PodSpec.RestartPolicy, workload.DefaultRestartPolicy())
+		}
+		if got.Annotations[labels.TemplateReplicasAnnotation] != "1" {
+			t.Errorf("%s: template replicas recorded as %q, want 1", workload, got.Annotations[labels.TemplateReplicasAnnotation])
+		}
 	}
 }
 

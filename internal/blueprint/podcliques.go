@@ -19,10 +19,6 @@ import (
 // ReplicaService is the headless Service of replica r. It selects every pod
 // of the replica, so each pod resolves as <hostname>.<service>.
 func ReplicaService(pcs *copsev1alpha1.PodCliqueSet, replica int) *corev1.Service {
-	publishNotReady := true
-	if cfg := pcs.Spec.Template.HeadlessServiceConfig; cfg != nil {
-		publishNotReady = cfg.PublishNotReadyAddresses
-	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: pcs.Namespace,
@@ -32,7 +28,7 @@ func ReplicaService(pcs *copsev1alpha1.PodCliqueSet, replica int) *corev1.Servic
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			Selector:                 labels.ForReplica(pcs.Name, replica),
-			PublishNotReadyAddresses: publishNotReady,
+			PublishNotReadyAddresses: pcs.PublishNotReadyAddresses(),
 		},
 	}
 }
@@ -103,11 +99,10 @@ func podClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCli
 		labels.CliqueTemplateKey:  clique.Name,
 		labels.PodTemplateHashKey: generationhash.PodTemplateHash(pcs, clique),
 	})
+	// The template's defaults, so that a template the webhook never saw
+	// gives the PodClique a defaulted one would.
 	spec := *clique.Spec.DeepCopy()
-	if spec.MinAvailable == nil {
-		minAvailable := copsev1alpha1.CliqueMinAvailable(spec)
-		spec.MinAvailable = &minAvailable
-	}
+	copsev1alpha1.DefaultCliqueSpec(&spec, pcs.Spec.WorkloadType)
 	return &copsev1alpha1.PodClique{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   pcs.Namespace,

@@ -122,7 +122,8 @@ func FuzzCliqueCompletion(f *testing.F) {
 // an earlier run always is.
 //
 // Each recreation is three bytes: replica (modulo 4), attempt (modulo 5),
-// completed (low bit).
+// completed (low bit). The bytes after them suspend, set SuccessCriteriaMet
+// and set an Admitted condition (True or False), one each.
 func FuzzMayCreatePods(f *testing.F) {
 	training, inference := string(copsev1alpha1.WorkloadTypeTraining), string(copsev1alpha1.WorkloadTypeInference)
 	recreating, recreated := []byte{1, 2, 0}, []byte{1, 2, 1}
@@ -186,24 +187,36 @@ func FuzzMayCreatePods(f *testing.F) {
 			if src.Bool() {
 				pcs.Status.Conditions = append(pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue})
 			}
+			if src.Bool() {
+				pcs.Status.Conditions = append(pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeAdmitted,
+					Status: fuzzinput.Pick(src, metav1.ConditionTrue, metav1.ConditionFalse)})
+			}
 		}
 
 		s := ReplicaStateOf(pcs, replica, attempt)
 		reason := MayCreatePods(s)
-		allowed := s.Known && !s.Deleting && !s.Ended && !s.Suspended && !s.Recreating && !s.Superseded
+		allowed := s.Known && !s.Deleting && !s.Ended && !s.Succeeded && !s.Suspended && !s.Recreating && !s.Superseded
 		if (reason == "") != allowed {
 			t.Fatalf("MayCreatePods(%+v) = %q", s, reason)
 		}
-		if holds := map[string]bool{
+		if holds := map[Reason]bool{
 			"":                    true,
 			ReasonUnknownWorkload: !s.Known,
 			ReasonDeleting:        s.Deleting,
 			ReasonEnded:           s.Ended,
+			ReasonSucceeded:       s.Succeeded,
+			ReasonNotAdmitted:     s.AwaitingAdmission,
 			ReasonSuspended:       s.Suspended,
 			ReasonRecreating:      s.Recreating,
 			ReasonSuperseded:      s.Superseded,
 		}; !holds[reason] {
 			t.Fatalf("MayCreatePods(%+v) gives reason %q, which does not hold", s, reason)
+		}
+		if reason.Message() == "" && reason != "" {
+			t.Fatalf("reason %q has no message", reason)
+		}
+		if s.AwaitingAdmission && !s.Suspended {
+			t.Fatalf("waits for Kueue's admission without being suspended: %+v", s)
 		}
 		if pcs == nil {
 			if s.Known {

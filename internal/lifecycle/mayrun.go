@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/indexset"
@@ -21,6 +22,12 @@ type ReplicaState struct {
 	// Suspended: spec.suspend is true; no replica gets pods until it is
 	// false again.
 	Suspended bool
+	// AwaitingAdmission: the PodCliqueSet is suspended because it waits in a
+	// Kueue queue: its Admitted condition (written by the kueueworkload
+	// controller, only for a queued PodCliqueSet) is there and not True.
+	// Kueue's admission reaches the controllers as spec.suspend, so this
+	// only names the cause of a suspension; it implies Suspended.
+	AwaitingAdmission bool
 	// Recreating: a recreation of the replica is recorded and not completed;
 	// the old run's objects and pods are still going away.
 	Recreating bool
@@ -35,24 +42,49 @@ type ReplicaState struct {
 	RunCreated bool
 }
 
-// Reasons MayCreatePods gives for saying no.
+// Reason is why a replica may not get new pods: a condition reason
+// (CamelCase, as the PodClique's PodCreationBlocked condition carries it);
+// "" when it may. Message says it in a sentence.
+type Reason string
+
+// The reasons MayCreatePods and MayCreatePodCliques give for saying no.
 const (
-	ReasonUnknownWorkload = "the PodCliqueSet is not found"
-	ReasonDeleting        = "the PodCliqueSet is being deleted"
-	ReasonEnded           = "the Training workload has ended"
-	ReasonSuspended       = "the PodCliqueSet is suspended (spec.suspend is true)"
-	ReasonRecreating      = "the replica is being recreated; the previous run's pods are still going away"
-	ReasonSuperseded      = "the object belongs to an earlier run of the replica"
-	ReasonSucceeded       = "the replica succeeded (it met the success policy); its result is kept"
-	ReasonRunCreated      = "every PodClique of the replica's run was created; one that is missing was deleted from outside, and the replica restarts for it"
+	ReasonUnknownWorkload Reason = "PodCliqueSetNotFound"
+	ReasonDeleting        Reason = "PodCliqueSetDeleting"
+	ReasonEnded           Reason = "WorkloadEnded"
+	ReasonSucceeded       Reason = "ReplicaSucceeded"
+	ReasonNotAdmitted     Reason = "NotAdmitted"
+	ReasonSuspended       Reason = "Suspended"
+	ReasonSuperseded      Reason = "Superseded"
+	ReasonRecreating      Reason = "ReplicaRecreating"
+	ReasonRunCreated      Reason = "RunCreated"
 )
 
+var reasonMessages = map[Reason]string{
+	ReasonUnknownWorkload: "the PodCliqueSet is not found",
+	ReasonDeleting:        "the PodCliqueSet is being deleted",
+	ReasonEnded:           "the Training workload has ended",
+	ReasonSucceeded:       "the replica succeeded (it met the success policy); its result is kept",
+	ReasonNotAdmitted:     "the PodCliqueSet waits in its Kueue queue, suspended until Kueue admits it (see its Admitted condition)",
+	ReasonSuspended:       "the PodCliqueSet is suspended (spec.suspend is true)",
+	ReasonSuperseded:      "the object belongs to an earlier run of the replica",
+	ReasonRecreating:      "the replica is being recreated; the previous run's pods are still going away",
+	ReasonRunCreated:      "every PodClique of the replica's run was created; one that is missing was deleted from outside, and the replica restarts for it",
+}
+
+// Message is the reason in a sentence; "" for "".
+func (r Reason) Message() string {
+	return reasonMessages[r]
+}
+
 // MayCreatePods is the one predicate that says whether a replica may get new
-// pods, or new children that would create pods. Both the PodClique
-// controller (before creating pods) and the PodCliqueSet controller (before
-// creating a replica's children and gangs) ask it. It returns "" when the
-// replica may, else the reason why not.
-func MayCreatePods(s ReplicaState) string {
+// pods, or new children that would create pods. The PodClique controller
+// (before creating pods, adding the clique's own reasons on top: see its
+// creation state), the PodCliqueScalingGroup controller (before creating
+// PodCliques) and the PodCliqueSet controller (before converging a
+// replica's children and gangs) ask it. It returns "" when the replica may,
+// else the reason why not: the first that holds, in the order below.
+func MayCreatePods(s ReplicaState) Reason {
 	switch {
 	case !s.Known:
 		return ReasonUnknownWorkload
@@ -62,6 +94,8 @@ func MayCreatePods(s ReplicaState) string {
 		return ReasonEnded
 	case s.Succeeded:
 		return ReasonSucceeded
+	case s.AwaitingAdmission:
+		return ReasonNotAdmitted
 	case s.Suspended:
 		return ReasonSuspended
 	case s.Superseded:
@@ -78,7 +112,7 @@ func MayCreatePods(s ReplicaState) string {
 // was deleted from outside; the PodCliqueSet controller restarts the
 // replica for it (a counted breach). Creating it afresh would lose its
 // records and run again the indices that exited 0.
-func MayCreatePodCliques(s ReplicaState) string {
+func MayCreatePodCliques(s ReplicaState) Reason {
 	if why := MayCreatePods(s); why != "" {
 		return why
 	}
@@ -96,7 +130,7 @@ func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) R
 		return ReplicaState{}
 	}
 	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs), Suspended: pcs.IsSuspended(),
-		Succeeded: SucceededReplicas(pcs).Has(replica), RunCreated: CreatedReplicas(pcs).Has(replica)}
+		AwaitingAdmission: awaitingAdmission(pcs), Succeeded: SucceededReplicas(pcs).Has(replica), RunCreated: CreatedReplicas(pcs).Has(replica)}
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if int(rec.ReplicaIndex) != replica {
 			continue
@@ -109,6 +143,13 @@ func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) R
 		}
 	}
 	return s
+}
+
+// awaitingAdmission reports whether the PodCliqueSet is suspended while it
+// waits in a Kueue queue: its Admitted condition is there and not True.
+func awaitingAdmission(pcs *copsev1alpha1.PodCliqueSet) bool {
+	admitted := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)
+	return pcs.IsSuspended() && admitted != nil && admitted.Status != metav1.ConditionTrue
 }
 
 // WorkloadEnded reports whether a Training workload is over: its phase is
@@ -137,15 +178,17 @@ func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
 
 // MayCreatePodsChanged reports whether a change of a PodCliqueSet, from old
 // to cur, can change what MayCreatePods answers for any of its replicas: a
-// deletion started, the Training workload ended, spec.suspend changed, a
-// replica succeeded or had its whole run, or a recreation was recorded or
+// deletion started, the Training workload ended, spec.suspend changed (or,
+// while suspended, whether it waits for Kueue's admission), a replica
+// succeeded or had its whole run, or a recreation was recorded or
 // completed. The PodClique controller is woken by such changes
 // only: a clique that was refused pods because its replica was still being
 // recreated gets them as soon as the recreation completes, with no other
 // event needed.
 func MayCreatePodsChanged(old, cur *copsev1alpha1.PodCliqueSet) bool {
 	if old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() || WorkloadEnded(old) != WorkloadEnded(cur) ||
-		old.IsSuspended() != cur.IsSuspended() || old.Status.SucceededReplicaIndexes != cur.Status.SucceededReplicaIndexes ||
+		old.IsSuspended() != cur.IsSuspended() || awaitingAdmission(old) != awaitingAdmission(cur) ||
+		old.Status.SucceededReplicaIndexes != cur.Status.SucceededReplicaIndexes ||
 		old.Status.CreatedReplicaIndexes != cur.Status.CreatedReplicaIndexes {
 		return true
 	}

@@ -18,18 +18,20 @@ func TestMayCreatePods(t *testing.T) {
 	recreating := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 2}}
 	recreated := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 2, CompletedAt: &now}}
 	cases := []struct {
-		name         string
-		missing      bool
-		deleting     bool
-		suspended    bool
-		workload     copsev1alpha1.WorkloadType
-		phase        copsev1alpha1.PodCliqueSetPhase
-		conditions   []metav1.Condition
-		recreations  []copsev1alpha1.ReplicaRecreation
-		succeeded    string
+		name        string
+		missing     bool
+		deleting    bool
+		suspended   bool
+		workload    copsev1alpha1.WorkloadType
+		phase       copsev1alpha1.PodCliqueSetPhase
+		conditions  []metav1.Condition
+		recreations []copsev1alpha1.ReplicaRecreation
+		succeeded   string
+		// admitted is the status of the Admitted condition; "" for none.
+		admitted     metav1.ConditionStatus
 		replica      int
 		attempt      int
-		want         string
+		want         Reason
 		wantTraining bool
 	}{
 		{name: "training, running", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning},
@@ -60,6 +62,12 @@ func TestMayCreatePods(t *testing.T) {
 		{name: "another replica succeeded", workload: training, phase: copsev1alpha1.PodCliqueSetPhaseRunning, succeeded: "0,2", replica: 1},
 		{name: "suspended after the replica succeeded: its result is kept", workload: training, suspended: true, succeeded: "0", want: ReasonSucceeded},
 		{name: "a malformed record counts no replica", workload: training, succeeded: "x", replica: 0},
+		{name: "queued in Kueue: suspended, not admitted", workload: training, suspended: true, admitted: metav1.ConditionFalse, want: ReasonNotAdmitted},
+		{name: "admitted, not yet resumed: a suspension", workload: training, suspended: true, admitted: metav1.ConditionTrue, want: ReasonSuspended},
+		{name: "not admitted and not suspended: Kueue's admission reaches pods as spec.suspend only", workload: inference,
+			admitted: metav1.ConditionFalse},
+		{name: "the success of the replica comes before the queue", workload: training, suspended: true, admitted: metav1.ConditionFalse,
+			succeeded: "0", want: ReasonSucceeded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,11 +84,27 @@ func TestMayCreatePods(t *testing.T) {
 					pcs.DeletionTimestamp = &now
 				}
 				pcs.Spec.Suspend = &c.suspended
+				if c.admitted != "" {
+					pcs.Status.Conditions = append(pcs.Status.Conditions, metav1.Condition{Type: copsev1alpha1.ConditionTypeAdmitted, Status: c.admitted})
+				}
 			}
 			if got := MayCreatePods(ReplicaStateOf(pcs, c.replica, c.attempt)); got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestEveryReasonHasAMessage: each reason reads as a sentence too.
+func TestEveryReasonHasAMessage(t *testing.T) {
+	for _, r := range []Reason{ReasonUnknownWorkload, ReasonDeleting, ReasonEnded, ReasonSucceeded, ReasonNotAdmitted,
+		ReasonSuspended, ReasonSuperseded, ReasonRecreating, ReasonRunCreated} {
+		if r.Message() == "" {
+			t.Errorf("reason %s has no message", r)
+		}
+	}
+	if Reason("").Message() != "" {
+		t.Error("no reason has a message")
 	}
 }
 
@@ -124,6 +148,13 @@ func TestMayCreatePodsChanged(t *testing.T) {
 		{name: "it is suspended", change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(true) }, want: true},
 		{name: "a replica succeeds", change: func(p *copsev1alpha1.PodCliqueSet) { p.Status.SucceededReplicaIndexes = "0" }, want: true},
 		{name: "suspend set to false, as it was unset", change: func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(false) }},
+		{name: "Kueue holds it: suspended and not admitted", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.Suspend = ptr.To(true)
+			p.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeAdmitted, Status: metav1.ConditionFalse}}
+		}, want: true},
+		{name: "not admitted while running: nothing changes for its pods", change: func(p *copsev1alpha1.PodCliqueSet) {
+			p.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeAdmitted, Status: metav1.ConditionFalse}}
+		}},
 		{name: "the success policy is met", change: func(p *copsev1alpha1.PodCliqueSet) {
 			p.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue}}
 		}, want: true},
@@ -143,7 +174,7 @@ func TestMayCreatePodCliques(t *testing.T) {
 	cases := []struct {
 		name  string
 		state ReplicaState
-		want  string
+		want  Reason
 	}{
 		{name: "a run not yet whole gets its PodCliques", state: ReplicaState{Known: true}},
 		{name: "a whole run gets none again: a missing one was deleted from outside", state: ReplicaState{Known: true, RunCreated: true},

@@ -126,7 +126,8 @@ func ScalingGroup(spec *copsev1alpha1.PodCliqueSetSpec, members []string, replic
 }
 
 // Clique is the most pods one PodClique with spec may have: the larger of
-// its replicas and its autoscaler's maxReplicas. from is the field that
+// its replicas (copsev1alpha1.CliqueReplicas: a template's unset replicas
+// are one pod) and its autoscaler's maxReplicas. from is the field that
 // bounds it, below specPath (the path of spec in the object at hand).
 func Clique(spec *grovecorev1alpha1.PodCliqueSpec, specPath *field.Path) (pods int64, from *field.Path) {
 	b := cliqueBound(spec, specPath)
@@ -134,7 +135,7 @@ func Clique(spec *grovecorev1alpha1.PodCliqueSpec, specPath *field.Path) (pods i
 }
 
 func cliqueBound(spec *grovecorev1alpha1.PodCliqueSpec, specPath *field.Path) bound {
-	b := bound{value: max(int64(spec.Replicas), 0), path: specPath.Child("replicas")}
+	b := bound{value: max(int64(copsev1alpha1.CliqueReplicas(*spec)), 0), path: specPath.Child("replicas")}
 	if spec.ScaleConfig != nil && int64(spec.ScaleConfig.MaxReplicas) > b.value {
 		b = bound{value: int64(spec.ScaleConfig.MaxReplicas), path: specPath.Child("autoScalingConfig", "maxReplicas")}
 	}

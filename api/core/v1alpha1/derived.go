@@ -7,19 +7,32 @@ import (
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // This file is the one home of spec defaults and of the values derived from
-// a spec. The defaulting webhook writes these defaults into new objects; the
-// controllers, internal/blueprint and internal/scheduler read the same
-// functions, so an object that was never defaulted (created while the
-// webhook was down, or by an older version) behaves exactly like one that was.
+// a spec. The defaulting webhook writes these defaults into new objects
+// (ApplyDefaults); the controllers, internal/blueprint and internal/scheduler
+// read the same functions, and the PodCliques internal/blueprint builds get
+// their clique template's defaults (DefaultCliqueSpec), so an object that
+// was never defaulted (created while the webhook was down, or by an older
+// version) behaves exactly like one that was.
 
 // Defaults that do not depend on the workload type, as Grove sets them.
 const (
+	// DefaultCliqueReplicas: Grove treats a missing (zero) replica count of
+	// a clique template as one pod.
+	DefaultCliqueReplicas                   int32 = 1
 	DefaultScalingGroupReplicas             int32 = 1
 	DefaultScalingGroupMinAvailable         int32 = 1
 	DefaultPodTerminationGracePeriodSeconds int64 = 30
+	// DefaultPublishNotReadyAddresses: pods find their peers through the
+	// replica's headless Service while they start, i.e. before they are
+	// ready.
+	DefaultPublishNotReadyAddresses = true
+	DefaultCliqueStartupType        = grovecorev1alpha1.CliqueStartupTypeAnyOrder
+	DefaultUpdateStrategyType       = grovecorev1alpha1.RollingRecreateStrategy
 )
 
 // DefaultInferenceTerminationDelay is Grove's wait before a breached
@@ -108,12 +121,112 @@ func (pcs *PodCliqueSet) SuccessPolicy() *SuccessPolicy {
 	return pcs.Spec.TrainingSpec.SuccessPolicy
 }
 
-// CliqueMinAvailable is a clique's minAvailable, which defaults to its replicas.
+// ApplyDefaults fills every unset field of the PodCliqueSet that has a
+// default, leaving the fields the user set alone; the defaulting webhook
+// applies it. It is idempotent, so it is safe on update too. An unknown
+// workload type is left alone (the CRD's enum rejects it; defaulting is not
+// the place to guess for one).
+func (pcs *PodCliqueSet) ApplyDefaults() {
+	pcs.Spec.WorkloadType = pcs.Spec.WorkloadType.OrDefault()
+	workload := pcs.Spec.WorkloadType
+	if workload != WorkloadTypeInference && workload != WorkloadTypeTraining {
+		return
+	}
+	if pcs.Spec.UpdateStrategy == nil {
+		pcs.Spec.UpdateStrategy = &grovecorev1alpha1.PodCliqueSetUpdateStrategy{}
+	}
+	if pcs.Spec.UpdateStrategy.Type == "" {
+		pcs.Spec.UpdateStrategy.Type = DefaultUpdateStrategyType
+	}
+	template := &pcs.Spec.Template
+	if template.StartupType == nil {
+		template.StartupType = ptr.To(DefaultCliqueStartupType)
+	}
+	if template.TerminationDelay == nil {
+		template.TerminationDelay = &metav1.Duration{Duration: workload.DefaultTerminationDelay()}
+	}
+	if template.HeadlessServiceConfig == nil {
+		template.HeadlessServiceConfig = &grovecorev1alpha1.HeadlessServiceConfig{PublishNotReadyAddresses: DefaultPublishNotReadyAddresses}
+	}
+	for _, clique := range template.Cliques {
+		if clique != nil {
+			DefaultCliqueSpec(&clique.Spec, workload)
+		}
+	}
+	for i := range template.PodCliqueScalingGroupConfigs {
+		defaultScalingGroup(&template.PodCliqueScalingGroupConfigs[i])
+	}
+}
+
+// DefaultCliqueSpec fills the unset fields of a clique template's spec for
+// a workload of type t: replicas (DefaultCliqueReplicas), minAvailable (its
+// replicas), the autoscaler's minReplicas (its replicas), the pods'
+// restartPolicy (DefaultRestartPolicy) and termination grace period. It is
+// idempotent. ApplyDefaults applies it to the template, and
+// internal/blueprint to the spec of every PodClique it builds.
+func DefaultCliqueSpec(spec *grovecorev1alpha1.PodCliqueSpec, t WorkloadType) {
+	spec.Replicas = CliqueReplicas(*spec)
+	if spec.MinAvailable == nil {
+		spec.MinAvailable = ptr.To(CliqueMinAvailable(*spec))
+	}
+	if spec.ScaleConfig != nil && spec.ScaleConfig.MinReplicas == nil {
+		spec.ScaleConfig.MinReplicas = ptr.To(spec.Replicas)
+	}
+	if spec.PodSpec.RestartPolicy == "" {
+		spec.PodSpec.RestartPolicy = t.DefaultRestartPolicy()
+	}
+	if spec.PodSpec.TerminationGracePeriodSeconds == nil {
+		spec.PodSpec.TerminationGracePeriodSeconds = ptr.To(DefaultPodTerminationGracePeriodSeconds)
+	}
+}
+
+func defaultScalingGroup(group *grovecorev1alpha1.PodCliqueScalingGroupConfig) {
+	if group.Replicas == nil {
+		group.Replicas = ptr.To(ScalingGroupReplicas(*group))
+	}
+	if group.MinAvailable == nil {
+		group.MinAvailable = ptr.To(ScalingGroupMinAvailable(*group))
+	}
+	if group.ScaleConfig != nil && group.ScaleConfig.MinReplicas == nil {
+		group.ScaleConfig.MinReplicas = ptr.To(*group.Replicas)
+	}
+}
+
+// CliqueReplicas is a clique template's replica count: its own, or
+// DefaultCliqueReplicas when unset (0).
+func CliqueReplicas(spec grovecorev1alpha1.PodCliqueSpec) int32 {
+	if spec.Replicas == 0 {
+		return DefaultCliqueReplicas
+	}
+	return spec.Replicas
+}
+
+// CliqueMinAvailable is a clique's minAvailable, which defaults to its
+// replicas (for a template: after DefaultCliqueSpec, CliqueReplicas).
 func CliqueMinAvailable(spec grovecorev1alpha1.PodCliqueSpec) int32 {
 	if spec.MinAvailable != nil {
 		return *spec.MinAvailable
 	}
 	return spec.Replicas
+}
+
+// UpdateStrategyType is spec.updateStrategy.type, DefaultUpdateStrategyType
+// when unset.
+func (pcs *PodCliqueSet) UpdateStrategyType() grovecorev1alpha1.UpdateStrategyType {
+	if s := pcs.Spec.UpdateStrategy; s != nil && s.Type != "" {
+		return s.Type
+	}
+	return DefaultUpdateStrategyType
+}
+
+// PublishNotReadyAddresses is whether the replicas' headless Services
+// publish pods before they are ready: the template's headlessServiceConfig,
+// DefaultPublishNotReadyAddresses when unset.
+func (pcs *PodCliqueSet) PublishNotReadyAddresses() bool {
+	if cfg := pcs.Spec.Template.HeadlessServiceConfig; cfg != nil {
+		return cfg.PublishNotReadyAddresses
+	}
+	return DefaultPublishNotReadyAddresses
 }
 
 // ScalingGroupReplicas is a scaling group's template replica count.
@@ -207,7 +320,7 @@ func (pcs *PodCliqueSet) ScalingGroupPods(clique string) (int32, error) {
 			if c == nil {
 				return 0, fmt.Errorf("scaling group %q lists clique %q, which the PodCliqueSet template does not define", group.Name, member)
 			}
-			total += c.Spec.Replicas
+			total += CliqueReplicas(c.Spec)
 		}
 		return total, nil
 	}

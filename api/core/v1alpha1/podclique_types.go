@@ -66,6 +66,14 @@ type PodCliqueStatus struct {
 	// +optional
 	// +listType=set
 	ReplacingPods []types.UID `json:"replacingPods,omitempty"`
+	// LastPodCreationRefusalTime is when the API server last refused to
+	// create one of the clique's pods (a ResourceQuota, a LimitRange, an
+	// admission webhook), while the PodCreationRefused condition is True;
+	// unset once a pod is created again. With that condition's
+	// lastTransitionTime (the first refusal in a row) it sets the back-off
+	// before the next attempt, so the back-off survives an operator restart.
+	// +optional
+	LastPodCreationRefusalTime *metav1.MicroTime `json:"lastPodCreationRefusalTime,omitempty"`
 }
 
 // PodCliqueList is a list of PodCliques.

@@ -182,6 +182,31 @@ const (
 	// ReasonCreationAccepted: pods are being created again.
 	ReasonCreationAccepted = "Accepted"
 
+	// ConditionTypePodCreationBlocked is on every PodClique whose
+	// PodCliqueSet is known: True while the clique may not create pods, the
+	// reason naming the first cause that holds, False (CreationAllowed) while
+	// it may. The causes of its replica (the PodCliqueSet deleted, being
+	// deleted or suspended, the workload ended, the replica succeeded,
+	// recreated or waiting in a Kueue queue, the clique of an earlier run)
+	// carry the reasons of internal/lifecycle's MayCreatePods; the clique's
+	// own are below, plus AllPodsSucceeded, WaitingForSucceeded and Refused.
+	ConditionTypePodCreationBlocked = "PodCreationBlocked"
+	// ReasonCreationAllowed: nothing holds the clique's pods back.
+	ReasonCreationAllowed = "CreationAllowed"
+	// ReasonPodCliqueDeleting: the PodClique is being deleted.
+	ReasonPodCliqueDeleting = "PodCliqueDeleting"
+	// ReasonInvalidLabels: the PodClique's labels do not say which
+	// PodCliqueSet, replica or scaling group it belongs to.
+	ReasonInvalidLabels = "InvalidLabels"
+	// ReasonWaitingForResourceClaims: the pods to create refer to
+	// ResourceClaims (resourceSharing) that do not exist yet, belong to
+	// another object or are being deleted; the message names them.
+	ReasonWaitingForResourceClaims = "WaitingForResourceClaims"
+	// ReasonWaitingForBaseGang: the clique's pods are held in the domain of
+	// their replica's base gang (pack.required), which has no pod on a node
+	// yet.
+	ReasonWaitingForBaseGang = "WaitingForBaseGang"
+
 	// ConditionTypeStartupBlocked is on a PodClique that starts after other
 	// cliques of its replica (spec.template.cliqueStartupType, or
 	// trainingSpec.startsAfterSucceeded): True while they hold it back, the

@@ -2,6 +2,7 @@ package podclique
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,11 +19,59 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
-	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
 )
+
+// act carries out the plan once the status that records it is written:
+// deletes pods, releases the outcome finalizer of the pods whose outcome is
+// recorded, opens startup gates, keeps the clique's ResourceClaims, and
+// creates the planned pods when the decision lets it. It asks to run again
+// for work the budget left over and for causes that no event ends for sure.
+func (r *Reconciler) act(ctx context.Context, pclq *copsev1alpha1.PodClique, o *observation, plan podPlan, creation creationDecision) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	now := o.creation.now
+	if len(plan.replace) > 0 {
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsReplaced, "ReplacePods",
+			"Replacing %d failed pod(s) (%s); %d replaced so far", len(plan.replace), describeFailures(plan.replace), pclq.Status.PodReplacements)
+	}
+	var errs []error
+	deleted, err := r.deletePods(ctx, pclq, o.key, plan.delete)
+	errs = append(errs, err)
+	released, err := r.releaseRecorded(ctx, pclq, o.workload, o.owned, o.strays, plan.delete, r.writeBudget()-deleted-len(plan.create))
+	errs = append(errs, err)
+	var open gateOpening
+	if !o.creation.going {
+		open = gatesToOpen(o.startOrder, o.owned, max(r.writeBudget()-deleted-len(plan.create), podwrite.MaxInFlight))
+	}
+	opened, err := r.openGates(ctx, pclq, open.pods)
+	errs = append(errs, err)
+	errs = append(errs, r.syncClaims(ctx, pclq, o.pcs, o.id, o.idErr == nil && !o.creation.going))
+
+	result := ctrl.Result{}
+	if plan.truncated || released.truncated || open.truncated || opened < len(open.pods) {
+		result.RequeueAfter = requeue.Soon
+	}
+	if !plan.retryAt.IsZero() {
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(plan.retryAt.Sub(now), time.Millisecond)})
+	}
+	if o.pcs == nil {
+		log.Info("PodCliqueSet not found; creating no pods", "podCliqueSet", o.id.PodCliqueSet)
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryMissingPodCliqueSet})
+	}
+	switch {
+	case len(plan.create) == 0:
+	case !creation.create:
+		log.V(1).Info("creating no pods", "reason", creation.reason, "message", creation.message, "planned", len(plan.create))
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: creation.recheckAfter})
+	default:
+		createResult, err := r.createPods(ctx, pclq, o, plan.create)
+		errs = append(errs, err)
+		result = requeue.Earliest(result, createResult)
+	}
+	return result, errors.Join(errs...)
+}
 
 func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodClique, key string, deletions []podDeletion) (int, error) {
 	if len(deletions) == 0 {
@@ -150,16 +198,11 @@ func (r *Reconciler) releaseAll(ctx context.Context, namespace string, pods []po
 
 // createPods creates the pods of the given indices, after the API server
 // confirms that the clique may still have them (blockedOnServer). A refusal
-// pauses creation with back-off and is reported in the PodCreationRefused
-// condition and an event that quote the API server.
-func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
-	id blueprint.CliqueIdentity, key string, indices []int, startupGate string) (ctrl.Result, error) {
+// is recorded in the status (PodCreationRefused, its time: the back-off is
+// derived from them) and in an event that quote the API server.
+func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodClique, o *observation, indices []int) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if until := r.history.pausedUntil(key); !until.IsZero() {
-		log.V(1).Info("pod creation paused after a refusal", "until", until)
-		return ctrl.Result{RequeueAfter: until.Sub(r.Clock.Now())}, nil
-	}
-	why, err := r.blockedOnServer(ctx, pclq, id)
+	why, err := r.blockedOnServer(ctx, pclq, o.id)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -171,27 +214,14 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("resolving the PodClique kind: %w", err)
 	}
-	var holdIn map[string]string
-	if holdKey := blueprint.BaseGangHoldKey(pclq, id); holdKey != "" {
-		boundNodes, err := r.baseGangNodes(ctx, pclq.Namespace, id)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		var wait bool
-		if holdIn, wait = blueprint.BaseGangHold(holdKey, boundNodes); wait {
-			log.V(1).Info("creating no pods: the replica's base gang is not placed yet, and this scaled gang is held in its domain",
-				"baseGang", naming.BaseGang(id.PodCliqueSet, id.Replica), "key", holdKey, "planned", len(indices))
-			return ctrl.Result{RequeueAfter: retryBaseGang}, nil
-		}
-	}
 	placed := wasAvailable(pclq)
 	if !placed {
-		if placed, err = r.gangPlaced(ctx, pclq.Namespace, id); err != nil {
+		if placed, err = r.gangPlaced(ctx, pclq.Namespace, o.id); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	pc := blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Owner: *metav1.NewControllerRef(pclq, gvk),
-		GangPlaced: placed, StartupGate: startupGate, HoldIn: holdIn}
+	pc := blueprint.PodContext{PodCliqueSet: o.pcs, PodClique: pclq, Identity: o.id, Owner: *metav1.NewControllerRef(pclq, gvk),
+		GangPlaced: placed, StartupGate: o.startOrder.gateForNewPods(), HoldIn: o.holdIn}
 	// Every pod is built before any is created: a clique whose pods cannot
 	// be built gets none, rather than some.
 	pods := make([]*corev1.Pod, len(indices))
@@ -205,36 +235,42 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 	}
 
 	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
-	created, err := podwrite.InSlowStart(ctx, len(pods), r.history.startWindow(key), podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+	created, err := podwrite.InSlowStart(ctx, len(pods), r.history.startWindow(o.key), podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		if err := r.Client.Create(ctx, pods[i]); err != nil {
 			return fmt.Errorf("creating pod with index %d: %w", indices[i], err)
 		}
-		r.Expectations.ExpectCreations(key, pods[i])
+		r.Expectations.ExpectCreations(o.key, pods[i])
 		return nil
 	})
 	if created > 0 {
 		log.Info("created pods", "created", created, "planned", len(indices))
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsCreated, "CreatePods", "Created %d pod(s)", created)
 	}
+	r.history.burst(o.key, err == nil)
 	switch {
 	case err == nil && created < len(indices):
 		// The pass ran out of time: the next one reads the owners again
 		// before it goes on.
-		r.history.succeeded(key, pclq.Namespace)
-		return ctrl.Result{RequeueAfter: requeue.Soon}, r.noteRefusal(ctx, pclq, nil)
+		return ctrl.Result{RequeueAfter: requeue.Soon}, r.noteAttempt(ctx, pclq, o.creation, nil)
 	case err == nil:
-		r.history.succeeded(key, pclq.Namespace)
-		return ctrl.Result{}, r.noteRefusal(ctx, pclq, nil)
+		return ctrl.Result{}, r.noteAttempt(ctx, pclq, o.creation, nil)
 	case isRefusal(err):
-		until := r.history.refused(key, pclq.Namespace)
 		message := refusalMessage(err)
+		now := r.Clock.Now()
+		if err := r.noteAttempt(ctx, pclq, o.creation, &message); err != nil {
+			return ctrl.Result{}, err
+		}
+		rec := refusalRecordOf(&pclq.Status)
+		until := refusalRetryAt(rec.since, rec.last)
+		if !rec.refused { // the status write was lost; the next pass tries again after a base back-off
+			until = now.Add(refusalBackoffBase)
+		}
 		log.Info("the API server refuses the clique's pods; retrying with back-off", "created", created, "planned", len(indices),
 			"retryAt", until.Format(time.RFC3339), "message", message)
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodCreationRefused, "CreatePods",
 			"Created %d of %d pod(s); the API server refused the rest, retrying at %s: %s", created, len(indices), until.Format(time.RFC3339), message)
-		return ctrl.Result{RequeueAfter: until.Sub(r.Clock.Now())}, r.noteRefusal(ctx, pclq, &message)
+		return ctrl.Result{RequeueAfter: max(until.Sub(now), time.Millisecond)}, nil
 	default:
-		r.history.failed(key, pclq.Namespace)
 		log.Error(err, "creating pods failed", "created", created, "planned", len(indices))
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonPodCreateFailed, "CreatePods",
 			"Created %d of %d pod(s): %v", created, len(indices), err)
@@ -242,18 +278,13 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 	}
 }
 
-// noteRefusal keeps the PodCreationRefused condition in line with the last
-// creation attempt (refusalCondition). It writes only when the condition
-// changes, so a refusal that repeats itself does not rewrite status.
-func (r *Reconciler) noteRefusal(ctx context.Context, pclq *copsev1alpha1.PodClique, message *string) error {
-	previous := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)
-	cond := refusalCondition(previous, message, metav1.NewTime(r.Clock.Now()))
-	if cond == nil {
+// noteAttempt writes what a creation attempt says about refusals
+// (statusAfterAttempt), only when that changes the status.
+func (r *Reconciler) noteAttempt(ctx context.Context, pclq *copsev1alpha1.PodClique, state creationState, refusal *string) error {
+	status, changed := statusAfterAttempt(pclq, state, refusal, r.Clock.Now())
+	if !changed {
 		return nil
 	}
-	cond.ObservedGeneration = pclq.Generation
-	status := *pclq.Status.DeepCopy()
-	meta.SetStatusCondition(&status.Conditions, *cond)
 	if err := r.writeStatus(ctx, pclq, status); err != nil && !apierrors.IsConflict(err) {
 		return err
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -23,76 +21,33 @@ import (
 	"github.com/copse-dev/copse/internal/resourcesharing"
 )
 
-// retryClaims is how soon a clique whose pods wait for a claim looks again;
-// the claim's creation normally wakes it first (claimToCliques).
-const retryClaims = 5 * time.Second
-
-// syncClaims keeps the clique level of resourceSharing and says whether the
-// pods of the indices to create may be created. The clique's claims are
-// owned by the PodClique (they go with it): one per AllReplicas entry, one
-// per PerReplica entry and pod index below spec.replicas; those of
-// scaled-in indices are deleted. The pods may be created once every claim
-// they refer to (resourcesharing.PodClaims: the PodCliqueSet's, the scaling
-// group's and the clique's) exists, belongs to the object of its level and
-// is not being deleted: a pod created earlier would wait unscheduled for a
-// claim that may never come (a template not created yet), or join one
-// that is on its way out. act is false when the clique has no pods to get
-// (being deleted, no PodCliqueSet, labels missing).
+// syncClaims keeps the clique level of resourceSharing. The clique's claims
+// are owned by the PodClique (they go with it): one per AllReplicas entry,
+// one per PerReplica entry and pod index below spec.replicas; those of
+// scaled-in indices are deleted. Whether the pods may be created yet is
+// decided before the status write (unreadyClaims). act is false when the
+// clique has no pods to get (being deleted, no PodCliqueSet, labels
+// missing).
 func (r *Reconciler) syncClaims(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
-	id blueprint.CliqueIdentity, act bool, create []int) (ready bool, err error) {
+	id blueprint.CliqueIdentity, act bool) error {
 	if !act || pcs == nil || len(resourcesharing.References(pcs)) == 0 {
-		return true, nil
+		return nil
 	}
-	present := map[string]bool{}
 	var errs []error
 	if clique := pcs.CliqueTemplate(id.Clique); clique != nil && len(clique.ResourceSharing) > 0 {
 		external, missing, err := resourcesharing.Gather(ctx, r.Client, pcs)
 		if err != nil {
-			return false, err
+			return err
 		}
 		errs = append(errs, resourcesharing.MissingError(missing))
-		converged, err := resourcesharing.Converge(ctx, r.Client, r.Scheme, pclq, client.MatchingLabels{
+		_, err = resourcesharing.Converge(ctx, r.Client, r.Scheme, pclq, client.MatchingLabels{
 			labels.PartOfKey: pcs.Name, labels.PodCliqueKey: pclq.Name, labels.ComponentKey: labels.ComponentResourceClaim,
 		}, resourcesharing.PodClique(pcs, clique, pclq.Name, int(pclq.Spec.Replicas), external))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err))
 		}
-		present = converged.Present
 	}
-	if len(create) == 0 {
-		return true, errors.Join(errs...)
-	}
-
-	owners := map[resourcesharing.Level]types.UID{resourcesharing.LevelPodCliqueSet: pcs.UID, resourcesharing.LevelPodClique: pclq.UID}
-	if ref := metav1.GetControllerOfNoCopy(pclq); ref != nil && id.Grouped() {
-		owners[resourcesharing.LevelScalingGroup] = ref.UID
-	}
-	checked := map[string]bool{}
-	var waiting []string
-	for _, index := range create {
-		place := blueprint.PodPlaceOf(blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Index: index})
-		for _, ref := range resourcesharing.PodClaims(pcs, place) {
-			if checked[ref.Name] {
-				continue
-			}
-			checked[ref.Name] = true
-			if ref.Level == resourcesharing.LevelPodClique && present[ref.Name] {
-				continue
-			}
-			ok, err := r.claimUsable(ctx, pclq.Namespace, ref.Name, owners[ref.Level])
-			if err != nil {
-				return false, errors.Join(append(errs, err)...)
-			}
-			if !ok {
-				waiting = append(waiting, ref.Name)
-			}
-		}
-	}
-	if len(waiting) > 0 {
-		ctrl.LoggerFrom(ctx).Info("creating no pods until their ResourceClaims exist", "waitingFor", waiting, "planned", len(create))
-		return false, errors.Join(errs...)
-	}
-	return true, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // claimUsable reports whether the claim exists in the cache, is controlled

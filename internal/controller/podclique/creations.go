@@ -12,127 +12,68 @@ import (
 	"github.com/copse-dev/copse/internal/podwrite"
 )
 
-// Back-off after the API server refused to create a pod: 1s, doubling, at
-// most a minute. A refusal (a quota, a LimitRange, an admission webhook)
-// does not go away by retrying, so the clique tries one pod per back-off
-// until it passes. A change of a ResourceQuota or LimitRange in the
-// namespace ends the back-off at once (see SetupWithManager).
-const (
-	refusalBackoffBase = time.Second
-	refusalBackoffCap  = time.Minute
-)
-
-// creationHistory remembers, per PodClique, how its last pod creations went.
-// It is only a retry timer and a slow-start hint: losing it (an operator
-// restart) costs one extra attempt, never correctness.
+// creationHistory is this process's memory of pod creations: how each
+// clique's last burst went (a slow-start hint) and when each namespace's
+// quota or limits last loosened (which ends the refusal back-offs there at
+// once). Losing it (an operator restart) costs a slow start and at most one
+// back-off period, never correctness: the back-off itself is derived from
+// the PodClique's status (refusalRecord).
 type creationHistory struct {
-	mu      sync.Mutex
-	byKey   map[string]*creationRecord
-	nowFunc func() time.Time
+	mu sync.Mutex
+	// smooth: the clique's last creations went through, so the next burst
+	// starts at full width instead of slow-starting again.
+	smooth map[string]bool
+	// loosened is when a ResourceQuota or LimitRange of the namespace last
+	// changed in a way that may let refused pods in.
+	loosened map[string]time.Time
 }
 
-type creationRecord struct {
-	namespace string
-	// refusals in a row, and when the next attempt may be made.
-	refusals    int
-	pausedUntil time.Time
-	// smooth: the last creations went through, so the next burst starts at
-	// full width instead of slow-starting again.
-	smooth bool
-}
-
-func newCreationHistory(now func() time.Time) *creationHistory {
-	return &creationHistory{byKey: map[string]*creationRecord{}, nowFunc: now}
-}
-
-func (h *creationHistory) record(key, namespace string) *creationRecord {
-	rec := h.byKey[key]
-	if rec == nil {
-		rec = &creationRecord{namespace: namespace}
-		h.byKey[key] = rec
-	}
-	return rec
-}
-
-// pausedUntil is when the clique may try to create pods again after a
-// refusal; zero when it may now.
-func (h *creationHistory) pausedUntil(key string) time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if rec := h.byKey[key]; rec != nil && h.nowFunc().Before(rec.pausedUntil) {
-		return rec.pausedUntil
-	}
-	return time.Time{}
+func newCreationHistory() *creationHistory {
+	return &creationHistory{smooth: map[string]bool{}, loosened: map[string]time.Time{}}
 }
 
 // startWindow is the slow-start window the next creation burst starts with.
 func (h *creationHistory) startWindow(key string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if rec := h.byKey[key]; rec != nil && rec.smooth {
+	if h.smooth[key] {
 		return podwrite.MaxInFlight
 	}
 	return 1
 }
 
-// refused records a refusal and returns when to try again.
-func (h *creationHistory) refused(key, namespace string) time.Time {
+// burst records how a creation burst went: smooth when every creation went
+// through.
+func (h *creationHistory) burst(key string, smooth bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	rec := h.record(key, namespace)
-	rec.refusals++
-	rec.smooth = false
-	rec.pausedUntil = h.nowFunc().Add(refusalBackoff(rec.refusals))
-	return rec.pausedUntil
-}
-
-// failed records a failure that is not a refusal: the next burst starts
-// slowly, without a pause.
-func (h *creationHistory) failed(key, namespace string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.record(key, namespace).smooth = false
-}
-
-// succeeded records creations that all went through.
-func (h *creationHistory) succeeded(key, namespace string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	rec := h.record(key, namespace)
-	rec.refusals, rec.pausedUntil, rec.smooth = 0, time.Time{}, true
+	if smooth {
+		h.smooth[key] = true
+	} else {
+		delete(h.smooth, key)
+	}
 }
 
 // forget drops a PodClique's record (it was deleted).
 func (h *creationHistory) forget(key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.byKey, key)
+	h.burst(key, false)
 }
 
-// resumeNamespace ends every back-off in a namespace, after the quota or
-// limit that caused it changed, and returns the keys that were paused.
-func (h *creationHistory) resumeNamespace(namespace string) []string {
+// loosen records that the quota or limits of a namespace changed at.
+func (h *creationHistory) loosen(namespace string, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []string
-	for key, rec := range h.byKey {
-		if rec.namespace == namespace && rec.refusals > 0 {
-			rec.pausedUntil = time.Time{}
-			out = append(out, key)
-		}
+	if at.After(h.loosened[namespace]) {
+		h.loosened[namespace] = at
 	}
-	return out
 }
 
-func refusalBackoff(refusals int) time.Duration {
-	d := refusalBackoffBase
-	for i := 1; i < refusals; i++ {
-		d *= 2
-		if d >= refusalBackoffCap {
-			return refusalBackoffCap
-		}
-	}
-	return d
+// loosenedAfter reports whether the quota or limits of the namespace
+// changed after t.
+func (h *creationHistory) loosenedAfter(namespace string, t time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.loosened[namespace].After(t)
 }
 
 // isRefusal reports whether the API server refused the request on its

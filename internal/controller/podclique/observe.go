@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,11 +14,112 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
 )
+
+// observation is what one pass gathers before it decides.
+type observation struct {
+	// key is the PodClique's expectations key.
+	key string
+	// owned are the pods the PodClique controls; strays those of an
+	// earlier PodClique of the same name.
+	owned, strays []podstate.Summary
+	// pending are this controller's writes the cache does not show yet.
+	pending expectations.Pending
+	// id is where the PodClique belongs, from its labels; idErr says why
+	// they do not tell.
+	id    blueprint.CliqueIdentity
+	idErr error
+	// pcs is the PodCliqueSet from the cache; nil when not found.
+	pcs        *copsev1alpha1.PodCliqueSet
+	workload   workloadState
+	completion lifecycle.Completion
+	startOrder startOrder
+	// creation is what decideCreation decides from.
+	creation creationState
+	// holdIn is the node selector of the base gang's domain the pods to
+	// create are held in (blueprint.BaseGangHold); nil when they are not.
+	holdIn map[string]string
+}
+
+// observe gathers the PodClique's pods (syncing the expectations), its
+// PodCliqueSet, its completion and start order, and the causes that hold
+// its whole plan (creationState.planHeld).
+func (r *Reconciler) observe(ctx context.Context, key string, pclq *copsev1alpha1.PodClique, now time.Time) (*observation, error) {
+	owned, strays, err := r.podsOf(ctx, pclq.Namespace, pclq.Name, string(pclq.UID))
+	if err != nil {
+		return nil, err
+	}
+	o := &observation{key: key, owned: owned, strays: strays}
+	o.pending = r.syncExpectations(ctx, key, pclq, owned)
+	o.id, o.idErr = blueprint.IdentityOf(pclq)
+	if o.pcs, err = r.podCliqueSet(ctx, pclq.Namespace, pclq.Labels[labels.PartOfKey]); err != nil {
+		return nil, err
+	}
+	replica := lifecycle.ReplicaStateOf(o.pcs, o.id.Replica, o.id.Attempt)
+	o.workload = workloadStateOf(o.pcs, replica)
+	if o.workload.training() {
+		o.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, owned)
+	}
+	if o.idErr == nil {
+		if o.startOrder, err = r.observeStartOrder(ctx, pclq, o.pcs, o.id); err != nil {
+			return nil, err
+		}
+	}
+	o.creation = creationState{
+		going:             pclq.DeletionTimestamp != nil,
+		replica:           lifecycle.MayCreatePods(replica),
+		complete:          o.workload.training() && cliqueComplete(pclq, o.completion),
+		waitingForSuccess: o.startOrder.waitingForSuccess,
+		refusal:           refusalRecordOf(&pclq.Status),
+		now:               now,
+	}
+	if o.idErr != nil {
+		o.creation.invalidLabels = o.idErr.Error()
+	}
+	if rec := o.creation.refusal; rec.refused {
+		o.creation.refusal.loosened = r.history.loosenedAfter(pclq.Namespace, latest(rec.since, rec.last))
+	}
+	return o, nil
+}
+
+// observeCreation gathers the prerequisites of the pods the plan would
+// create (none when a cause holds the plan): the ResourceClaims they refer
+// to, and the placement of the base gang they are held with.
+func (r *Reconciler) observeCreation(ctx context.Context, pclq *copsev1alpha1.PodClique, o *observation, create []int) error {
+	o.creation.planned = len(create)
+	if len(create) == 0 || o.creation.planHeld() {
+		return nil
+	}
+	var err error
+	if o.creation.waitingForClaims, err = r.unreadyClaims(ctx, pclq, o.pcs, o.id, create); err != nil {
+		return err
+	}
+	holdKey := blueprint.BaseGangHoldKey(pclq, o.id)
+	if holdKey == "" {
+		return nil
+	}
+	boundNodes, err := r.baseGangNodes(ctx, pclq.Namespace, o.id)
+	if err != nil {
+		return err
+	}
+	var wait bool
+	if o.holdIn, wait = blueprint.BaseGangHold(holdKey, boundNodes); wait {
+		o.creation.waitingForBaseGang = naming.BaseGang(o.id.PodCliqueSet, o.id.Replica)
+	}
+	return nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
 
 // podsOf lists the pods labelled for the PodClique name. owned are those the
 // PodClique (uid) controls; strays are the others (left over from an
@@ -124,7 +226,7 @@ func (r *Reconciler) blockedOnServer(ctx context.Context, pclq *copsev1alpha1.Po
 		pcs = nil
 	}
 	if why := lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, id.Replica, id.Attempt)); why != "" {
-		return why, nil
+		return why.Message(), nil
 	}
 	live := &copsev1alpha1.PodClique{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pclq), live); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,7 +120,7 @@ func TestRefusalIsReportedAndBackedOff(t *testing.T) {
 	}
 
 	refuse = false
-	h.r.history.resumeNamespace(h.pclq.Namespace) // the quota changed
+	h.r.history.loosen(h.pclq.Namespace, time.Now()) // the quota changed
 	h.cache.catchUp(t)
 	h.reconcile(t, 1)
 	if alive, _ := h.server.pods(t); len(alive) != 3 {

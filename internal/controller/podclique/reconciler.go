@@ -2,7 +2,6 @@ package podclique
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,9 +24,7 @@ import (
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
 )
 
@@ -43,18 +41,11 @@ const (
 	EventReasonStartupGatesOpened = "StartupGatesOpened"
 )
 
-// Requeue delays for work that waits on nothing but this controller.
-const (
-	// retryMissingPodCliqueSet: a PodClique whose PodCliqueSet is not in
-	// the cache. It is normally deleted and the garbage collector is about
-	// to remove the PodClique; the retry covers a cache that lags.
-	retryMissingPodCliqueSet = 10 * time.Second
-	// retryBaseGang: a scaled gang's PodClique held in its base gang's
-	// domain, whose pods wait for the base gang to be placed. A base
-	// PodClique's scheduled count changing wakes it (siblingsOf); the
-	// retry covers a wake-up lost with an operator restart.
-	retryBaseGang = 10 * time.Second
-)
+// retryMissingPodCliqueSet is how soon a PodClique whose PodCliqueSet is
+// not in the cache looks again. It is normally deleted and the garbage
+// collector is about to remove the PodClique; the retry covers a cache that
+// lags.
+const retryMissingPodCliqueSet = 10 * time.Second
 
 // Reconciler keeps a PodClique's pods at spec.replicas and writes its status.
 //
@@ -103,13 +94,13 @@ type Reconciler struct {
 }
 
 // Reconcile gathers the PodClique, its pods and its PodCliqueSet, decides
-// with planPods and computeStatus, writes the status, and then acts on it:
-// first the records (an index that exited 0, a replacement counted) become
-// durable, then pods are deleted, finalizers released and pods created.
+// with planPods, decideCreation and computeStatus, writes the status, and
+// then acts on it: first the records (an index that exited 0, a replacement
+// counted, why no pod is created) become durable, then pods are deleted,
+// finalizers released and pods created.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// controller-runtime's logger already names the PodClique (namespace, name).
 	r.once.Do(r.init)
-	log := ctrl.LoggerFrom(ctx)
 	key := expectations.Key(req.Namespace, req.Name)
 	now := r.Clock.Now()
 
@@ -118,122 +109,85 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("reading PodClique %s: %w", req.NamespacedName, err)
 		}
-		// Its pods go with it by garbage collection; whatever finalizers
-		// copse put on them must not hold them.
-		r.Expectations.Forget(key)
-		r.history.forget(key)
-		r.written.Forget(key)
-		_, strays, err := r.podsOf(ctx, req.Namespace, req.Name, "")
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, r.releaseAll(ctx, req.Namespace, strays)
+		return ctrl.Result{}, r.forget(ctx, req, key)
 	}
-
 	if r.written.Behind(key, pclq) {
-		log.V(1).Info("the cache has not caught up with the last status write yet")
+		ctrl.LoggerFrom(ctx).V(1).Info("the cache has not caught up with the last status write yet")
 		return ctrl.Result{RequeueAfter: requeue.CacheCatchUp}, nil
 	}
 
-	owned, strays, err := r.podsOf(ctx, pclq.Namespace, pclq.Name, string(pclq.UID))
+	o, err := r.observe(ctx, key, pclq, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pending := r.syncExpectations(ctx, key, pclq, owned)
-
-	id, idErr := blueprint.IdentityOf(pclq)
-	pcs, err := r.podCliqueSet(ctx, pclq.Namespace, pclq.Labels[labels.PartOfKey])
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ws := workloadStateOf(pcs, id)
-	training := ws.training()
-	var completion lifecycle.Completion
-	if training {
-		completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, owned)
-	}
-	var order startOrder
-	if idErr == nil {
-		if order, err = r.observeStartOrder(ctx, pclq, pcs, id); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	going := pclq.DeletionTimestamp != nil
-	blocked := going || idErr != nil || ws.blocked != "" || (training && cliqueComplete(pclq, completion)) ||
-		len(order.waitingForSuccess) > 0
-
-	plan := planPods(planInput{
-		desired:      int(pclq.Spec.Replicas),
-		minAvailable: int(pclq.MinAvailable()),
-		training:     training,
-		templateHash: pclq.Labels[labels.PodTemplateHashKey],
-		blocked:      blocked,
-		pods:         owned,
-		creating:     creatingIndices(pending),
-		deleting:     deletingUIDs(pending),
-		succeeded:    completion.Succeeded,
-		replacing:    uidSet(pclq.Status.ReplacingPods),
-		replacements: pclq.Status.PodReplacements,
-		now:          now,
-		budget:       r.writeBudget(),
-	})
-	if going {
+	plan := planPods(o.planInput(pclq, now, r.writeBudget()))
+	if o.creation.going {
 		plan = podPlan{}
 	}
+	if err := r.observeCreation(ctx, pclq, o, plan.create); err != nil {
+		return ctrl.Result{}, err
+	}
+	creation := decideCreation(o.creation)
 
-	status := computeStatus(pclq, statusInput{pods: owned, workload: ws, completion: completion, replaced: plan.replace, startOrder: order,
-		template: templateStateOf(pcs, pclq), now: metav1.NewTime(now)})
+	status := computeStatus(pclq, statusInput{pods: o.owned, workload: o.workload, completion: o.completion, replaced: plan.replace,
+		startOrder: o.startOrder, creation: creation, template: templateStateOf(o.pcs, pclq), now: metav1.NewTime(now)})
+	wasInvalid := creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels
 	if err := r.writeStatus(ctx, pclq, status); err != nil {
 		if apierrors.IsConflict(err) {
-			log.V(1).Info("status computed from a stale PodClique; retrying")
+			ctrl.LoggerFrom(ctx).V(1).Info("status computed from a stale PodClique; retrying")
 			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	if len(plan.replace) > 0 {
-		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsReplaced, "ReplacePods",
-			"Replacing %d failed pod(s) (%s); %d replaced so far", len(plan.replace), describeFailures(plan.replace), pclq.Status.PodReplacements)
+	if !wasInvalid && creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels {
+		ctrl.LoggerFrom(ctx).Error(o.idErr, "PodClique cannot have pods until its labels are fixed")
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", o.idErr)
 	}
-
 	// The records are durable now: act on them.
-	var errs []error
-	deleted, err := r.deletePods(ctx, pclq, key, plan.delete)
-	errs = append(errs, err)
-	released, err := r.releaseRecorded(ctx, pclq, ws, owned, strays, plan.delete, r.writeBudget()-deleted-len(plan.create))
-	errs = append(errs, err)
-	var open gateOpening
-	if !going {
-		open = gatesToOpen(order, owned, max(r.writeBudget()-deleted-len(plan.create), podwrite.MaxInFlight))
-	}
-	opened, err := r.openGates(ctx, pclq, open.pods)
-	errs = append(errs, err)
+	return r.act(ctx, pclq, o, plan, creation)
+}
 
-	result := ctrl.Result{}
-	if plan.truncated || released.truncated || open.truncated || opened < len(open.pods) {
-		result.RequeueAfter = requeue.Soon
+// creationBlockedReason is the reason of the PodClique's PodCreationBlocked
+// condition; "" without one.
+func creationBlockedReason(pclq *copsev1alpha1.PodClique) string {
+	if c := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationBlocked); c != nil {
+		return c.Reason
 	}
-	if !plan.retryAt.IsZero() {
-		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(plan.retryAt.Sub(now), time.Millisecond)})
+	return ""
+}
+
+// forget lets go of a PodClique that is gone: its pods go with it by
+// garbage collection, and whatever finalizers copse put on them must not
+// hold them.
+func (r *Reconciler) forget(ctx context.Context, req ctrl.Request, key string) error {
+	r.Expectations.Forget(key)
+	r.history.forget(key)
+	r.written.Forget(key)
+	_, strays, err := r.podsOf(ctx, req.Namespace, req.Name, "")
+	if err != nil {
+		return err
 	}
-	if pcs == nil {
-		log.Info("PodCliqueSet not found; creating no pods", "podCliqueSet", id.PodCliqueSet)
-		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryMissingPodCliqueSet})
+	return r.releaseAll(ctx, req.Namespace, strays)
+}
+
+// planInput is what planPods decides from: the observed pods, the
+// PodClique's records and whether a cause holds the plan.
+func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, budget int) planInput {
+	return planInput{
+		desired:      int(pclq.Spec.Replicas),
+		minAvailable: int(pclq.MinAvailable()),
+		training:     o.workload.training(),
+		templateHash: pclq.Labels[labels.PodTemplateHashKey],
+		blocked:      o.creation.planHeld(),
+		pods:         o.owned,
+		creating:     creatingIndices(o.pending),
+		deleting:     deletingUIDs(o.pending),
+		succeeded:    o.completion.Succeeded,
+		replacing:    uidSet(pclq.Status.ReplacingPods),
+		replacements: pclq.Status.PodReplacements,
+		now:          now,
+		budget:       budget,
 	}
-	claimsReady, err := r.syncClaims(ctx, pclq, pcs, id, idErr == nil && !going, plan.create)
-	errs = append(errs, err)
-	switch {
-	case len(plan.create) == 0:
-	case idErr != nil:
-		log.Error(idErr, "PodClique cannot have pods until its labels are fixed")
-		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", idErr)
-	case !claimsReady:
-		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryClaims})
-	default:
-		createResult, err := r.createPods(ctx, pclq, pcs, id, key, plan.create, order.gateForNewPods())
-		errs = append(errs, err)
-		result = requeue.Earliest(result, createResult)
-	}
-	return result, errors.Join(errs...)
 }
 
 // syncExpectations folds the cache's view into the expectations store and

@@ -9,6 +9,7 @@ import (
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,7 +175,8 @@ func (c *laggingClient) catchUp(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	var objs []runtime.Object
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &copsev1alpha1.PodCliqueList{}, &copsev1alpha1.PodCliqueSetList{}, &corev1.NodeList{}} {
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &copsev1alpha1.PodCliqueList{}, &copsev1alpha1.PodCliqueSetList{}, &corev1.NodeList{},
+		&resourcev1.ResourceClaimList{}} {
 		if err := c.apiServer.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package podclique
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -85,7 +84,7 @@ func (r *Reconciler) init() {
 		r.Clock = clock.RealClock{}
 	}
 	if r.history == nil {
-		r.history = newCreationHistory(r.Clock.Now)
+		r.history = newCreationHistory()
 	}
 }
 
@@ -123,23 +122,20 @@ func mayCreatePodsChanged() predicate.Funcs {
 	}
 }
 
-// refusedCliques ends the creation back-off in the object's namespace and
-// returns the cliques that were paused, so they try again at once.
+// refusedCliques ends the creation back-off in the object's namespace
+// (creationHistory.loosen) and returns the cliques there that the API
+// server refuses pods (PodCreationRefused), so they try again at once.
 func (r *Reconciler) refusedCliques(ctx context.Context, obj client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	for _, key := range r.history.resumeNamespace(obj.GetNamespace()) {
-		if ns, name, ok := strings.Cut(key, "/"); ok {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
-		}
-	}
-	// Cliques refused before this process started are known only by their
-	// condition.
+	r.history.loosen(obj.GetNamespace(), r.Clock.Now())
 	var cliques copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &cliques, client.InNamespace(obj.GetNamespace())); err == nil {
-		for i := range cliques.Items {
-			if meta.IsStatusConditionTrue(cliques.Items[i].Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused) {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cliques.Items[i])})
-			}
+	if err := r.Client.List(ctx, &cliques, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the PodCliques refused pods", "namespace", obj.GetNamespace())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range cliques.Items {
+		if meta.IsStatusConditionTrue(cliques.Items[i].Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cliques.Items[i])})
 		}
 	}
 	return out

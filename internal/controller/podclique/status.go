@@ -2,8 +2,10 @@ package podclique
 
 import (
 	"slices"
+	"time"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -34,22 +36,27 @@ type statusInput struct {
 	replaced []podstate.Summary
 	// startOrder is where the clique stands in its replica's start order.
 	startOrder startOrder
+	// creation is decideCreation's answer: PodCreationBlocked.
+	creation creationDecision
 	// template is what the update fields are judged against.
 	template templateState
 	now      metav1.Time
 }
 
-// computeStatus returns the PodClique's status. It is the only place the
-// status is computed. Fields this controller does not own (lastErrors,
-// conditions of other types) are carried over; the update fields are
-// updateStatus's. Only pods that are neither ended nor terminating are counted
-// in the replica fields. now stamps the conditions whose status changes.
+// computeStatus returns the PodClique's status, as each pass writes it
+// before it acts; statusAfterAttempt then records how a creation attempt
+// went, the one thing known only after acting. Fields this controller does
+// not own (lastErrors, conditions of other types) are carried over; the
+// update fields are updateStatus's. Only pods that are neither ended nor
+// terminating are counted in the replica fields. now stamps the conditions
+// whose status changes.
 //
 // The conditions depend on the workload type, so they are left as they are
-// when the PodCliqueSet is unknown (workload.known false); only the counts
-// are updated then. The Succeeded condition, once True, is never touched
-// again, and the Training records only grow: an index that exited 0 stays
-// recorded, and a replacement stays counted.
+// when the PodCliqueSet is unknown (workload.known false), all but
+// PodCreationBlocked; only the counts are updated then. The Succeeded
+// condition, once True, is never touched again, and the Training records
+// only grow: an index that exited 0 stays recorded, and a replacement stays
+// counted.
 func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.PodCliqueStatus {
 	status := *pclq.Status.DeepCopy()
 	status.Conditions = slices.Clone(status.Conditions)
@@ -64,6 +71,13 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	status.Selector = ptr.To(podSelector(pclq.Name))
 	updateStatus(&status, pclq, in.template, in.pods, in.now)
 	if !in.workload.known {
+		// PodCreationBlocked does not depend on the workload type; it is
+		// kept unless the cause is the missing PodCliqueSet itself, which
+		// is passing (a cache that lags, or the PodClique about to be
+		// garbage collected) and would cost every clique a write.
+		if in.creation.reason != string(lifecycle.ReasonUnknownWorkload) {
+			setCondition(&status, pclq.Generation, creationBlockedCondition(in.creation), in.now)
+		}
 		return status
 	}
 
@@ -92,10 +106,9 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	if cond := startupBlockedCondition(in.startOrder); cond != nil {
 		conditions = append(conditions, *cond)
 	}
+	conditions = append(conditions, creationBlockedCondition(in.creation))
 	for _, cond := range conditions {
-		cond.ObservedGeneration = pclq.Generation
-		cond.LastTransitionTime = in.now
-		meta.SetStatusCondition(&status.Conditions, cond)
+		setCondition(&status, pclq.Generation, cond, in.now)
 	}
 	if newlySucceeded {
 		cond := succeededCondition(in.completion, int(pclq.Spec.Replicas), in.now)
@@ -103,6 +116,37 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
 	return status
+}
+
+// setCondition sets cond, observed at generation; its lastTransitionTime
+// becomes now only when its status changes (meta.SetStatusCondition).
+func setCondition(status *copsev1alpha1.PodCliqueStatus, generation int64, cond metav1.Condition, now metav1.Time) {
+	cond.ObservedGeneration = generation
+	cond.LastTransitionTime = now
+	meta.SetStatusCondition(&status.Conditions, cond)
+}
+
+// statusAfterAttempt is the status after a creation attempt: a refusal
+// (refusal is the API server's message) sets PodCreationRefused, quoting it
+// (refusalCondition), and lastPodCreationRefusalTime; a creation that went
+// through after refusals turns the condition False and clears the time.
+// PodCreationBlocked follows the new record (decideCreation). changed is
+// false when the attempt changes nothing, e.g. a creation with no refusal
+// before.
+func statusAfterAttempt(pclq *copsev1alpha1.PodClique, state creationState, refusal *string, now time.Time) (status copsev1alpha1.PodCliqueStatus, changed bool) {
+	status = *pclq.Status.DeepCopy()
+	previous := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)
+	if cond := refusalCondition(previous, refusal, metav1.NewTime(now)); cond != nil {
+		cond.ObservedGeneration = pclq.Generation
+		meta.SetStatusCondition(&status.Conditions, *cond)
+	}
+	status.LastPodCreationRefusalTime = nil
+	if refusal != nil {
+		status.LastPodCreationRefusalTime = &metav1.MicroTime{Time: now}
+	}
+	state.refusal, state.now = refusalRecordOf(&status), now
+	setCondition(&status, pclq.Generation, creationBlockedCondition(decideCreation(state)), metav1.NewTime(now))
+	return status, !equality.Semantic.DeepEqual(status, pclq.Status)
 }
 
 // replacingAfter is status.replacingPods after this pass: the recorded

@@ -126,12 +126,23 @@ func TestComputeStatusWithoutPodCliqueSetKeepsConditions(t *testing.T) {
 		{Type: groveconstants.ConditionTypeMinAvailableBreached, Status: metav1.ConditionFalse, Reason: "Before"},
 	}
 	before := pclq.Status.DeepCopy()
-	got := statusFor(pclq, []podstate.Summary{p(0, succeeded), p(1, failed)}, workloadState{}, metav1.Now())
+	pods := []podstate.Summary{p(0, succeeded), p(1, failed)}
+	got := computeStatus(pclq, statusInput{pods: pods, now: metav1.Now(),
+		creation: decideCreation(creationState{replica: lifecycle.ReasonUnknownWorkload})})
 	if diff := cmp.Diff(before.Conditions, got.Conditions); diff != "" {
 		t.Errorf("conditions changed without knowing the workload type (-before +after):\n%s", diff)
 	}
 	if got.Replicas != 0 || ptr.Deref(got.ObservedGeneration, 0) != 4 {
 		t.Errorf("counts not updated: %+v", got)
+	}
+
+	// A cause of the clique itself is written all the same: labels that do
+	// not name the PodCliqueSet are why it is not found.
+	got = computeStatus(pclq, statusInput{pods: pods, now: metav1.Now(),
+		creation: decideCreation(creationState{invalidLabels: "label app.kubernetes.io/part-of is missing or not valid",
+			replica: lifecycle.ReasonUnknownWorkload})})
+	if c := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypePodCreationBlocked); c == nil || c.Reason != copsev1alpha1.ReasonInvalidLabels {
+		t.Errorf("PodCreationBlocked = %+v, want InvalidLabels", c)
 	}
 }
 

@@ -38,7 +38,7 @@ func templateStateOf(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodCli
 		known:          true,
 		generationHash: *pcs.Status.CurrentGenerationHash,
 		templateHash:   generationhash.PodTemplateHash(pcs, clique),
-		onDelete:       pcs.Spec.UpdateStrategy != nil && pcs.Spec.UpdateStrategy.Type == grovecorev1alpha1.OnDeleteStrategy,
+		onDelete:       pcs.UpdateStrategyType() == grovecorev1alpha1.OnDeleteStrategy,
 	}
 }
 

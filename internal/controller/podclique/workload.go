@@ -2,7 +2,6 @@ package podclique
 
 import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
@@ -19,20 +18,16 @@ type workloadState struct {
 	// replicaSucceeded: the clique's Training replica succeeded
 	// (status.succeededReplicaIndexes); it records no more outcomes.
 	replicaSucceeded bool
-	// blocked is lifecycle.MayCreatePods' reason why the clique's replica
-	// may not get new pods; "" when it may.
-	blocked string
 }
 
 func (w workloadState) training() bool {
 	return w.known && w.workload == copsev1alpha1.WorkloadTypeTraining
 }
 
-// workloadStateOf reads the PodCliqueSet (nil when not found) as the clique
-// of identity id sees it.
-func workloadStateOf(pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentity) workloadState {
-	replica := lifecycle.ReplicaStateOf(pcs, id.Replica, id.Attempt)
-	w := workloadState{known: replica.Known, blocked: lifecycle.MayCreatePods(replica)}
+// workloadStateOf reads the PodCliqueSet (nil when not found) and the state
+// of the clique's replica (lifecycle.ReplicaStateOf).
+func workloadStateOf(pcs *copsev1alpha1.PodCliqueSet, replica lifecycle.ReplicaState) workloadState {
+	w := workloadState{known: replica.Known}
 	if pcs != nil {
 		w.workload = pcs.Spec.WorkloadType.OrDefault()
 		w.ended = replica.Ended

@@ -32,7 +32,7 @@ func rolloutInputsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed []
 // onDelete: the PodCliqueSet's update strategy is OnDelete (the default
 // is RollingRecreate).
 func onDelete(pcs *copsev1alpha1.PodCliqueSet) bool {
-	return pcs.Spec.UpdateStrategy != nil && pcs.Spec.UpdateStrategy.Type == grovecorev1alpha1.OnDeleteStrategy
+	return pcs.UpdateStrategyType() == grovecorev1alpha1.OnDeleteStrategy
 }
 
 // templateHashes are the pod template hashes of the PodCliqueSet's

@@ -90,10 +90,11 @@ func (r *Reconciler) namingPodCliqueSets(ctx context.Context, binding client.Obj
 }
 
 // podProgressed passes pod deletions and the updates that can change a
-// decision: a new phase, a first container start (Running means started),
-// readiness (a rolling update waits for gangs to be available), a deletion
-// timestamp (an awaited pod may become overdue). A pod's other
-// status updates do not matter to the PodCliqueSet.
+// decision: a new phase, a first container start (podstate's Started, the
+// one definition of "started" the decisions read), readiness (a rolling
+// update waits for gangs to be available), a deletion timestamp (an awaited
+// pod may become overdue). A pod's other status updates do not matter to
+// the PodCliqueSet.
 func podProgressed() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -105,24 +106,11 @@ func podProgressed() predicate.Funcs {
 			if !okOld || !okNew {
 				return false
 			}
-			before, after := podstate.Of(oldPod), podstate.Of(newPod)
+			was, is := podstate.Of(oldPod), podstate.Of(newPod)
 			// Scheduling is progress too: PodGangsScheduled is read from
 			// whether each pod was placed or refused by the scheduler.
-			return oldPod.Status.Phase != newPod.Status.Phase ||
-				started(oldPod) != started(newPod) ||
-				before.Ready != after.Ready ||
-				before.Scheduled != after.Scheduled ||
-				(before.Unschedulable == "") != (after.Unschedulable == "") ||
-				(oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil)
+			return was.Phase != is.Phase || was.Started != is.Started || was.Ready != is.Ready || was.Terminating != is.Terminating ||
+				was.Scheduled != is.Scheduled || (was.Unschedulable == "") != (is.Unschedulable == "")
 		},
 	}
-}
-
-func started(pod *corev1.Pod) bool {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.State.Running != nil || cs.State.Terminated != nil {
-			return true
-		}
-	}
-	return false
 }

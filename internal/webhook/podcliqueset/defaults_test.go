@@ -55,6 +55,8 @@ func withDefaults(pcs *copsev1alpha1.PodCliqueSet, terminationDelay time.Duratio
 	return pcs
 }
 
+// TestDefault: the defaulting webhook's rules, which are derived.go's
+// (ApplyDefaults).
 func TestDefault(t *testing.T) {
 	tests := []struct {
 		name string
@@ -181,4 +183,34 @@ func userSet(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
 	t.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](3)
 	t.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](2)
 	return pcs
+}
+
+// TestDerivedDefaults: what the controllers read of a PodCliqueSet the
+// webhook never saw (api/core/v1alpha1's derived values, and the PodClique
+// spec blueprint builds, DefaultCliqueSpec) is what the webhook writes.
+func TestDerivedDefaults(t *testing.T) {
+	for _, workload := range []copsev1alpha1.WorkloadType{copsev1alpha1.WorkloadTypeInference, copsev1alpha1.WorkloadTypeTraining} {
+		raw := undefaulted(workload)
+		raw.Spec.Template.Cliques[0].Spec.Replicas = 0
+		raw.Spec.Template.Cliques[1].Spec.ScaleConfig = &grovecorev1alpha1.AutoScalingConfig{MaxReplicas: 8}
+		defaulted := raw.DeepCopy()
+		Default(defaulted)
+		if raw.UpdateStrategyType() != defaulted.Spec.UpdateStrategy.Type ||
+			raw.PublishNotReadyAddresses() != defaulted.Spec.Template.HeadlessServiceConfig.PublishNotReadyAddresses ||
+			raw.TerminationDelay() != defaulted.Spec.Template.TerminationDelay.Duration {
+			t.Errorf("%s: update strategy %s, publish %v, delay %s; the webhook writes %+v, %+v, %s", workload,
+				raw.UpdateStrategyType(), raw.PublishNotReadyAddresses(), raw.TerminationDelay(),
+				defaulted.Spec.UpdateStrategy, defaulted.Spec.Template.HeadlessServiceConfig, defaulted.Spec.Template.TerminationDelay.Duration)
+		}
+		for i, c := range raw.Spec.Template.Cliques {
+			spec := *c.Spec.DeepCopy()
+			copsev1alpha1.DefaultCliqueSpec(&spec, workload)
+			if diff := cmp.Diff(defaulted.Spec.Template.Cliques[i].Spec, spec); diff != "" {
+				t.Errorf("%s: DefaultCliqueSpec of clique %s differs from the webhook's (-webhook +derived):\n%s", workload, c.Name, diff)
+			}
+			if got, want := copsev1alpha1.CliqueReplicas(c.Spec), defaulted.Spec.Template.Cliques[i].Spec.Replicas; got != want {
+				t.Errorf("%s: CliqueReplicas of %s = %d, the webhook writes %d", workload, c.Name, got, want)
+			}
+		}
+	}
 }
