@@ -109,25 +109,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// No PodCliqueSet to record an event or a refusal on.
 		return ctrl.Result{RequeueAfter: d.RetryAfter}, nil
 	}
-	result := ctrl.Result{RequeueAfter: d.RetryAfter}
-	if refusal != nil {
-		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, kueue.EventWorkloadRefused, string(d.Step), "%s",
-			kueue.RefusedMessage(pcs.Name, refusal.Error()))
-		result = ctrl.Result{RequeueAfter: refusedRetry}
-	} else if d.Event != nil {
-		eventType := corev1.EventTypeNormal
-		if d.Event.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(written, nil, eventType, d.Event.Reason, string(d.Step), "%s", d.Event.Message)
-	}
+	r.recordEvent(written, d, refusal)
 	if err := r.noteRefusal(ctx, written, refusal); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	return result, nil
+	if refusal != nil {
+		return ctrl.Result{RequeueAfter: refusedRetry}, nil
+	}
+	return ctrl.Result{RequeueAfter: d.RetryAfter}, nil
+}
+
+// recordEvent records the step's event on the PodCliqueSet, or the API
+// server's refusal of its Workload.
+func (r *Reconciler) recordEvent(pcs *copsev1alpha1.PodCliqueSet, d kueue.Decision, refusal error) {
+	switch {
+	case refusal != nil:
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, kueue.EventWorkloadRefused, string(d.Step), "%s",
+			kueue.RefusedMessage(pcs.Name, refusal.Error()))
+	case d.Event != nil:
+		eventType := corev1.EventTypeNormal
+		if d.Event.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(pcs, nil, eventType, d.Event.Reason, string(d.Step), "%s", d.Event.Message)
+	}
 }
 
 // gather reads every input of kueue.Decide (kueueinputs.Gather): the
