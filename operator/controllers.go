@@ -51,6 +51,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		IncompleteGangTimeout: cfg.Scheduler.IncompleteGangTimeout.Duration,
 
 		TopologyAwareScheduling: topologyAwareScheduling,
+		Kueue:                   cfg.Kueue.Enabled,
 	}
 	if err := pcsReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)

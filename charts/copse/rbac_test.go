@@ -217,8 +217,9 @@ func TestRBACIsBoundToTheOperatorOnlyAndNeverWildcard(t *testing.T) {
 // isTrainJobObjectsRule: the one cluster-wide use of ConfigMaps and Secrets,
 // the TrainJob front-end's (Kubeflow Trainer's objects in the TrainJob's
 // namespace): ConfigMaps it makes and reads back (runtime snapshot, MPI
-// hostfile), never deleted (garbage collection does that), and Secrets it
-// only creates (the MPI SSH key): never read, listed or deleted.
+// hostfile, which it applies server-side: patch), never deleted (garbage
+// collection does that), and Secrets it only creates (the MPI SSH key):
+// never read, listed or deleted.
 func isTrainJobObjectsRule(rule rbacv1.PolicyRule) bool {
 	within := func(verbs ...string) bool {
 		for _, v := range rule.Verbs {
@@ -230,7 +231,7 @@ func isTrainJobObjectsRule(rule rbacv1.PolicyRule) bool {
 	}
 	switch {
 	case slices.Equal(rule.Resources, []string{"configmaps"}):
-		return within("create", "get", "list", "update", "watch")
+		return within("create", "get", "list", "patch", "update", "watch")
 	case slices.Equal(rule.Resources, []string{"secrets"}):
 		return within("create")
 	}

@@ -65,11 +65,46 @@ func failedToStart(pcs *copsev1alpha1.PodCliqueSet, message string, now time.Tim
 	return condition(pcs, metav1.ConditionFalse, copsev1alpha1.ReasonFailedToStart, message, now)
 }
 
-// Refused is the Admitted condition of a PodCliqueSet whose Workload the API
-// server refused (Kueue's webhook, a quota on Workloads): the message
-// quotes the refusal.
-func Refused(pcs *copsev1alpha1.PodCliqueSet, err error, now time.Time) metav1.Condition {
-	return refused(pcs, fmt.Sprintf("the API server refused Workload %s: %v", WorkloadName(pcs.Name), err), now)
+// refusedByAPIServer is the Admitted condition of a PodCliqueSet whose
+// Workload the API server refused (Kueue's webhook, a quota on Workloads):
+// the message quotes the refusal.
+func refusedByAPIServer(pcs *copsev1alpha1.PodCliqueSet, refusal string, now time.Time) metav1.Condition {
+	return refused(pcs, RefusedMessage(pcs.Name, refusal), now)
+}
+
+// RefusedMessage says that the API server refused the Workload of the
+// PodCliqueSet pcsName, quoting refusal: the Admitted condition's message
+// and the WorkloadRefused event's.
+func RefusedMessage(pcsName, refusal string) string {
+	return truncate(fmt.Sprintf("the API server refused Workload %s: %s", WorkloadName(pcsName), refusal))
+}
+
+// AdmittedCondition is the Admitted condition a queued PodCliqueSet carries:
+// the one Decide's step leads to, from the same inputs. nil means the
+// PodCliqueSet has none (it left its queue and its Workload is gone). The
+// PodCliqueSet controller writes it (the one writer of PodCliqueSet status);
+// the kueueworkload controller takes the step.
+func AdmittedCondition(in Inputs) *metav1.Condition {
+	d := Decide(in)
+	if d.RemoveAdmitted || in.PodCliqueSet == nil {
+		return nil
+	}
+	return &d.Admitted
+}
+
+// Tracked reports whether a PodCliqueSet takes part in Kueue's protocol:
+// it carries the queue label, or still the Admitted condition (it left its
+// queue, and its Workload is not gone yet).
+func Tracked(pcs *copsev1alpha1.PodCliqueSet) bool {
+	return QueueName(pcs) != "" || meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted) != nil
+}
+
+// PodsRemain: pods of the PodCliqueSet's run are left (activePods, those that
+// hold their node), or its status.startTime is still set: the PodCliqueSet
+// controller clears it once a suspension has removed every pod, and until
+// then the templates may not change.
+func PodsRemain(pcs *copsev1alpha1.PodCliqueSet, activePods int) bool {
+	return pcs.Status.StartTime != nil || activePods > 0
 }
 
 func condition(pcs *copsev1alpha1.PodCliqueSet, status metav1.ConditionStatus, reason, message string, now time.Time) metav1.Condition {

@@ -91,6 +91,10 @@ type Inputs struct {
 	// Flavors are the ResourceFlavors the Workload's admission names, as
 	// read; a missing one is absent.
 	Flavors Flavors
+	// Refusal is the API server's refusal of the last creation of the
+	// Workload, as the kueueworkload controller recorded it on the
+	// PodCliqueSet (WorkloadRefusedAnnotation); "" for none.
+	Refusal string
 	// PodsRemain: the PodCliqueSet still has a pod that has not ended, or
 	// its status.startTime is set (the PodCliqueSet controller clears it
 	// once a suspension has removed every pod; the Training webhook lets
@@ -341,6 +345,10 @@ func (d Decision) withoutWorkload(in Inputs, podSets []kueue.PodSet) Decision {
 	}
 	d.Step, d.Workload = StepCreateWorkload, BuildWorkload(pcs, podSets, in.Priority)
 	d.Admitted = pending(pcs, fmt.Sprintf("Workload %s waits in LocalQueue %s for Kueue to admit it", name, QueueName(pcs)), in.Now)
+	if in.Refusal != "" {
+		// The last creation was refused; this one is tried again.
+		d.Admitted = refusedByAPIServer(pcs, in.Refusal, in.Now)
+	}
 	if meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted) != nil {
 		// Not the first Workload: the PodCliqueSet queues again.
 		d.Event = &Event{Reason: EventRequeued, Message: fmt.Sprintf("created Workload %s in LocalQueue %s: queued again", name, QueueName(pcs))}

@@ -177,6 +177,18 @@ func TestDecide(t *testing.T) {
 			want: want{step: StepCreateWorkload, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, event: EventRequeued},
 		},
 		{
+			name: "the API server refused the last creation: tried again, the condition quotes the refusal",
+			in:   Inputs{PodCliqueSet: queued(), Refusal: `workloads.kueue.x-k8s.io "podcliqueset-llm" is forbidden: exceeded quota: workloads`},
+			want: want{step: StepCreateWorkload, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonWorkloadRefused,
+				message: `the API server refused Workload podcliqueset-llm: workloads.kueue.x-k8s.io "podcliqueset-llm" is forbidden: exceeded quota`},
+		},
+		{
+			name: "a refusal not yet cleared says nothing about a Workload that exists",
+			in: Inputs{PodCliqueSet: started(queued()), Workload: admitted(workloadOf(queued())), PodsRemain: true,
+				Refusal: "exceeded quota: workloads"},
+			want: want{step: StepNone, status: metav1.ConditionTrue, reason: copsev1alpha1.ReasonAdmitted},
+		},
+		{
 			name: "no Workload and pods of the last run remain: wait",
 			in:   Inputs{PodCliqueSet: queued(), PodsRemain: true},
 			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonPending, message: "pods of the previous run"},

@@ -28,6 +28,13 @@ const (
 	PodSetLabel = "kueue.x-k8s.io/podset"
 )
 
+// WorkloadRefusedAnnotation, on a queued PodCliqueSet, quotes the API
+// server's refusal of the last creation of its Workload. The kueueworkload
+// controller, which tries the creation, sets it and removes it once a
+// creation goes through; the PodCliqueSet controller reads it into the
+// Admitted condition (reason WorkloadRefused).
+const WorkloadRefusedAnnotation = "copse.dev/kueue-workload-refused"
+
 // workloadNamePrefix marks the Workload as a PodCliqueSet's, as Kueue names
 // a job's Workload after its kind.
 const workloadNamePrefix = "podcliqueset-"

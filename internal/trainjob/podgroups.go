@@ -159,3 +159,13 @@ func schedulingConstraints(group PodGroupPlan) *schedulingv1beta1.PodGroupSchedu
 	}
 	return &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: group.TopologyKey}}}
 }
+
+// SetPodGroupWorkloadUID gives a PodGroup built before its Workload existed
+// (BuildPodGroups with no UID) the Workload's UID in its owner reference.
+func SetPodGroupWorkloadUID(podGroup *schedulingv1beta1.PodGroup, workloadUID types.UID) {
+	for i := range podGroup.OwnerReferences {
+		if ref := &podGroup.OwnerReferences[i]; ref.Kind == "Workload" && ref.APIVersion == schedulingv1beta1.SchemeGroupVersion.String() {
+			ref.UID = workloadUID
+		}
+	}
+}

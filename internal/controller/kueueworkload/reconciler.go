@@ -5,7 +5,11 @@
 // evicts it, gives the quota back once its pods are gone, and finishes the
 // Workload when the PodCliqueSet ends. Each pass gathers the inputs, asks
 // kueue.Decide for the one step to take (internal/kueue, pure), takes it,
-// and writes the PodCliqueSet's Admitted condition.
+// and records its event. It writes no PodCliqueSet status: the Admitted
+// condition the step leads to is the PodCliqueSet controller's
+// (kueue.AdmittedCondition); a refusal of the Workload, which only this
+// controller sees, is recorded on the PodCliqueSet for it
+// (kueue.WorkloadRefusedAnnotation).
 package kueueworkload
 
 import (
@@ -14,11 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -29,9 +29,11 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/kueueinputs"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/requeue"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -60,7 +62,6 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups=grove.io,resources=podcliquesets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
@@ -82,16 +83,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		pcs = nil
 	}
-	wl, orphan, nameTaken, err := r.workloadOf(ctx, req.NamespacedName, pcs)
+	in, err := r.gather(ctx, req.NamespacedName, pcs)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	in := kueue.Inputs{Orphan: orphan}
-	if pcs != nil {
-		if in, err = r.gather(ctx, pcs, wl, nameTaken); err != nil {
-			return ctrl.Result{}, err
-		}
-		in.Orphan = orphan
 	}
 	d := kueue.Decide(in)
 	logger = logger.WithValues("workload", kueue.WorkloadName(req.Name), "step", d.Step, "why", d.Why)
@@ -112,121 +106,62 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		logger.V(1).Info("nothing to write")
 	}
 	if pcs == nil {
-		// No PodCliqueSet to record an event or a condition on.
+		// No PodCliqueSet to record an event or a refusal on.
 		return ctrl.Result{RequeueAfter: d.RetryAfter}, nil
 	}
-	result := ctrl.Result{RequeueAfter: d.RetryAfter}
-	condition := &d.Admitted
-	if refusal != nil {
-		refused := kueue.Refused(pcs, refusal, r.Clock.Now())
-		condition = &refused
-		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, kueue.EventWorkloadRefused, string(d.Step), "%s", condition.Message)
-		result = ctrl.Result{RequeueAfter: refusedRetry}
-	} else if d.Event != nil {
-		eventType := corev1.EventTypeNormal
-		if d.Event.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(written, nil, eventType, d.Event.Reason, string(d.Step), "%s", d.Event.Message)
-	}
-	if d.RemoveAdmitted {
-		condition = nil
-	}
-	if err := r.writeCondition(ctx, written, condition); err != nil {
+	r.recordEvent(written, d, refusal)
+	if err := r.noteRefusal(ctx, written, refusal); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	return result, nil
+	if refusal != nil {
+		return ctrl.Result{RequeueAfter: refusedRetry}, nil
+	}
+	return ctrl.Result{RequeueAfter: d.RetryAfter}, nil
 }
 
-// workloadOf reads the Workload named after the PodCliqueSet key from the
-// cache. wl is pcs's own (pcs, nil when it is gone, controls it); orphan is
-// one whose controller is a PodCliqueSet of that name that is gone
-// (kueue.Orphaned); nameTaken: pcs exists and the Workload of its name is
-// not its own.
-func (r *Reconciler) workloadOf(ctx context.Context, key client.ObjectKey, pcs *copsev1alpha1.PodCliqueSet) (wl, orphan *kueuev1beta2.Workload, nameTaken bool, err error) {
-	found := &kueuev1beta2.Workload{}
-	wlKey := client.ObjectKey{Namespace: key.Namespace, Name: kueue.WorkloadName(key.Name)}
-	if err := r.Client.Get(ctx, wlKey, found); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil, false, nil
-		}
-		return nil, nil, false, fmt.Errorf("get Workload %s: %w", wlKey, err)
-	}
+// recordEvent records the step's event on the PodCliqueSet, or the API
+// server's refusal of its Workload.
+func (r *Reconciler) recordEvent(pcs *copsev1alpha1.PodCliqueSet, d kueue.Decision, refusal error) {
 	switch {
-	case pcs != nil && metav1.IsControlledBy(found, pcs):
-		return found, nil, false, nil
-	case kueue.Orphaned(found, key.Name, pcs):
-		return nil, found, pcs != nil, nil
+	case refusal != nil:
+		r.Recorder.Eventf(pcs, nil, corev1.EventTypeWarning, kueue.EventWorkloadRefused, string(d.Step), "%s",
+			kueue.RefusedMessage(pcs.Name, refusal.Error()))
+	case d.Event != nil:
+		eventType := corev1.EventTypeNormal
+		if d.Event.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(pcs, nil, eventType, d.Event.Reason, string(d.Step), "%s", d.Event.Message)
 	}
-	return nil, nil, pcs != nil, nil
 }
 
-// gather reads every input of kueue.Decide.
-func (r *Reconciler) gather(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, wl *kueuev1beta2.Workload, nameTaken bool) (kueue.Inputs, error) {
-	in := kueue.Inputs{PodCliqueSet: pcs, Workload: wl, WorkloadNameTaken: nameTaken, Now: r.Clock.Now()}
-	var err error
-	if in.Topology, in.TopologyErr, err = r.topologyRequests(ctx, pcs); err != nil {
-		return in, err
-	}
-
-	flavors := kueue.Flavors{}
-	for _, name := range kueue.FlavorNames(wl) {
-		flavor := &kueuev1beta2.ResourceFlavor{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: string(name)}, flavor); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue // Decide waits for it.
+// gather reads every input of kueue.Decide (kueueinputs.Gather): the
+// packing and the pods, which the PodCliqueSet controller has from its own
+// observation, are read here first.
+func (r *Reconciler) gather(ctx context.Context, key client.ObjectKey, pcs *copsev1alpha1.PodCliqueSet) (kueue.Inputs, error) {
+	facts := kueueinputs.Facts{Now: r.Clock.Now()}
+	if pcs != nil {
+		packing, _, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
+		if err != nil {
+			return kueue.Inputs{}, err
+		}
+		pods := &corev1.PodList{}
+		if err := r.Client.List(ctx, pods, client.InNamespace(pcs.Namespace),
+			client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(pcs.Name)}); err != nil {
+			return kueue.Inputs{}, fmt.Errorf("list the pods of PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
+		}
+		active := 0
+		for i := range pods.Items {
+			if podstate.Of(&pods.Items[i]).HoldsNode() {
+				active++
 			}
-			return in, fmt.Errorf("get ResourceFlavor %s: %w", name, err)
 		}
-		flavors[name] = &flavor.Spec
+		facts.Packing, facts.PodsRemain = packing, kueue.PodsRemain(pcs, active)
 	}
-	in.Flavors = flavors
-
-	in.Priority, in.PriorityErr, err = r.priority(ctx, pcs)
-	if err != nil {
-		return in, err
-	}
-
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(pcs.Namespace),
-		client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(pcs.Name)}); err != nil {
-		return in, fmt.Errorf("list the pods of PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
-	}
-	// startTime stays set until the PodCliqueSet controller has seen the
-	// last pod of a suspension go; until then the templates may not change.
-	in.PodsRemain = pcs.Status.StartTime != nil
-	for i := range pods.Items {
-		if podstate.Of(&pods.Items[i]).HoldsNode() {
-			in.PodsRemain = true
-			break
-		}
-	}
-	return in, nil
-}
-
-// priority resolves the Workload's priority from the classes in the
-// cluster. A class that does not exist is resolveErr (Decide reports it);
-// err is a failed read.
-func (r *Reconciler) priority(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (p kueue.Priority, resolveErr, err error) {
-	var wpc *kueuev1beta2.WorkloadPriorityClass
-	if name := pcs.Labels[kueue.PriorityClassLabel]; name != "" {
-		wpc = &kueuev1beta2.WorkloadPriorityClass{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, wpc); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return p, nil, fmt.Errorf("get WorkloadPriorityClass %s: %w", name, err)
-			}
-			wpc = nil
-		}
-	}
-	classes := &schedulingv1.PriorityClassList{}
-	if err := r.Client.List(ctx, classes); err != nil {
-		return p, nil, fmt.Errorf("list PriorityClasses: %w", err)
-	}
-	p, resolveErr = kueue.ResolvePriority(pcs, wpc, classes.Items)
-	return p, resolveErr, nil
+	return kueueinputs.Gather(ctx, r.Client, key, pcs, facts)
 }
 
 // apply takes the step. written is the PodCliqueSet as it is after the
@@ -284,21 +219,25 @@ func refusedByAPIServer(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
 }
 
-// writeCondition sets the PodCliqueSet's Admitted condition to cond (nil
-// removes it), in a status patch carrying the resourceVersion of pcs.
-func (r *Reconciler) writeCondition(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, cond *metav1.Condition) error {
+// noteRefusal keeps the PodCliqueSet's kueue.WorkloadRefusedAnnotation in
+// line with this pass: it quotes a refusal of the Workload's creation, and
+// goes once a pass meets none (the creation went through, or the protocol
+// moved on). The PodCliqueSet controller reads it into the Admitted
+// condition. An update carrying the resourceVersion of pcs (the spec as
+// read); it writes only when the annotation changes.
+func (r *Reconciler) noteRefusal(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, refusal error) error {
+	current, has := pcs.Annotations[kueue.WorkloadRefusedAnnotation]
 	updated := pcs.DeepCopy()
-	if cond == nil {
-		meta.RemoveStatusCondition(&updated.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted)
-	} else {
-		meta.SetStatusCondition(&updated.Status.Conditions, *cond)
-	}
-	if apiequality.Semantic.DeepEqual(pcs.Status.Conditions, updated.Status.Conditions) {
+	switch {
+	case refusal != nil && current != refusal.Error():
+		updated.Annotations = labels.Merge(updated.Annotations, map[string]string{kueue.WorkloadRefusedAnnotation: refusal.Error()})
+	case refusal == nil && has:
+		delete(updated.Annotations, kueue.WorkloadRefusedAnnotation)
+	default:
 		return nil
 	}
-	patch := client.MergeFromWithOptions(pcs, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
-		return fmt.Errorf("write the Admitted condition of PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
+	if err := r.Client.Update(ctx, updated); err != nil {
+		return fmt.Errorf("record the Workload's refusal on PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
 	}
 	return nil
 }

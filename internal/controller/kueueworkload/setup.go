@@ -1,7 +1,6 @@
 package kueueworkload
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,14 +40,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 // Admitted condition, and the update that removes the label.
 func queued() predicate.Funcs {
 	tracked := func(obj client.Object) bool {
-		if obj == nil {
-			return false
-		}
-		if kueue.QueueName(obj) != "" {
-			return true
-		}
 		pcs, ok := obj.(*copsev1alpha1.PodCliqueSet)
-		return ok && meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeAdmitted) != nil
+		return ok && kueue.Tracked(pcs)
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return tracked(e.Object) },

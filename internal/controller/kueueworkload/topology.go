@@ -6,7 +6,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/kueue"
@@ -14,21 +13,6 @@ import (
 )
 
 // +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
-
-// topologyRequests are the topology requests of pcs's pod sets: its
-// packing, resolved against its ClusterTopologyBinding as the PodCliqueSet
-// controller resolves it for the PodGroups (topology.Lookup), in Kueue's
-// terms (kueue.TopologyRequests). inexpressible is the packing Kueue cannot
-// express; err a failed read.
-func (r *Reconciler) topologyRequests(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (
-	requests map[string]*kueuev1beta2.PodSetTopologyRequest, inexpressible, err error) {
-	packing, _, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
-	if err != nil {
-		return nil, nil, err
-	}
-	requests, errs := kueue.TopologyRequests(pcs, packing)
-	return requests, errs.ToAggregate(), nil
-}
 
 // queuedNaming maps a ClusterTopologyBinding to the queued PodCliqueSets
 // whose constraints name it: a change of its levels changes their

@@ -61,6 +61,10 @@ type Reconciler struct {
 	// Workload scheduler backend); otherwise none is, and a PodCliqueSet
 	// with constraints says so in its TopologyLevelsUnavailable condition.
 	TopologyAwareScheduling bool
+	// Kueue is the operator configuration's kueue.enabled: a PodCliqueSet
+	// labelled kueue.x-k8s.io/queue-name gets its Admitted condition here
+	// (observeAdmission), and its Kueue Workload's changes wake it.
+	Kueue bool
 
 	written expectations.WrittenVersions
 }
@@ -118,6 +122,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.observeDeletedMembers(ctx, pcs, obs, now); err != nil {
 		return ctrl.Result{}, fmt.Errorf("check the runs of %s for members deleted from outside: %w", req.NamespacedName, err)
 	}
+	admission, err := r.observeAdmission(ctx, pcs, obs, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	replicas := assessReplicas(pcs, obs)
 	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
 	startTime := startTimeCandidate(pcs, replicas, now)
@@ -142,6 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		incompleteGangTimeout: r.IncompleteGangTimeout,
 		rollout:               rollout,
 		rolloutReplicas:       rolloutIn.replicas,
+		admission:             admission,
 	})
 	previous := pcs.Status.DeepCopy()
 	written, err := r.writeStatus(ctx, pcs, status)

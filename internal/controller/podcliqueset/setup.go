@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
@@ -38,6 +39,7 @@ const ControllerName = "podcliqueset"
 // created, changed or deleted later is reported in their condition and
 // applied to the PodGroups and PodCliques they create from then on (a
 // PodGroup's topology constraint is immutable: existing ones keep theirs).
+// With Kueue, the Kueue Workloads PodCliqueSets control wake them too.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &copsev1alpha1.PodCliqueSet{}, topologyNameIndex,
 		func(obj client.Object) []string {
@@ -60,6 +62,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
 	for _, row := range r.resources() {
 		b = b.Watches(row.NewObject(), handler.EnqueueRequestsFromMapFunc(toPodCliqueSet))
+	}
+	if r.Kueue {
+		// Kueue's admissions and evictions change the Admitted condition.
+		// A Workload of a PodCliqueSet that is gone maps to its name, so a
+		// new PodCliqueSet of that name sees its name freed.
+		b = b.Owns(&kueuev1beta2.Workload{})
 	}
 	return b.Complete(r)
 }

@@ -54,6 +54,9 @@ type statusInputs struct {
 	// decided on.
 	rollout         rolloutDecision
 	rolloutReplicas []rolloutReplica
+	// admission is the Admitted condition of a queued PodCliqueSet
+	// (observeAdmission).
+	admission admission
 }
 
 // computeStatus derives the PodCliqueSet's whole status from one pass's
@@ -167,6 +170,9 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		}
 	}
 	setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled, gangs)
+	if in.admission.tracked {
+		setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypeAdmitted, in.admission.condition)
+	}
 
 	withStatus := pcs.DeepCopy()
 	withStatus.Status = status

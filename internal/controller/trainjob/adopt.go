@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -18,17 +19,32 @@ import (
 // cluster moves from Trainer to copse: its runtime snapshot is adopted
 // (runtime.go, adoptSnapshot) and its JobSet is taken over as it is.
 
+// adoptionFieldOwner is the field manager of copse's updates of a JobSet
+// it adopted.
+const adoptionFieldOwner = "copse-trainjob-adoption"
+
 // Event reasons of the adoption.
 const (
 	reasonRuntimeSnapshotAdopted = "RuntimeSnapshotAdopted"
 	reasonAdoptedJobSetUpdated   = "AdoptedJobSetUpdated"
 )
 
-// builtByCopse reports whether copse built a backend object: it stamps the
-// hash of every build on what it creates and rebuilds. A JobSet without the
-// stamp was built by someone else (Kubeflow Trainer) and is adopted.
+// legacyBuildHashAnnotation is the hash of its build that copse stamped on
+// the JobSets it built before it applied them server-side: such a JobSet is
+// copse's too.
+const legacyBuildHashAnnotation = "copse.dev/trainjob-build-hash"
+
+// builtByCopse reports whether copse built a backend object: copse's field
+// owner applied it (managedFields), or it carries the stamp of a build of an
+// earlier copse. A JobSet with neither was built by someone else (Kubeflow
+// Trainer) and is adopted.
 func builtByCopse(obj client.Object) bool {
-	_, ok := obj.GetAnnotations()[buildHashAnnotation]
+	for _, entry := range obj.GetManagedFields() {
+		if entry.Manager == FieldOwner && entry.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	_, ok := obj.GetAnnotations()[legacyBuildHashAnnotation]
 	return ok
 }
 
@@ -74,15 +90,19 @@ func adoptedJobSetUpdate(existing, desired *jobsetv1alpha2.JobSet, trainJobSuspe
 	return updated
 }
 
-// applyToAdoptedJobSet brings a JobSet copse did not build as far towards
-// the build as adoptedJobSetUpdate allows.
-func (r *Reconciler) applyToAdoptedJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, desired, existing *jobsetv1alpha2.JobSet) error {
-	updated := adoptedJobSetUpdate(existing, desired, ptr.Deref(tj.Spec.Suspend, false))
-	if updated == nil {
-		return nil
+// updateAdoptedJobSet writes what adoptedJobSetUpdate takes of the build
+// to a JobSet copse did not build: an update carrying the resourceVersion
+// it was read at, not an apply, as the build of the rest of it is unknown
+// (an apply would own, and later remove, fields Kubeflow Trainer set), and
+// under another field manager than the builds copse applies, so that the
+// JobSet stays adopted (builtByCopse).
+func (r *Reconciler) updateAdoptedJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, obj client.Object) error {
+	updated, ok := obj.(*jobsetv1alpha2.JobSet)
+	if !ok {
+		return fmt.Errorf("update adopted JobSet: %T is no JobSet", obj)
 	}
-	if err := r.Client.Update(ctx, updated); err != nil {
-		return fmt.Errorf("update adopted JobSet %s: %w", existing.Name, err)
+	if err := r.Client.Update(ctx, updated, client.FieldOwner(adoptionFieldOwner)); err != nil {
+		return fmt.Errorf("update adopted JobSet %s: %w", updated.Name, err)
 	}
 	r.Recorder.Eventf(tj, updated, corev1.EventTypeNormal, reasonAdoptedJobSetUpdated, "Update",
 		"JobSet %s, built by another controller (Kubeflow Trainer), updated: suspend %t and its pods' scheduling directives; its other fields are kept as built",

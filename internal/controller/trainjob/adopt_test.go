@@ -85,19 +85,41 @@ func TestAdoptedJobSetUpdate(t *testing.T) {
 				t.Errorf("the containers (immutable in a JobSet) were changed:\n%s", diff)
 			}
 			if builtByCopse(got) {
-				t.Error("the adopted JobSet got copse's build hash: a later rebuild would replace its immutable fields")
+				t.Error("the adopted JobSet counts as copse's build: a later rebuild would replace its immutable fields")
 			}
 		})
 	}
 }
 
 func TestBuiltByCopse(t *testing.T) {
-	js := trainerJobSet(false)
-	if builtByCopse(js) {
-		t.Error("a JobSet without the build hash counts as copse's")
+	entry := func(manager string, op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op}
 	}
-	js.Annotations = map[string]string{buildHashAnnotation: "0123456789abcdef"}
-	if !builtByCopse(js) {
-		t.Error("a JobSet with the build hash counts as adopted")
+	cases := []struct {
+		name    string
+		fields  []metav1.ManagedFieldsEntry
+		stamped bool
+		want    bool
+	}{
+		{name: "Kubeflow Trainer's: adopted", fields: []metav1.ManagedFieldsEntry{entry("trainer", metav1.ManagedFieldsOperationApply)}},
+		{name: "Kubeflow Trainer's, updated by copse's adoption: still adopted", fields: []metav1.ManagedFieldsEntry{
+			entry("trainer", metav1.ManagedFieldsOperationApply), entry(adoptionFieldOwner, metav1.ManagedFieldsOperationUpdate)}},
+		{name: "suspended by copse's field owner without its build: not copse's build",
+			fields: []metav1.ManagedFieldsEntry{entry(FieldOwner, metav1.ManagedFieldsOperationUpdate)}},
+		{name: "applied by copse", want: true, fields: []metav1.ManagedFieldsEntry{
+			entry("trainer", metav1.ManagedFieldsOperationApply), entry(FieldOwner, metav1.ManagedFieldsOperationApply)}},
+		{name: "built by an earlier copse (the build hash stamp)", stamped: true, want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			js := trainerJobSet(false)
+			js.ManagedFields = tc.fields
+			if tc.stamped {
+				js.Annotations = map[string]string{legacyBuildHashAnnotation: "0123456789abcdef"}
+			}
+			if got := builtByCopse(js); got != tc.want {
+				t.Errorf("builtByCopse = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
