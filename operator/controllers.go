@@ -64,6 +64,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Clock:     clock.RealClock{},
 
 		TopologyAwareScheduling: topologyAwareScheduling,
+		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),
 	}
 	if err := pcsgReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliquescalinggroup.ControllerName, err)

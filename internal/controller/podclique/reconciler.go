@@ -180,6 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if going {
 		plan = podPlan{}
 	}
+	claimsReady, claimsErr := r.claimsReady(ctx, pclq, pcs, id, plan.create)
 
 	status := computeStatus(pclq, statusInput{pods: owned, workload: ws, completion: completion, replaced: plan.replace, startOrder: order,
 		template: templateStateOf(pcs, pclq), now: metav1.NewTime(now)})
@@ -219,8 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("PodCliqueSet not found; creating no pods", "podCliqueSet", id.PodCliqueSet)
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: retryMissingPodCliqueSet})
 	}
-	claimsReady, err := r.syncClaims(ctx, pclq, pcs, id, idErr == nil && !going, plan.create)
-	errs = append(errs, err)
+	claimsResult, err := r.syncClaims(ctx, pclq, pcs, id, idErr == nil && !going)
+	errs = append(errs, claimsErr, err)
+	result = requeue.Earliest(result, claimsResult)
 	switch {
 	case len(plan.create) == 0:
 	case idErr != nil:
