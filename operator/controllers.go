@@ -30,7 +30,7 @@ import (
 // mnnvlParts passed the MNNVL preflight check (newMNNVLParts).
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
 	schedulerBackend configv1alpha1.SchedulerBackend, mnnvlParts mnnvlParts) error {
-	backend := newSchedulerBackend(mgr, schedulerBackend)
+	backend := newSchedulerBackend(schedulerBackend)
 	// Topology constraints become PodGroup constraints, which only the
 	// Workload API backend makes.
 	topologyAwareScheduling := cfg.TopologyAwareScheduling.Enabled && backend.Name() == scheduler.BackendWorkload
@@ -65,6 +65,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		Clock:     clock.RealClock{},
 
 		TopologyAwareScheduling: topologyAwareScheduling,
+		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),
 	}
 	if err := pcsgReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueScalingGroup.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliquescalinggroup.ControllerName, err)
@@ -182,9 +183,9 @@ func registerTrainJobControllers(mgr manager.Manager, cfg *configv1alpha1.Operat
 	return nil
 }
 
-func newSchedulerBackend(mgr manager.Manager, name configv1alpha1.SchedulerBackend) scheduler.Backend {
+func newSchedulerBackend(name configv1alpha1.SchedulerBackend) scheduler.Backend {
 	if name == configv1alpha1.SchedulerBackendWorkload {
-		return &scheduler.Workload{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+		return &scheduler.Workload{}
 	}
 	return scheduler.None{}
 }

@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/topology"
 )
@@ -12,7 +13,9 @@ import (
 // ReplicaInputs is what the objects of one replica are built from.
 type ReplicaInputs struct {
 	PodCliqueSet *copsev1alpha1.PodCliqueSet
-	Replica      int
+	// Replica is the PodCliqueSet replica; children.NoReplica for the
+	// objects of the set as a whole (a row's Shared ones).
+	Replica int
 	// Attempt is the replica's current run (its copse.dev/attempt label).
 	Attempt int32
 	// GroupReplicas are the live replica counts of the replica's
@@ -27,53 +30,12 @@ type ReplicaInputs struct {
 	ClaimTemplates resourcesharing.External
 }
 
-// ReplicaResource is one row of the table of kinds the PodCliqueSet
-// controller keeps per replica. The controller observes every row, builds
-// the missing objects of replicas that may run, deletes those of removed
-// replicas, and, for rows RecreatedWithReplica, deletes a replica's objects
-// when the replica is recreated so they are built afresh for the new run. A
-// new per-replica kind is one more row; the controller needs no change.
-type ReplicaResource struct {
-	// Kind names the kind in logs, errors and status.
-	Kind string
-	// NewObject returns an empty object of the kind, for watches.
-	NewObject func() client.Object
-	// NewList returns an empty list of the kind, for observing.
-	NewList func() client.ObjectList
-	// Desired builds the objects a replica needs. Nil for kinds that
-	// another controller creates (a scaling group's PodCliques): the
-	// PodCliqueSet controller then only observes and recreates them.
-	Desired func(in ReplicaInputs) []client.Object
-	// Shared builds the kind's objects that belong to no replica but to the
-	// PodCliqueSet as a whole (a claim every replica shares), from
-	// in.PodCliqueSet and in.ClaimTemplates (in.Replica is -1). They carry
-	// no replica label; the controller creates the missing ones and deletes
-	// those it no longer wants while the workload runs, and recreations
-	// never touch them. Nil for kinds that are only per replica.
-	Shared func(in ReplicaInputs) []client.Object
-	// Refresh brings an existing object (a copy the caller may change)
-	// towards desired, the object Desired built under the same name, and
-	// reports whether it changed and must be written. Nil for kinds whose
-	// objects are never updated once created.
-	Refresh func(existing, desired client.Object) bool
-	// RecreatedWithReplica: deleted with the replica's run on a recreation.
-	RecreatedWithReplica bool
-	// MakesPods: the kind's objects make pods, themselves or through the
-	// objects they make. A suspension deletes only these (see DeletedBy).
-	MakesPods bool
-}
-
-// DeletedBy reports whether a recreation for reason deletes the replica's
-// objects of the row. Every recreation deletes the rows RecreatedWithReplica,
-// except that a suspension keeps those that make no pods (the gangs): a
-// suspended workload keeps its place in the scheduler's queue, and resumes
-// into the same gangs.
-func (r ReplicaResource) DeletedBy(reason copsev1alpha1.RecreationReason) bool {
-	if reason == copsev1alpha1.RecreationReasonSuspension && !r.MakesPods {
-		return false
-	}
-	return r.RecreatedWithReplica
-}
+// ReplicaResource is one row of the PodCliqueSet level's table of kinds:
+// the kinds the PodCliqueSet controller keeps per replica, and for the set
+// as a whole (a row's Shared objects). A new kind is one more row; the
+// controller needs no change. The mechanism is the same at every level
+// (internal/children).
+type ReplicaResource = children.Row[ReplicaInputs]
 
 // ReplicaResources are copse's own per-replica kinds. A scheduler backend
 // adds its own rows (internal/scheduler).

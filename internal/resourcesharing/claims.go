@@ -25,37 +25,53 @@ func PodCliqueSetReplica(pcs *copsev1alpha1.PodCliqueSet, replica int, external 
 	return perReplica(pcs, pcs.Name, pcsRefs(pcs), replica, baseLabels(pcs), labels.ReplicaKey, external)
 }
 
-// ScalingGroup are the claims of a scaling group's entries for its
-// PodCliqueScalingGroup object named name with replicas group replicas: one
-// per AllReplicas entry, one per PerReplica entry and group replica below
-// replicas. They carry the object's name (grove.io/podcliquescalinggroup)
-// and, per replica, the group replica index.
-func ScalingGroup(pcs *copsev1alpha1.PodCliqueSet, group *grovecorev1alpha1.PodCliqueScalingGroupConfig, name string, replicas int,
+// ScalingGroupShared are the claims of a scaling group's AllReplicas
+// entries for its PodCliqueScalingGroup object named name: one each, shared
+// by the group's replicas. They carry the object's name
+// (grove.io/podcliquescalinggroup).
+func ScalingGroupShared(pcs *copsev1alpha1.PodCliqueSet, group *grovecorev1alpha1.PodCliqueScalingGroupConfig, name string,
 	external External) []*resourcev1.ResourceClaim {
+	return shared(pcs, name, groupRefs(group), groupLabels(pcs, name), external)
+}
+
+// ScalingGroupReplica are the claims of a scaling group's PerReplica
+// entries for group replica j of its PodCliqueScalingGroup object named
+// name, labelled with the object's name and j.
+func ScalingGroupReplica(pcs *copsev1alpha1.PodCliqueSet, group *grovecorev1alpha1.PodCliqueScalingGroupConfig, name string, j int,
+	external External) []*resourcev1.ResourceClaim {
+	return perReplica(pcs, name, groupRefs(group), j, groupLabels(pcs, name), labels.ScalingGroupReplicaKey, external)
+}
+
+// PodCliqueShared are the claims of a clique's AllReplicas entries for its
+// PodClique object named name: one each, shared by its pods. They carry the
+// object's name (grove.io/podclique).
+func PodCliqueShared(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec, name string,
+	external External) []*resourcev1.ResourceClaim {
+	return shared(pcs, name, clique.ResourceSharing, cliqueLabels(pcs, name), external)
+}
+
+// PodCliqueReplica are the claims of a clique's PerReplica entries for the
+// pod of index i of its PodClique object named name, labelled with the
+// object's name and i.
+func PodCliqueReplica(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec, name string, i int,
+	external External) []*resourcev1.ResourceClaim {
+	return perReplica(pcs, name, clique.ResourceSharing, i, cliqueLabels(pcs, name), labels.PodIndexKey, external)
+}
+
+func groupRefs(group *grovecorev1alpha1.PodCliqueScalingGroupConfig) []grovecorev1alpha1.ResourceSharingSpec {
 	refs := make([]grovecorev1alpha1.ResourceSharingSpec, 0, len(group.ResourceSharing))
 	for _, ref := range group.ResourceSharing {
 		refs = append(refs, ref.ResourceSharingSpec)
 	}
-	objLabels := labels.Merge(baseLabels(pcs), map[string]string{labels.ScalingGroupKey: name})
-	out := shared(pcs, name, refs, objLabels, external)
-	for j := range replicas {
-		out = append(out, perReplica(pcs, name, refs, j, objLabels, labels.ScalingGroupReplicaKey, external)...)
-	}
-	return out
+	return refs
 }
 
-// PodClique are the claims of a clique's entries for its PodClique object
-// named name with replicas pods: one per AllReplicas entry, one per
-// PerReplica entry and pod index below replicas. They carry the object's
-// name (grove.io/podclique) and, per pod, the pod index.
-func PodClique(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec, name string, replicas int,
-	external External) []*resourcev1.ResourceClaim {
-	objLabels := labels.Merge(baseLabels(pcs), map[string]string{labels.PodCliqueKey: name})
-	out := shared(pcs, name, clique.ResourceSharing, objLabels, external)
-	for i := range replicas {
-		out = append(out, perReplica(pcs, name, clique.ResourceSharing, i, objLabels, labels.PodIndexKey, external)...)
-	}
-	return out
+func groupLabels(pcs *copsev1alpha1.PodCliqueSet, name string) map[string]string {
+	return labels.Merge(baseLabels(pcs), map[string]string{labels.ScalingGroupKey: name})
+}
+
+func cliqueLabels(pcs *copsev1alpha1.PodCliqueSet, name string) map[string]string {
+	return labels.Merge(baseLabels(pcs), map[string]string{labels.PodCliqueKey: name})
 }
 
 func shared(pcs *copsev1alpha1.PodCliqueSet, owner string, refs []grovecorev1alpha1.ResourceSharingSpec, objLabels map[string]string,

@@ -10,9 +10,10 @@
 // the owner (<owner>-<index>-<template>): a PodCliqueSet replica, a
 // scaling-group replica, a pod index. Names and labels are Grove's.
 //
-// Everything here is a pure function of plain values, except Gather, which
-// reads the ResourceClaimTemplate objects references name, and Converge,
-// which writes one owner's claims; the PodCliqueSet, PodCliqueScalingGroup
-// and PodClique controllers use them, and a pod decorator adds the
-// references to pods.
+// Everything here is a pure function of plain values: the claims of each
+// level, per replica of its owner and shared by them, which the resource
+// tables of the three levels build (blueprint's claim rows, kept by
+// internal/children), and the references a pod decorator adds to pods.
+// internal/claimtemplates reads the ResourceClaimTemplate objects references
+// name.
 package resourcesharing

@@ -132,6 +132,29 @@ func TestExternalTemplates(t *testing.T) {
 	}
 }
 
+// scalingGroupClaims are every claim of a scaling group with replicas group
+// replicas: the shared ones, then each replica's, as its resource table
+// row builds them.
+func scalingGroupClaims(pcs *copsev1alpha1.PodCliqueSet, group *grovecorev1alpha1.PodCliqueScalingGroupConfig, name string, replicas int,
+	external External) []*resourcev1.ResourceClaim {
+	out := ScalingGroupShared(pcs, group, name, external)
+	for j := range replicas {
+		out = append(out, ScalingGroupReplica(pcs, group, name, j, external)...)
+	}
+	return out
+}
+
+// podCliqueClaims are every claim of a clique with replicas pods: the
+// shared ones, then each pod index's.
+func podCliqueClaims(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.PodCliqueTemplateSpec, name string, replicas int,
+	external External) []*resourcev1.ResourceClaim {
+	out := PodCliqueShared(pcs, clique, name, external)
+	for i := range replicas {
+		out = append(out, PodCliqueReplica(pcs, clique, name, i, external)...)
+	}
+	return out
+}
+
 func TestClaimsPerLevelAndScope(t *testing.T) {
 	pcs := hierarchy()
 	group := &pcs.Spec.Template.PodCliqueScalingGroupConfigs[0]
@@ -142,15 +165,15 @@ func TestClaimsPerLevelAndScope(t *testing.T) {
 	}{
 		{"PodCliqueSet AllReplicas: one for the set", PodCliqueSetShared(pcs, nil), []string{"rs-all-everywhere", "rs-all-group-only"}},
 		{"PodCliqueSet PerReplica: one per set replica", PodCliqueSetReplica(pcs, 1, nil), []string{"rs-1-replica", "rs-1-solo-only"}},
-		{"scaling group: one per group, then one per group replica", ScalingGroup(pcs, group, "rs-0-sga", 2, nil),
+		{"scaling group: one per group, then one per group replica", scalingGroupClaims(pcs, group, "rs-0-sga", 2, nil),
 			[]string{"rs-0-sga-all-group-wide", "rs-0-sga-all-member-only", "rs-0-sga-0-group-replica", "rs-0-sga-1-group-replica"}},
-		{"scaling group scaled to zero keeps its AllReplicas claims", ScalingGroup(pcs, group, "rs-0-sga", 0, nil),
+		{"scaling group scaled to zero keeps its AllReplicas claims", scalingGroupClaims(pcs, group, "rs-0-sga", 0, nil),
 			[]string{"rs-0-sga-all-group-wide", "rs-0-sga-all-member-only"}},
-		{"clique: one per PodClique, then one per pod", PodClique(pcs, pcs.Spec.Template.Cliques[0], "rs-0-solo", 2, external()),
+		{"clique: one per PodClique, then one per pod", podCliqueClaims(pcs, pcs.Spec.Template.Cliques[0], "rs-0-solo", 2, external()),
 			[]string{"rs-0-solo-all-platform-pool", "rs-0-solo-0-solo-pod", "rs-0-solo-1-solo-pod"}},
-		{"an unresolved template has no claim yet", PodClique(pcs, pcs.Spec.Template.Cliques[0], "rs-0-solo", 1, nil),
+		{"an unresolved template has no claim yet", podCliqueClaims(pcs, pcs.Spec.Template.Cliques[0], "rs-0-solo", 1, nil),
 			[]string{"rs-0-solo-0-solo-pod"}},
-		{"a clique without entries has none", PodClique(pcs, pcs.Spec.Template.Cliques[2], "rs-0-sga-0-other", 3, nil), []string{}},
+		{"a clique without entries has none", podCliqueClaims(pcs, pcs.Spec.Template.Cliques[2], "rs-0-sga-0-other", 3, nil), []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +192,7 @@ func TestClaimLabelsAndSpec(t *testing.T) {
 	byName := map[string]*resourcev1.ResourceClaim{}
 	for _, list := range [][]*resourcev1.ResourceClaim{
 		PodCliqueSetShared(pcs, nil), PodCliqueSetReplica(pcs, 1, nil),
-		ScalingGroup(pcs, group, "rs-0-sga", 1, nil), PodClique(pcs, pcs.Spec.Template.Cliques[0], "rs-0-solo", 1, external()),
+		scalingGroupClaims(pcs, group, "rs-0-sga", 1, nil), podCliqueClaims(pcs, pcs.Spec.Template.Cliques[0], "rs-0-solo", 1, external()),
 	} {
 		for _, c := range list {
 			byName[c.Name] = c

@@ -6,11 +6,8 @@
 package scheduler
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 )
 
@@ -27,14 +24,12 @@ type Backend interface {
 	// PodDecorator prepares a pod for this scheduler (e.g. names its gang);
 	// the PodClique controller applies it to every pod it creates.
 	PodDecorator() blueprint.PodDecorator
-	// ReplicaResources are the backend's per-replica objects (its gangs), as
-	// rows of the PodCliqueSet controller's table: they are created with a
-	// replica's run and deleted and recreated with it.
+	// ReplicaResources are the backend's objects, as rows of the
+	// PodCliqueSet controller's table: per replica (its gangs, created with
+	// a replica's run and deleted and recreated with it), and for the
+	// PodCliqueSet as a whole (a row's Shared objects, e.g. the Workload
+	// describing the gang shapes).
 	ReplicaResources() []blueprint.ReplicaResource
-	// SyncPodCliqueSet keeps the backend's objects that are not per
-	// replica (e.g. the Workload describing the gang shapes) in line with
-	// the PodCliqueSet's gangs.
-	SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) error
 }
 
 // None places pods one by one with the default scheduler: no gang objects.
@@ -50,8 +45,3 @@ func (None) PodDecorator() blueprint.PodDecorator {
 
 // ReplicaResources implements Backend; there are none.
 func (None) ReplicaResources() []blueprint.ReplicaResource { return nil }
-
-// SyncPodCliqueSet implements Backend; there is nothing to sync.
-func (None) SyncPodCliqueSet(context.Context, *copsev1alpha1.PodCliqueSet, []blueprint.Gang) error {
-	return nil
-}

@@ -1,19 +1,13 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
@@ -25,11 +19,9 @@ import (
 // (scheduling.k8s.io/v1beta1): one Workload per PodCliqueSet whose pod-group
 // templates describe the gang shapes, and one PodGroup per gang. Pods join a
 // PodGroup through spec.schedulingGroup, and kube-scheduler binds all of a
-// PodGroup's minCount pods or none.
-type Workload struct {
-	Client client.Client
-	Scheme *runtime.Scheme
-}
+// PodGroup's minCount pods or none. Both are rows of the PodCliqueSet
+// controller's resource table, which keeps them.
+type Workload struct{}
 
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads;podgroups,verbs=get;list;watch;create;update;patch;delete
 
@@ -55,10 +47,15 @@ func joinGang(pod *corev1.Pod, pc blueprint.PodContext) error {
 	return nil
 }
 
-// PodGroupKind is the Workload backend's resource table row of gangs.
-const PodGroupKind = "PodGroup"
+// PodGroupKind is the Workload backend's resource table row of gangs;
+// WorkloadKind its row of the PodCliqueSet's Workload.
+const (
+	PodGroupKind = "PodGroup"
+	WorkloadKind = "Workload"
+)
 
-// ReplicaResources implements Backend: one PodGroup per gang of the replica.
+// ReplicaResources implements Backend: one PodGroup per gang of each
+// replica, and the PodCliqueSet's Workload.
 func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
 	return []blueprint.ReplicaResource{{
 		Kind:      PodGroupKind,
@@ -79,6 +76,19 @@ func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
 		// A new run of the replica is a new gang: its pods are scheduled
 		// all-or-nothing again, and the old run's pods never count.
 		RecreatedWithReplica: true,
+	}, {
+		// The Workload belongs to the PodCliqueSet as a whole. Its pod-group
+		// templates are immutable (no Refresh): a change of gang shape (a
+		// new minAvailable) or of packing (a ClusterTopologyBinding created
+		// or changed later) applies to the PodGroups created from then on,
+		// which carry their own policy and constraints.
+		Kind:      WorkloadKind,
+		NewObject: func() client.Object { return &schedulingv1beta1.Workload{} },
+		NewList:   func() client.ObjectList { return &schedulingv1beta1.WorkloadList{} },
+		Shared: func(in blueprint.ReplicaInputs) []client.Object {
+			gangs := blueprint.DesiredGangs(in.PodCliqueSet, in.GroupReplicas, in.Packing)
+			return []client.Object{workloadFor(in.PodCliqueSet, gangs)}
+		},
 	}}
 }
 
@@ -98,37 +108,6 @@ func refreshMinCount(existing, desired *schedulingv1beta1.PodGroup) bool {
 	}
 	have.MinCount = want.MinCount
 	return true
-}
-
-// SyncPodCliqueSet implements Backend: the PodCliqueSet's Workload.
-func (w *Workload) SyncPodCliqueSet(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, gangs []blueprint.Gang) error {
-	desired := workloadFor(pcs, gangs)
-	if err := controllerutil.SetControllerReference(pcs, desired, w.Scheme); err != nil {
-		return fmt.Errorf("owner reference on Workload %s/%s: %w", pcs.Namespace, pcs.Name, err)
-	}
-
-	existing := &schedulingv1beta1.Workload{}
-	err := w.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := w.Client.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create Workload %s/%s: %w", desired.Namespace, desired.Name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("get Workload %s/%s: %w", desired.Namespace, desired.Name, err)
-	}
-	if apiequality.Semantic.DeepEqual(existing.Spec.PodGroupTemplates, desired.Spec.PodGroupTemplates) {
-		return nil
-	}
-	// The Workload API keeps pod-group templates immutable; a change of
-	// gang shape (a new minAvailable) or of packing (a ClusterTopologyBinding
-	// created or changed later) applies to PodGroups created from now on,
-	// which carry their own policy and constraints. Log it rather than fail
-	// every sync.
-	log.FromContext(ctx).Info("Workload pod-group templates differ from the PodCliqueSet's gangs; existing PodGroups keep theirs",
-		"workload", client.ObjectKeyFromObject(existing))
-	return nil
 }
 
 // workloadFor is the PodCliqueSet's Workload: one pod-group template per

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,8 +76,8 @@ func TestPolicyOf(t *testing.T) {
 
 func TestPodGroupsOutliveASuspension(t *testing.T) {
 	rows := (&Workload{}).ReplicaResources()
-	if len(rows) != 1 || rows[0].Kind != "PodGroup" {
-		t.Fatalf("rows %+v, want one PodGroup row", rows)
+	if len(rows) != 2 || rows[0].Kind != "PodGroup" {
+		t.Fatalf("rows %+v, want the PodGroup row first, then the Workload's", rows)
 	}
 	for reason, deleted := range map[copsev1alpha1.RecreationReason]bool{
 		copsev1alpha1.RecreationReasonGangTermination: true,
@@ -86,6 +87,39 @@ func TestPodGroupsOutliveASuspension(t *testing.T) {
 		if got := rows[0].DeletedBy(reason); got != deleted {
 			t.Errorf("PodGroup deleted by %s: %v, want %v", reason, got, deleted)
 		}
+	}
+}
+
+// The Workload is one object of the PodCliqueSet as a whole: built by its
+// row's Shared builder with a pod-group template per gang template, never
+// updated (its templates are immutable), and never touched by recreations.
+func TestWorkloadIsASharedRow(t *testing.T) {
+	rows := (&Workload{}).ReplicaResources()
+	row := rows[len(rows)-1]
+	if row.Kind != WorkloadKind || row.Desired != nil || row.Shared == nil || row.Refresh != nil {
+		t.Fatalf("Workload row %+v: want Shared only, never refreshed", row)
+	}
+	for _, reason := range []copsev1alpha1.RecreationReason{copsev1alpha1.RecreationReasonGangTermination,
+		copsev1alpha1.RecreationReasonTrainingRestart, copsev1alpha1.RecreationReasonSuspension} {
+		if row.DeletedBy(reason) {
+			t.Errorf("the Workload is deleted by a %s recreation", reason)
+		}
+	}
+	pcs := packedPCS()
+	objs := row.Shared(blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: -1})
+	if len(objs) != 1 {
+		t.Fatalf("%d Workloads, want 1", len(objs))
+	}
+	w, ok := objs[0].(*schedulingv1beta1.Workload)
+	if !ok || w.Name != "llm" || w.Namespace != "ml" || w.Labels[labels.PartOfKey] != "llm" || w.Labels[labels.ComponentKey] != labels.ComponentWorkload {
+		t.Fatalf("Workload %+v: want llm in ml, labelled as part of llm", objs[0])
+	}
+	var templates []string
+	for _, tmpl := range w.Spec.PodGroupTemplates {
+		templates = append(templates, tmpl.Name)
+	}
+	if want := []string{"base", "prelude", "scaled-workers"}; !slices.Equal(templates, want) {
+		t.Errorf("pod-group templates %v, want %v", templates, want)
 	}
 }
 

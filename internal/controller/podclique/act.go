@@ -47,11 +47,12 @@ func (r *Reconciler) act(ctx context.Context, pclq *copsev1alpha1.PodClique, o *
 	}
 	opened, err := r.openGates(ctx, pclq, open.pods)
 	errs = append(errs, err)
-	errs = append(errs, r.syncClaims(ctx, pclq, o.pcs, o.id, o.idErr == nil && !o.creation.going))
+	claimsResult, err := r.syncClaims(ctx, pclq, o.pcs, o.id, o.idErr == nil && !o.creation.going)
+	errs = append(errs, err)
 
-	result := ctrl.Result{}
+	result := claimsResult
 	if plan.truncated || released.truncated || open.truncated || opened < len(open.pods) {
-		result.RequeueAfter = requeue.Soon
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: requeue.Soon})
 	}
 	if !plan.retryAt.IsZero() {
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(plan.retryAt.Sub(now), time.Millisecond)})

@@ -7,8 +7,9 @@ import (
 
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -16,52 +17,118 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/resourcesharing"
 )
 
-// syncClaims keeps the clique level of resourceSharing. The clique's claims
-// are owned by the PodClique (they go with it): one per AllReplicas entry,
-// one per PerReplica entry and pod index below spec.replicas; those of
-// scaled-in indices are deleted. Whether the pods may be created yet is
-// decided before the status write (unreadyClaims). act is false when the
-// clique has no pods to get (being deleted, no PodCliqueSet, labels
-// missing).
-func (r *Reconciler) syncClaims(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
-	id blueprint.CliqueIdentity, act bool) error {
-	if !act || pcs == nil || len(resourcesharing.References(pcs)) == 0 {
-		return nil
-	}
-	var errs []error
-	if clique := pcs.CliqueTemplate(id.Clique); clique != nil && len(clique.ResourceSharing) > 0 {
-		external, missing, err := resourcesharing.Gather(ctx, r.Client, pcs)
-		if err != nil {
-			return err
-		}
-		errs = append(errs, resourcesharing.MissingError(missing))
-		_, err = resourcesharing.Converge(ctx, r.Client, r.Scheme, pclq, client.MatchingLabels{
-			labels.PartOfKey: pcs.Name, labels.PodCliqueKey: pclq.Name, labels.ComponentKey: labels.ComponentResourceClaim,
-		}, resourcesharing.PodClique(pcs, clique, pclq.Name, int(pclq.Spec.Replicas), external))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+// claimState is what the cache shows of one claim.
+type claimState struct {
+	exists     bool
+	controller types.UID
+	deleting   bool
 }
 
-// claimUsable reports whether the claim exists in the cache, is controlled
-// by owner and is not being deleted.
-func (r *Reconciler) claimUsable(ctx context.Context, namespace, name string, owner types.UID) (bool, error) {
+// readClaim reads one claim from the cache.
+func (r *Reconciler) readClaim(ctx context.Context, namespace, name string) (claimState, error) {
 	claim := &resourcev1.ResourceClaim{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return claimState{}, nil
 		}
-		return false, fmt.Errorf("read ResourceClaim %s/%s: %w", namespace, name, err)
+		return claimState{}, fmt.Errorf("read ResourceClaim %s/%s: %w", namespace, name, err)
 	}
-	ref := metav1.GetControllerOfNoCopy(claim)
-	return ref != nil && ref.UID == owner && claim.DeletionTimestamp.IsZero(), nil
+	state := claimState{exists: true, deleting: !claim.DeletionTimestamp.IsZero()}
+	for _, ref := range claim.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			state.controller = ref.UID
+		}
+	}
+	return state, nil
+}
+
+// claimOwners are the objects that own the claims of each level a pod of
+// the clique refers to.
+func claimOwners(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodClique, id blueprint.CliqueIdentity) map[resourcesharing.Level]types.UID {
+	owners := map[resourcesharing.Level]types.UID{resourcesharing.LevelPodCliqueSet: pcs.UID, resourcesharing.LevelPodClique: pclq.UID}
+	for _, ref := range pclq.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && id.Grouped() {
+			owners[resourcesharing.LevelScalingGroup] = ref.UID
+		}
+	}
+	return owners
+}
+
+// claimsWaiting are the names of refs whose claim is not usable: absent,
+// controlled by another object than its level's owner, or being deleted.
+func claimsWaiting(refs []resourcesharing.Ref, claims map[string]claimState, owners map[resourcesharing.Level]types.UID) []string {
+	var out []string
+	for _, ref := range refs {
+		state := claims[ref.Name]
+		if !state.exists || state.deleting || state.controller == "" || state.controller != owners[ref.Level] {
+			out = append(out, ref.Name)
+		}
+	}
+	return out
+}
+
+// syncClaims keeps the clique level of resourceSharing: the rows of the
+// clique's table (blueprint.CliqueResources, its claims) for the pod
+// indices below spec.replicas, owned by the PodClique so that they go with
+// it, within a write budget of their own; those of scaled-in indices are
+// deleted. act is false when the clique has no pods to get (being deleted,
+// no PodCliqueSet, labels missing). The pods that need a claim wait for it
+// (claimsReady); a template that does not exist yet is reported.
+func (r *Reconciler) syncClaims(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
+	id blueprint.CliqueIdentity, act bool) (ctrl.Result, error) {
+	if !act || pcs == nil || len(resourcesharing.References(pcs)) == 0 {
+		return ctrl.Result{}, nil
+	}
+	template := pcs.CliqueTemplate(id.Clique)
+	if template == nil || len(template.ResourceSharing) == 0 {
+		return ctrl.Result{}, nil
+	}
+	external, missing, err := claimtemplates.Read(ctx, r.Client, pcs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rows := blueprint.CliqueResources()
+	selector := k8slabels.SelectorFromSet(labels.Merge(labels.ForPodCliqueSet(pcs.Name), map[string]string{labels.PodCliqueKey: pclq.Name}))
+	listed, err := children.List(ctx, r.Client, rows, pclq.Namespace, selector)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	for kind, objs := range listed {
+		listed[kind] = children.ControlledBy(objs, map[types.UID]bool{pclq.UID: true})
+	}
+	pass := children.Pass[blueprint.CliqueInputs]{
+		Rows:     rows,
+		Observed: children.Index(listed, podIndexLabel),
+		Replicas: int(pclq.Spec.Replicas),
+		Inputs: func(index int) blueprint.CliqueInputs {
+			return blueprint.CliqueInputs{PodCliqueSet: pcs, PodClique: pclq, Template: template, Index: index, ClaimTemplates: external}
+		},
+	}
+	budget := children.NewBudget(r.writeBudget())
+	if err := (children.Writer{Client: r.Client, Scheme: r.Scheme}).Converge(ctx, pclq, pass.Sets(), budget); err != nil {
+		return ctrl.Result{}, errors.Join(fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err),
+			claimtemplates.MissingError(missing))
+	}
+	if budget.Exhausted() {
+		return ctrl.Result{RequeueAfter: requeue.Soon}, claimtemplates.MissingError(missing)
+	}
+	return ctrl.Result{}, claimtemplates.MissingError(missing)
+}
+
+// podIndexLabel reads a claim's pod index label; children.NoReplica when it
+// has none (the clique's shared claims).
+func podIndexLabel(obj client.Object) int {
+	if i, ok := labels.Index(obj.GetLabels(), labels.PodIndexKey); ok {
+		return i
+	}
+	return children.NoReplica
 }
 
 // claimToCliques maps a claim copse made to the PodCliques that may wait

@@ -3,8 +3,6 @@ package podclique
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
@@ -25,27 +23,21 @@ func (r *Reconciler) unreadyClaims(ctx context.Context, pclq *copsev1alpha1.PodC
 	if pcs == nil || len(create) == 0 || len(resourcesharing.References(pcs)) == 0 {
 		return nil, nil
 	}
-	owners := map[resourcesharing.Level]types.UID{resourcesharing.LevelPodCliqueSet: pcs.UID, resourcesharing.LevelPodClique: pclq.UID}
-	if ref := metav1.GetControllerOfNoCopy(pclq); ref != nil && id.Grouped() {
-		owners[resourcesharing.LevelScalingGroup] = ref.UID
-	}
-	checked := map[string]bool{}
-	var waiting []string
+	var refs []resourcesharing.Ref
+	seen := map[string]claimState{}
 	for _, index := range create {
 		place := blueprint.PodPlaceOf(blueprint.PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Index: index})
 		for _, ref := range resourcesharing.PodClaims(pcs, place) {
-			if checked[ref.Name] {
+			if _, read := seen[ref.Name]; read {
 				continue
 			}
-			checked[ref.Name] = true
-			ok, err := r.claimUsable(ctx, pclq.Namespace, ref.Name, owners[ref.Level])
+			state, err := r.readClaim(ctx, pclq.Namespace, ref.Name)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
-				waiting = append(waiting, ref.Name)
-			}
+			seen[ref.Name] = state
+			refs = append(refs, ref)
 		}
 	}
-	return waiting, nil
+	return claimsWaiting(refs, seen, claimOwners(pcs, pclq, id)), nil
 }

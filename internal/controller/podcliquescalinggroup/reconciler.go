@@ -13,31 +13,21 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/blueprint"
-	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/requeue"
-	"github.com/copse-dev/copse/internal/topology"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -61,6 +51,9 @@ type Reconciler struct {
 	// affinity of the PodCliqueSet's topologyConstraints, as the PodCliqueSet
 	// controller's PodCliques do (same switch, same topology.Lookup).
 	TopologyAwareScheduling bool
+	// WriteBudget bounds the objects one pass creates, updates and deletes;
+	// 0 means the configuration's default.
+	WriteBudget int
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquescalinggroups,verbs=get;list;watch
@@ -69,9 +62,19 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=grove.io,resources=clustertopologybindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaimtemplates,verbs=get;list;watch
 
-// Reconcile writes the group's status, recreates group replicas that stayed
-// breached (Inference), and converges the group's PodCliques.
+// Reconcile runs one pass:
+//
+//	owner     the controlling PodCliqueSet (for the clique templates)
+//	observe   the rows of the group's table it controls (its claims and
+//	          PodCliques), by group replica
+//	status    computed from its PodCliques and written once
+//	decide    Inference: group replicas to recreate             (pure)
+//	act       delete the recreated group replicas' PodCliques, then keep
+//	          every row for the group replicas below spec.replicas
+//	          (internal/children), within the write budget
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("podcliquescalinggroup", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
@@ -87,18 +90,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || pcs == nil {
 		return ctrl.Result{}, err
 	}
-	cliques, err := r.ownedPodCliques(ctx, pcsg)
+	obs, err := r.observe(ctx, pcs, pcsg)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
-	status := computeStatus(pcsg, cliques)
-	updateStatus(&status, pcsg, generationOf(pcs), cliques, metav1.NewTime(r.now()))
+	status := computeStatus(pcsg, obs.cliques)
+	updateStatus(&status, pcsg, generationOf(pcs), obs.cliques, metav1.NewTime(r.now()))
 	var recreate groupRecreations
 	if !pcs.IsTraining() {
 		// Training restarts the whole replica instead (the PodCliqueSet
 		// controller), since one missing clique stops the job.
-		recreate = decideGroupReplicaRecreations(pcsg.MinAvailable(), status.AvailableReplicas, cliques, pcs.TerminationDelay(), r.now())
+		recreate = decideGroupReplicaRecreations(pcsg.MinAvailable(), status.AvailableReplicas, obs.cliques, pcs.TerminationDelay(), r.now())
 	}
 	if !apiequality.Semantic.DeepEqual(pcsg.Status, status) {
 		patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -111,10 +114,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	recreateErr := r.recreateGroupReplicas(ctx, pcsg, cliques, recreate.replicas)
-	claimsErr := r.syncClaims(ctx, pcs, pcsg)
-	syncErr := r.syncPodCliques(ctx, pcs, pcsg, cliques, recreate.replicas)
-	return ctrl.Result{RequeueAfter: recreate.requeueAfter}, errors.Join(recreateErr, claimsErr, syncErr)
+	budget := children.NewBudget(r.writeBudget())
+	recreateErr := r.recreateGroupReplicas(ctx, pcsg, obs, recreate.replicas, budget)
+	convergeErr := r.converge(ctx, pcs, pcsg, obs, recreate.replicas, budget)
+	result := ctrl.Result{RequeueAfter: recreate.requeueAfter}
+	if budget.Exhausted() {
+		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: requeue.Soon})
+	}
+	return result, errors.Join(recreateErr, convergeErr, claimtemplates.MissingError(obs.missingClaimTemplates))
+}
+
+func (r *Reconciler) writeBudget() int {
+	if r.WriteBudget > 0 {
+		return r.WriteBudget
+	}
+	return int(configv1alpha1.DefaultMaxWritesPerReconcile)
 }
 
 func (r *Reconciler) now() time.Time {
@@ -139,180 +153,4 @@ func (r *Reconciler) owningPodCliqueSet(ctx context.Context, pcsg *copsev1alpha1
 		return nil, nil
 	}
 	return pcs, nil
-}
-
-func (r *Reconciler) ownedPodCliques(ctx context.Context, pcsg *copsev1alpha1.PodCliqueScalingGroup) ([]copsev1alpha1.PodClique, error) {
-	var list copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pcsg.Namespace),
-		client.MatchingLabels{labels.ScalingGroupKey: pcsg.Name}); err != nil {
-		return nil, fmt.Errorf("list PodCliques of %s/%s: %w", pcsg.Namespace, pcsg.Name, err)
-	}
-	var out []copsev1alpha1.PodClique
-	for _, c := range list.Items {
-		if metav1.IsControlledBy(&c, pcsg) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// recreateGroupReplicas deletes the PodCliques of the group replicas to
-// recreate; syncPodCliques creates them afresh on a later pass. The decision
-// rests on the cliques' breach conditions, which the API server holds, and
-// each deletion names the clique's UID, so a crash in between repeats
-// nothing: the recreated cliques start with no breach.
-func (r *Reconciler) recreateGroupReplicas(ctx context.Context, pcsg *copsev1alpha1.PodCliqueScalingGroup, cliques []copsev1alpha1.PodClique, replicas []int) error {
-	var errs []error
-	for _, j := range replicas {
-		var names []string
-		for i := range cliques {
-			c := &cliques[i]
-			if groupReplicaOf(c) != j || !c.DeletionTimestamp.IsZero() {
-				continue
-			}
-			uid := c.UID
-			if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				errs = append(errs, fmt.Errorf("delete PodClique %s to recreate group replica %d: %w", c.Name, j, err))
-				continue
-			}
-			names = append(names, c.Name)
-		}
-		if len(names) > 0 && r.Recorder != nil {
-			r.Recorder.Eventf(pcsg, nil, corev1.EventTypeWarning, EventGroupReplicaRecreated, "Recreate",
-				"group replica %d stayed below minAvailable for longer than terminationDelay while the group still meets its minAvailable %d; recreating its PodCliques %v",
-				j, pcsg.MinAvailable(), names)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// syncPodCliques creates the missing PodCliques of group replicas below
-// spec.replicas, unless the replica may not have new PodCliques (a Training
-// replica being restarted, or whose run was whole already, a workload that
-// ended: lifecycle.MayCreatePodCliques), and deletes those of
-// replicas at or above it. Replicas being recreated this pass wait for
-// their old cliques to be gone.
-func (r *Reconciler) syncPodCliques(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup,
-	existing []copsev1alpha1.PodClique, recreating []int) error {
-	present := map[string]*copsev1alpha1.PodClique{}
-	for i := range existing {
-		present[existing[i].Name] = &existing[i]
-	}
-	skip := map[int]bool{}
-	for _, j := range recreating {
-		skip[j] = true
-	}
-	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
-	attempt, _ := labels.Index(pcsg.Labels, labels.AttemptKey)
-	mayCreate := lifecycle.MayCreatePodCliques(lifecycle.ReplicaStateOf(pcs, replica, attempt)) == ""
-	// The PodCliqueSet reports the constraints left out; they are not
-	// repeated here.
-	packing, _, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for j := range pcsg.Spec.Replicas {
-		if !mayCreate || skip[int(j)] {
-			continue
-		}
-		for _, cliqueName := range pcsg.Spec.CliqueNames {
-			template := pcs.CliqueTemplate(cliqueName)
-			if template == nil {
-				errs = append(errs, fmt.Errorf("clique %q of scaling group %s is not in PodCliqueSet %s's template", cliqueName, pcsg.Name, pcs.Name))
-				continue
-			}
-			pclq := blueprint.GroupedPodClique(pcs, pcsg, j, template, packing)
-			if current := present[pclq.Name]; current != nil {
-				errs = append(errs, r.refreshPodClique(ctx, pcs, pcsg, current, pclq))
-				continue
-			}
-			if err := controllerutil.SetControllerReference(pcsg, pclq, r.Scheme); err != nil {
-				errs = append(errs, fmt.Errorf("owner reference on PodClique %s: %w", pclq.Name, err))
-				continue
-			}
-			if err := r.Client.Create(ctx, pclq); err != nil && !apierrors.IsAlreadyExists(err) {
-				errs = append(errs, fmt.Errorf("create PodClique %s: %w", pclq.Name, err))
-			}
-		}
-	}
-	for i := range existing {
-		c := &existing[i]
-		j := groupReplicaOf(c)
-		if j >= 0 && j < int(pcsg.Spec.Replicas) || !c.DeletionTimestamp.IsZero() {
-			continue
-		}
-		uid := c.UID
-		if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("delete PodClique %s of a removed group replica: %w", c.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// refreshPodClique brings an existing PodClique of the group towards the
-// template (blueprint.RefreshPodClique): its pod template, minAvailable and
-// replicas follow the PodCliqueSet's, as the standalone ones do. The write
-// carries the resourceVersion read, so a change decided on a stale copy is
-// refused with a conflict and made again on the next pass. A Training
-// workload's PodCliques never change once created.
-func (r *Reconciler) refreshPodClique(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, pcsg *copsev1alpha1.PodCliqueScalingGroup,
-	current, desired *copsev1alpha1.PodClique) error {
-	if pcs.IsTraining() || !current.DeletionTimestamp.IsZero() || !metav1.IsControlledBy(current, pcsg) {
-		return nil
-	}
-	updated := current.DeepCopy()
-	if !blueprint.RefreshPodClique(updated, desired) {
-		return nil
-	}
-	if err := r.Client.Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("update PodClique %s to the template: %w", current.Name, err)
-	}
-	return nil
-}
-
-// groupReplicaOf is the clique's group replica index, -1 without one.
-func groupReplicaOf(c *copsev1alpha1.PodClique) int {
-	if j, ok := labels.Index(c.Labels, labels.ScalingGroupReplicaKey); ok {
-		return j
-	}
-	return -1
-}
-
-// SetupWithManager registers the controller; a PodClique's status change
-// can change the group's availability, and a PodCliqueSet's new spec or
-// generation hash is what the group's PodCliques and update status follow.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName)
-	}
-	return ownsClaims(ctrl.NewControllerManagedBy(mgr)).
-		Named(ControllerName).
-		For(&copsev1alpha1.PodCliqueScalingGroup{}).
-		Owns(&copsev1alpha1.PodClique{}).
-		Watches(&copsev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.groupsOf), builder.WithPredicates(templateChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(r)
-}
-
-// groupsOf maps a PodCliqueSet to its PodCliqueScalingGroups.
-func (r *Reconciler) groupsOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	return requeue.RequestsForList(ctx, r.Client, &copsev1alpha1.PodCliqueScalingGroupList{}, obj, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabelsSelector{Selector: labels.SelectPodCliqueSet(obj.GetName())})
-}
-
-// templateChanged passes PodCliqueSet updates with a new spec or a new
-// generation hash.
-func templateChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*copsev1alpha1.PodCliqueSet)
-			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodCliqueSet)
-			return okOld && okNew && (old.Generation != cur.Generation ||
-				!ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash))
-		},
-	}
 }

@@ -86,31 +86,44 @@ type member struct {
 // replica started is judged on its base gang's PodCliques for both types.
 func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAssessment {
 	training := pcs.IsTraining()
-	podsByClique := map[string][]podstate.Summary{}
-	for _, p := range obs.pods {
-		podsByClique[p.PodClique] = append(podsByClique[p.PodClique], p)
-	}
-	groupMinAvailable := map[string]int32{}
-	groupReplicasByTemplate := map[int]map[string]int32{}
-	for _, g := range obs.scalingGroups {
-		groupMinAvailable[g.Name] = g.MinAvailable()
-		r := replicaOf(g)
-		if groupReplicasByTemplate[r] == nil {
-			groupReplicasByTemplate[r] = map[string]int32{}
+	groupMinAvailable := obs.groupMinAvailable()
+	out := make([]replicaAssessment, 0, pcs.Spec.Replicas)
+	for r := range int(pcs.Spec.Replicas) {
+		groupReplicas := obs.groupReplicasByTemplate(pcs, r)
+		members, startMembers := replicaMembers(pcs, obs, r, groupMinAvailable)
+		expected := len(pcs.StandaloneCliques()) + len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
+		if training {
+			expected = pcs.MembersPerReplica(groupReplicas)
 		}
-		groupReplicasByTemplate[r][templateGroupName(pcs, g.Name, r)] = g.Spec.Replicas
+		a := assessReplica(r, expected, members, training, pcs.SuccessPolicy())
+		if deleted, ok := obs.deletedMembers[r]; ok {
+			// A member of a whole run was deleted from outside: the run
+			// cannot go on as it was, so it is a breach, dated when it was
+			// seen (the deletion records no time of its own).
+			for _, name := range sortedNames(deleted.names) {
+				a.noteBreach(name, "deleted from outside", deleted.at)
+			}
+			a.available = false
+		}
+		a.started, a.startedAt = replicaStarted(startMembers, expectedBaseMembers(pcs, groupReplicas))
+		out = append(out, a)
 	}
+	return out
+}
 
-	members := map[int][]member{}
-	startMembers := map[int][]member{}
-	for _, pclq := range obs.podCliques {
-		r := replicaOf(pclq)
-		if training && attemptOf(pclq) != int(lifecycle.CurrentAttempt(pcs, r)) {
-			continue
-		}
+// replicaMembers are replica r's members for health (see assessReplicas)
+// and its base gang's PodCliques, for its start. For Training only the
+// current run counts.
+func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, groupMinAvailable map[string]int32) (members, startMembers []member) {
+	training := pcs.IsTraining()
+	cliques := obs.replica(r).podCliques
+	if training {
+		cliques = obs.replica(r).run(int(lifecycle.CurrentAttempt(pcs, r))).podCliques
+	}
+	for _, pclq := range cliques {
 		m := member{name: pclq.Name, template: pclq.Labels[labels.CliqueTemplateKey], conditions: pclq.Status.Conditions,
 			minAvailable: int(pclq.MinAvailable()), baseGang: true}
-		for _, p := range podsByClique[pclq.Name] {
+		for _, p := range obs.podsByClique[pclq.Name] {
 			if p.ControllerUID == pclq.UID {
 				m.pods = append(m.pods, p)
 			}
@@ -128,38 +141,18 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 			}
 		}
 		if training || metav1.IsControlledBy(pclq, pcs) {
-			members[r] = append(members[r], m)
+			members = append(members, m)
 		}
 		if m.baseGang {
-			startMembers[r] = append(startMembers[r], m)
+			startMembers = append(startMembers, m)
 		}
 	}
 	if !training {
-		for _, g := range obs.scalingGroups {
-			members[replicaOf(g)] = append(members[replicaOf(g)], member{name: g.Name, conditions: g.Status.Conditions})
+		for _, g := range obs.replica(r).scalingGroups {
+			members = append(members, member{name: g.Name, conditions: g.Status.Conditions})
 		}
 	}
-
-	out := make([]replicaAssessment, 0, pcs.Spec.Replicas)
-	for r := range int(pcs.Spec.Replicas) {
-		expected := len(pcs.StandaloneCliques()) + len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
-		if training {
-			expected = pcs.MembersPerReplica(groupReplicasByTemplate[r])
-		}
-		a := assessReplica(r, expected, members[r], training, pcs.SuccessPolicy())
-		if deleted, ok := obs.deletedMembers[r]; ok {
-			// A member of a whole run was deleted from outside: the run
-			// cannot go on as it was, so it is a breach, dated when it was
-			// seen (the deletion records no time of its own).
-			for _, name := range sortedNames(deleted.names) {
-				a.noteBreach(name, "deleted from outside", deleted.at)
-			}
-			a.available = false
-		}
-		a.started, a.startedAt = replicaStarted(startMembers[r], expectedBaseMembers(pcs, groupReplicasByTemplate[r]))
-		out = append(out, a)
-	}
-	return out
+	return members, startMembers
 }
 
 // assessReplica derives a replica's health, completion and root cause from

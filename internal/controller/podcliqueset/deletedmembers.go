@@ -47,13 +47,14 @@ func runMemberNames(pcs *copsev1alpha1.PodCliqueSet, replica int) []string {
 // PodClique) controlled by none of the observed owners.
 func missingRunMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, replica int, attempt int32) []string {
 	alive := map[string]bool{}
-	for _, g := range obs.scalingGroups {
-		if replicaOf(g) == replica && attemptOf(g) == int(attempt) && g.DeletionTimestamp.IsZero() {
+	run := obs.replica(replica).run(int(attempt))
+	for _, g := range run.scalingGroups {
+		if g.DeletionTimestamp.IsZero() {
 			alive[g.Name] = true
 		}
 	}
-	for _, pclq := range obs.podCliques {
-		if replicaOf(pclq) == replica && attemptOf(pclq) == int(attempt) && pclq.DeletionTimestamp.IsZero() {
+	for _, pclq := range run.podCliques {
+		if pclq.DeletionTimestamp.IsZero() {
 			alive[pclq.Name] = true
 		}
 	}
@@ -126,7 +127,7 @@ func (r *Reconciler) deletedOnServer(ctx context.Context, pcs *copsev1alpha1.Pod
 		case err != nil:
 			return false, fmt.Errorf("read %s/%s from the API server: %w", pcs.Namespace, name, err)
 		}
-		return !obj.GetDeletionTimestamp().IsZero() || attemptOf(obj) != int(attempt), nil
+		return !obj.GetDeletionTimestamp().IsZero() || attemptLabel(obj) != int(attempt), nil
 	}
 	return true, nil
 }

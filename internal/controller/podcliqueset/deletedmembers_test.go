@@ -69,6 +69,7 @@ func TestMissingRunMembers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := whole()
 			tt.change(obs)
+			obs.categorise()
 			if diff := cmp.Diff(tt.want, missingRunMembers(groupedTraining(), obs, 0, 1)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

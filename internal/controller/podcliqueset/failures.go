@@ -13,7 +13,6 @@ import (
 const (
 	errCodeRecreateReplica grovecorev1alpha1.ErrorCode = "ERR_RECREATE_REPLICA"
 	errCodeSyncChildren    grovecorev1alpha1.ErrorCode = "ERR_SYNC_CHILDREN"
-	errCodeSyncGangs       grovecorev1alpha1.ErrorCode = "ERR_SYNC_GANGS"
 	errCodeTerminatePods   grovecorev1alpha1.ErrorCode = "ERR_TERMINATE_PODS"
 	errCodeRollingUpdate   grovecorev1alpha1.ErrorCode = "ERR_ROLLING_UPDATE"
 )

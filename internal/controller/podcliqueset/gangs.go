@@ -15,7 +15,6 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/naming"
-	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // gangFacts is what the PodGangsScheduled verdict and the bound on an
@@ -65,62 +64,65 @@ func gangFactsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, gangKind string
 	if gangKind == "" || pcs.IsSuspended() {
 		return nil
 	}
-	podsByClique := map[string][]podstate.Summary{}
-	for _, p := range obs.pods {
-		podsByClique[p.PodClique] = append(podsByClique[p.PodClique], p)
-	}
 	var out []gangFacts
-	for _, obj := range obs.byKind[gangKind] {
-		pg, ok := obj.(*schedulingv1beta1.PodGroup)
-		if !ok || pg.Spec.SchedulingPolicy.Gang == nil || !pg.DeletionTimestamp.IsZero() {
-			continue
-		}
-		replica := replicaOf(pg)
-		if replica < 0 || replica >= int(pcs.Spec.Replicas) || inProgress[replica] {
+	for replica := range int(pcs.Spec.Replicas) {
+		if inProgress[replica] {
 			continue
 		}
 		attempt := int(lifecycle.CurrentAttempt(pcs, replica))
-		g := gangFacts{name: pg.Name, replica: replica, minCount: max(int(pg.Spec.SchedulingPolicy.Gang.MinCount), 1)}
-		if ref := pg.Spec.WorkloadRef; ref != nil && blueprint.HeldToBaseGang(obs.packing, ref.TemplateName) {
-			g.after = naming.BaseGang(pcs.Name, replica)
-		}
-		if c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled); c != nil &&
-			!c.LastTransitionTime.Time.Before(runStart(pcs, replica)) {
-			g.verdict = c
-		}
-		for _, pclq := range obs.podCliques {
-			if pclq.Labels[labels.PodGangKey] != pg.Name || replicaOf(pclq) != replica || attemptOf(pclq) != attempt || !pclq.DeletionTimestamp.IsZero() {
+		for _, obj := range obs.replica(replica).byKind[gangKind] {
+			pg, ok := obj.(*schedulingv1beta1.PodGroup)
+			if !ok || pg.Spec.SchedulingPolicy.Gang == nil || !pg.DeletionTimestamp.IsZero() {
 				continue
 			}
-			placed := recordedSucceededIndexes(pclq)
-			for _, p := range podsByClique[pclq.Name] {
-				if p.ControllerUID != pclq.UID || p.Attempt != attempt {
-					continue
-				}
-				if p.Unschedulable != "" && g.unschedulable == "" {
-					g.unschedulable = p.Unschedulable
-				}
-				if !p.Scheduled && !p.Terminal() {
-					continue
-				}
-				if p.HasIndex {
-					placed.Add(p.Index)
-				}
-				if p.ScheduledAt.After(g.placedAt) {
-					g.placedAt = p.ScheduledAt
-				}
-			}
-			g.placed += len(placed)
-			if need := int(pclq.MinAvailable()); len(placed) < need {
-				g.short = append(g.short, fmt.Sprintf("%s (%d of minAvailable %d placed)", pclq.Name, len(placed), need))
-			}
+			out = append(out, gangFactsOfGroup(pcs, obs, pg, replica, attempt))
 		}
-		if g.placedAt.IsZero() && g.verdict != nil && g.verdict.Status == metav1.ConditionTrue {
-			g.placedAt = g.verdict.LastTransitionTime.Time
-		}
-		out = append(out, g)
 	}
 	return out
+}
+
+// gangFactsOfGroup gathers one gang PodGroup's facts from its member
+// PodCliques of the replica's current run (attempt) and their pods.
+func gangFactsOfGroup(pcs *copsev1alpha1.PodCliqueSet, obs *observed, pg *schedulingv1beta1.PodGroup, replica, attempt int) gangFacts {
+	g := gangFacts{name: pg.Name, replica: replica, minCount: max(int(pg.Spec.SchedulingPolicy.Gang.MinCount), 1)}
+	if ref := pg.Spec.WorkloadRef; ref != nil && blueprint.HeldToBaseGang(obs.packing, ref.TemplateName) {
+		g.after = naming.BaseGang(pcs.Name, replica)
+	}
+	if c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled); c != nil &&
+		!c.LastTransitionTime.Time.Before(runStart(pcs, replica)) {
+		g.verdict = c
+	}
+	for _, pclq := range obs.replica(replica).run(attempt).podCliques {
+		if pclq.Labels[labels.PodGangKey] != pg.Name || !pclq.DeletionTimestamp.IsZero() {
+			continue
+		}
+		placed := recordedSucceededIndexes(pclq)
+		for _, p := range obs.podsByClique[pclq.Name] {
+			if p.ControllerUID != pclq.UID || p.Attempt != attempt {
+				continue
+			}
+			if p.Unschedulable != "" && g.unschedulable == "" {
+				g.unschedulable = p.Unschedulable
+			}
+			if !p.Scheduled && !p.Terminal() {
+				continue
+			}
+			if p.HasIndex {
+				placed.Add(p.Index)
+			}
+			if p.ScheduledAt.After(g.placedAt) {
+				g.placedAt = p.ScheduledAt
+			}
+		}
+		g.placed += len(placed)
+		if need := int(pclq.MinAvailable()); len(placed) < need {
+			g.short = append(g.short, fmt.Sprintf("%s (%d of minAvailable %d placed)", pclq.Name, len(placed), need))
+		}
+	}
+	if g.placedAt.IsZero() && g.verdict != nil && g.verdict.Status == metav1.ConditionTrue {
+		g.placedAt = g.verdict.LastTransitionTime.Time
+	}
+	return g
 }
 
 // recordedSucceededIndexes are the indices a Training PodClique recorded

@@ -64,7 +64,7 @@ func gangObserved(pgs []*schedulingv1beta1.PodGroup, cliques ...func() (*copsev1
 		obs.podCliques = append(obs.podCliques, pclq)
 		obs.pods = append(obs.pods, pods...)
 	}
-	return obs
+	return obs.categorise()
 }
 
 func TestGangFactsOf(t *testing.T) {
@@ -142,6 +142,7 @@ func TestGangFactsOf(t *testing.T) {
 			t.Errorf("suspended: got %+v", got)
 		}
 		obs.byKind[scheduler.PodGroupKind] = obs.byKind[scheduler.PodGroupKind][1:]
+		obs.categorise()
 		if got := gangFactsOf(pcs, obs, scheduler.PodGroupKind, nil); len(got) != 0 {
 			t.Errorf("basic group: got %+v", got)
 		}

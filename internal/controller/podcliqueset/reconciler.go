@@ -24,10 +24,11 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/requeue"
-	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
 
@@ -87,9 +88,9 @@ type Reconciler struct {
 //	events    for the transitions the write made durable
 //	act       on the written status: delete the old runs of replicas being
 //	          recreated, terminate a failed workload's pods, create what
-//	          replicas that may run lack and bring existing objects to the
-//	          template, sync the backend's objects, delete the old pods of
-//	          the replica a rolling update records as currentlyUpdating
+//	          replicas that may run (and the PodCliqueSet as a whole) lack
+//	          and bring existing objects to the template, delete the old
+//	          pods of the replica a rolling update records as currentlyUpdating
 //
 // Every destructive action follows a durable decision: it is taken from the
 // status as written, so a crash at any line resumes the same decision.
@@ -179,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // on it is safe whatever happens next.
 func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, rollout rolloutDecision) (ctrl.Result, stepFailures) {
 	var failures stepFailures
-	budget := newBudget(r.writeBudget())
+	budget := children.NewBudget(r.writeBudget())
 	result := ctrl.Result{}
 	if lifecycle.WorkloadEnded(pcs) {
 		// No outcome is recorded any more: the pods that ended, kept for
@@ -198,8 +199,7 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 	} else {
 		failures.add(errCodeTerminatePods, r.endLingeringPods(ctx, pcs, obs, budget))
 		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
-		failures.add(errCodeSyncChildren, resourcesharing.MissingError(obs.missingClaimTemplates))
-		failures.add(errCodeSyncGangs, r.Backend.SyncPodCliqueSet(ctx, pcs, desiredGangs(pcs, obs)))
+		failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
 		failures.add(errCodeRollingUpdate, r.deleteOldPods(ctx, pcs, rollout, budget))
 	}
 	result = requeueIfCut(budget)
@@ -210,8 +210,8 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 }
 
 // requeueIfCut asks for the next pass at once when the budget left work.
-func requeueIfCut(budget *writeBudget) ctrl.Result {
-	if budget.exhausted() {
+func requeueIfCut(budget *children.Budget) ctrl.Result {
+	if budget.Exhausted() {
 		return ctrl.Result{RequeueAfter: requeue.Soon}
 	}
 	return ctrl.Result{}

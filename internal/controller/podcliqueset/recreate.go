@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podwrite"
 )
@@ -36,7 +36,7 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 			if !row.DeletedBy(reason) {
 				continue
 			}
-			for _, obj := range obs.ofReplica(row.Kind, replica) {
+			for _, obj := range obs.children.Of(row.Kind, replica) {
 				rec.Deleting = append(rec.Deleting, obj.GetUID())
 			}
 		}
@@ -52,14 +52,14 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 // grace period is what the new run waits for. Only recorded entries are
 // acted on, so each deletion follows a durable decision; UID preconditions
 // keep it from touching anything created afterwards.
-func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
+func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *children.Budget) error {
 	var errs []error
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if rec.CompletedAt != nil {
 			continue
 		}
 		replica := int(rec.ReplicaIndex)
-		pods := budget.cut(oldRunPods(obs.pods, replica, rec.Attempt))
+		pods := children.Cut(budget, oldRunPods(obs.replica(replica).pods, replica, rec.Attempt))
 		if len(pods) > 0 {
 			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods))
 		}
@@ -73,15 +73,14 @@ func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCl
 			doomed[uid] = true
 		}
 		for _, row := range r.resources() {
-			for _, obj := range obs.ofReplica(row.Kind, replica) {
-				if !doomed[obj.GetUID()] || !obj.GetDeletionTimestamp().IsZero() || !budget.take(1) {
-					continue
+			var recorded []client.Object
+			for _, obj := range obs.children.Of(row.Kind, replica) {
+				if doomed[obj.GetUID()] {
+					recorded = append(recorded, obj)
 				}
-				uid := obj.GetUID()
-				err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errs = append(errs, fmt.Errorf("delete %s %s of replica %d: %w", row.Kind, obj.GetName(), replica, err))
-				}
+			}
+			if _, err := r.children().Delete(ctx, row.Kind, recorded, budget); err != nil {
+				errs = append(errs, fmt.Errorf("replica %d's old run: %w", replica, err))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/podwrite"
 )
 
@@ -25,13 +26,13 @@ const (
 // after the write resumes the same replica, and a replica already updated
 // is never touched. Each deletion names the pod's UID, and the write
 // budget bounds them; the rest waits for the next pass.
-func (r *Reconciler) deleteOldPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, d rolloutDecision, budget *writeBudget) error {
+func (r *Reconciler) deleteOldPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, d rolloutDecision, budget *children.Budget) error {
 	p := pcs.Status.UpdateProgress
 	if len(d.deletePods) == 0 || !rollingUpdateInProgress(p) || len(p.CurrentlyUpdating) == 0 ||
 		int(p.CurrentlyUpdating[0].ReplicaIndex) != d.deleteReplica {
 		return nil
 	}
-	pods := budget.cut(d.deletePods)
+	pods := children.Cut(budget, d.deletePods)
 	if len(pods) == 0 {
 		return nil
 	}

@@ -52,69 +52,61 @@ func templateHashes(pcs *copsev1alpha1.PodCliqueSet) map[string]string {
 // carry.
 func rolloutReplicasOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed []replicaAssessment, recreating map[int]bool) []rolloutReplica {
 	hashes := templateHashes(pcs)
-	groupMinAvailable := map[string]int32{}
-	groupReplicas := map[int]map[string]int32{}
-	for _, g := range obs.scalingGroups {
-		groupMinAvailable[g.Name] = g.MinAvailable()
-		r := replicaOf(g)
-		if groupReplicas[r] == nil {
-			groupReplicas[r] = map[string]int32{}
-		}
-		groupReplicas[r][templateGroupName(pcs, g.Name, r)] = g.Spec.Replicas
-	}
-	podsOf := map[string][]podstate.Summary{}
-	for _, p := range obs.pods {
-		podsOf[p.PodClique] = append(podsOf[p.PodClique], p)
-	}
+	groupMinAvailable := obs.groupMinAvailable()
 	out := make([]rolloutReplica, int(pcs.Spec.Replicas))
 	for r := range out {
 		out[r] = rolloutReplica{index: r, recreating: recreating[r]}
 		if r < len(assessed) {
 			out[r].breached, out[r].available = assessed[r].breached, assessed[r].available
 		}
-	}
-	for _, pclq := range obs.podCliques {
-		r := replicaOf(pclq)
-		if r < 0 || r >= len(out) || !pclq.DeletionTimestamp.IsZero() || attemptOf(pclq) != int(lifecycle.CurrentAttempt(pcs, r)) {
-			continue
-		}
-		expected := hashes[pclq.Labels[labels.CliqueTemplateKey]]
-		c := rolloutClique{
-			name:         pclq.Name,
-			gang:         pclq.Labels[labels.PodGangKey],
-			base:         true,
-			minAvailable: int(min(pclq.MinAvailable(), pclq.Spec.Replicas)),
-			specCurrent:  pclq.Labels[labels.PodTemplateHashKey] == expected,
-		}
-		if group := pclq.Labels[labels.ScalingGroupKey]; group != "" {
-			j, _ := labels.Index(pclq.Labels, labels.ScalingGroupReplicaKey)
-			c.group, c.groupReplica, c.base = group, j, int32(j) < groupMinAvailable[group]
-		}
-		for _, p := range podsOf[pclq.Name] {
-			if p.ControllerUID != pclq.UID {
+		for _, pclq := range obs.replica(r).run(int(lifecycle.CurrentAttempt(pcs, r))).podCliques {
+			if !pclq.DeletionTimestamp.IsZero() {
 				continue
 			}
-			if p.Scheduled && p.HoldsNode() {
-				out[r].scheduledPods++
-			}
-			if !p.Active() {
-				continue
-			}
-			current := p.TemplateHash == expected
-			switch {
-			case !current:
-				c.oldPods = append(c.oldPods, p)
-			case p.Ready:
-				c.readyUpdated++
-			}
-			if p.Ready {
-				c.ready++
-			}
+			c, scheduled := rolloutCliqueOf(pclq, hashes, groupMinAvailable, obs.podsByClique[pclq.Name])
+			out[r].scheduledPods += scheduled
+			out[r].cliques = append(out[r].cliques, c)
 		}
-		out[r].cliques = append(out[r].cliques, c)
-	}
-	for r := range out {
-		out[r].complete = len(out[r].cliques) >= pcs.MembersPerReplica(groupReplicas[r])
+		out[r].complete = len(out[r].cliques) >= pcs.MembersPerReplica(obs.groupReplicasByTemplate(pcs, r))
 	}
 	return out
+}
+
+// rolloutCliqueOf reduces one PodClique of a replica's current run and its
+// pods to what the rollout needs; scheduled counts its pods on nodes.
+func rolloutCliqueOf(pclq *copsev1alpha1.PodClique, hashes map[string]string, groupMinAvailable map[string]int32,
+	pods []podstate.Summary) (c rolloutClique, scheduled int) {
+	expected := hashes[pclq.Labels[labels.CliqueTemplateKey]]
+	c = rolloutClique{
+		name:         pclq.Name,
+		gang:         pclq.Labels[labels.PodGangKey],
+		base:         true,
+		minAvailable: int(min(pclq.MinAvailable(), pclq.Spec.Replicas)),
+		specCurrent:  pclq.Labels[labels.PodTemplateHashKey] == expected,
+	}
+	if group := pclq.Labels[labels.ScalingGroupKey]; group != "" {
+		j, _ := labels.Index(pclq.Labels, labels.ScalingGroupReplicaKey)
+		c.group, c.groupReplica, c.base = group, j, int32(j) < groupMinAvailable[group]
+	}
+	for _, p := range pods {
+		if p.ControllerUID != pclq.UID {
+			continue
+		}
+		if p.Scheduled && p.HoldsNode() {
+			scheduled++
+		}
+		if !p.Active() {
+			continue
+		}
+		switch {
+		case p.TemplateHash != expected:
+			c.oldPods = append(c.oldPods, p)
+		case p.Ready:
+			c.readyUpdated++
+		}
+		if p.Ready {
+			c.ready++
+		}
+	}
+	return c, scheduled
 }

@@ -47,7 +47,7 @@ func TestRolloutReplicasOf(t *testing.T) {
 		return podstate.Summary{Name: name, PodClique: owner.Name, ControllerUID: owner.UID, TemplateHash: hash, Ready: ready,
 			Phase: corev1.PodRunning, Scheduled: true, Replica: 0}
 	}
-	obs := &observed{
+	obs := (&observed{
 		podCliques:    []*copsev1alpha1.PodClique{frontend, worker0, worker1},
 		scalingGroups: []*copsev1alpha1.PodCliqueScalingGroup{group},
 		pods: []podstate.Summary{
@@ -56,7 +56,7 @@ func TestRolloutReplicasOf(t *testing.T) {
 			pod("w0", worker0, worker0.Labels[labels.PodTemplateHashKey], true),
 			pod("w1", worker1, worker1.Labels[labels.PodTemplateHashKey], false),
 		},
-	}
+	}).categorise()
 	got := rolloutReplicasOf(pcs, obs, []replicaAssessment{{index: 0, breached: true}}, map[int]bool{})
 	if len(got) != 1 {
 		t.Fatalf("%d replicas, want 1", len(got))

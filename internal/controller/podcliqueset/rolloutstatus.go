@@ -1,8 +1,6 @@
 package podcliqueset
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
 )
@@ -34,30 +32,20 @@ func rolloutStatus(status *copsev1alpha1.PodCliqueSetStatus, pcs *copsev1alpha1.
 func updateCounts(pcs *copsev1alpha1.PodCliqueSet, obs *observed, hash string) (cliques, totalCliques, groups, totalGroups int32) {
 	totalCliques = int32(len(pcs.StandaloneCliques())) * pcs.Spec.Replicas
 	totalGroups = int32(len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)) * pcs.Spec.Replicas
-	for _, pclq := range obs.podCliques {
-		if pclq.Labels[labels.ScalingGroupKey] != "" || !live(pclq, pcs) {
-			continue
+	for r := range int(pcs.Spec.Replicas) {
+		for _, pclq := range obs.replica(r).podCliques {
+			if pclq.Labels[labels.ScalingGroupKey] == "" && pclq.DeletionTimestamp == nil &&
+				equalHash(pclq.Status.CurrentPodCliqueSetGenerationHash, hash) {
+				cliques++
+			}
 		}
-		if equalHash(pclq.Status.CurrentPodCliqueSetGenerationHash, hash) {
-			cliques++
-		}
-	}
-	for _, g := range obs.scalingGroups {
-		if live(g, pcs) && equalHash(g.Status.CurrentPodCliqueSetGenerationHash, hash) {
-			groups++
+		for _, g := range obs.replica(r).scalingGroups {
+			if g.DeletionTimestamp == nil && equalHash(g.Status.CurrentPodCliqueSetGenerationHash, hash) {
+				groups++
+			}
 		}
 	}
 	return min(cliques, totalCliques), totalCliques, min(groups, totalGroups), totalGroups
-}
-
-// live: the object is of a replica below spec.replicas and not being
-// deleted.
-func live(obj interface {
-	GetDeletionTimestamp() *metav1.Time
-	GetLabels() map[string]string
-}, pcs *copsev1alpha1.PodCliqueSet) bool {
-	r, ok := labels.Index(obj.GetLabels(), labels.ReplicaKey)
-	return ok && r < int(pcs.Spec.Replicas) && obj.GetDeletionTimestamp() == nil
 }
 
 func equalHash(have *string, want string) bool { return have != nil && *have == want }

@@ -69,16 +69,9 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	status.Selector = ptr.To(labels.SelectPodCliqueSet(pcs.Name).String())
 	status.ReplicaRecreations = mergeRecreations(pcs.Status.ReplicaRecreations, in.newRecreations, in.progress.finished, in.now)
 
-	created := map[int]bool{}
-	for _, pclq := range in.observed.podCliques {
-		created[replicaOf(pclq)] = true
-	}
-	for _, g := range in.observed.scalingGroups {
-		created[replicaOf(g)] = true
-	}
 	status.Replicas = 0
 	for r := range int(pcs.Spec.Replicas) {
-		if created[r] {
+		if made := in.observed.replica(r); len(made.podCliques) > 0 || len(made.scalingGroups) > 0 {
 			status.Replicas++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
@@ -23,8 +24,8 @@ const overdueGrace = 30 * time.Second
 // PodClique controller creates no pods for an ended workload, so none come
 // back. Pods are never force-deleted: one on
 // an unreachable node stays terminating, and TerminationOverdue says so.
-func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
-	pods := budget.cut(obs.activePods())
+func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *children.Budget) error {
+	pods := children.Cut(budget, obs.activePods())
 	if len(pods) == 0 {
 		return nil
 	}
@@ -41,8 +42,8 @@ func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1
 // outcome finalizer: their replica's result is recorded in its PodCliques'
 // Succeeded conditions and status.succeededReplicaIndexes, both durable
 // before this runs.
-func (r *Reconciler) endLingeringPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
-	pods := budget.cut(lingeringPods(pcs, obs.activePods()))
+func (r *Reconciler) endLingeringPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *children.Budget) error {
+	pods := children.Cut(budget, lingeringPods(pcs, obs.activePods()))
 	if len(pods) == 0 {
 		return nil
 	}
@@ -58,14 +59,14 @@ func (r *Reconciler) endLingeringPods(ctx context.Context, pcs *copsev1alpha1.Po
 // Training workload that have stopped. They stay for their logs; their
 // outcome no longer matters, and nothing else would release them once the
 // workload's status stops changing.
-func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *writeBudget) error {
+func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *children.Budget) error {
 	var held []podstate.Summary
 	for _, p := range obs.pods {
 		if p.HasOutcomeFinalizer && p.Terminal() {
 			held = append(held, p)
 		}
 	}
-	held = budget.cut(held)
+	held = children.Cut(budget, held)
 	_, err := podwrite.InSlowStart(ctx, len(held), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		return podwrite.ReleaseOutcome(ctx, r.Client, pcs.Namespace, held[i])
 	})
@@ -83,7 +84,7 @@ func awaitedPods(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []podstate.Summ
 	out = append(out, lingeringPods(pcs, obs.activePods())...)
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if rec.CompletedAt == nil {
-			out = append(out, oldRunPods(obs.pods, int(rec.ReplicaIndex), rec.Attempt)...)
+			out = append(out, oldRunPods(obs.replica(int(rec.ReplicaIndex)).pods, int(rec.ReplicaIndex), rec.Attempt)...)
 		}
 	}
 	return out

@@ -1,4 +1,8 @@
-package resourcesharing
+// Package claimtemplates reads the ResourceClaimTemplate objects a
+// PodCliqueSet's resourceSharing names (resourcesharing.ExternalTemplates),
+// for the three levels that build claims from them. It is the one read of
+// resourceSharing; the builders in internal/resourcesharing are pure.
+package claimtemplates
 
 import (
 	"context"
@@ -10,19 +14,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/resourcesharing"
 )
 
-// Gather reads the ResourceClaimTemplate objects the references of pcs need
-// (ExternalTemplates). missing lists those that do not exist: the claims
-// made from them wait, and so do the pods that need those claims, until the
-// template is created (Grove retries with back-off, as a controller that
-// returns an error does).
-func Gather(ctx context.Context, reader client.Reader, pcs *copsev1alpha1.PodCliqueSet) (External, []types.NamespacedName, error) {
-	keys := ExternalTemplates(pcs)
+// Read reads the ResourceClaimTemplate objects the references of pcs need
+// (resourcesharing.ExternalTemplates). missing lists those that do not
+// exist: the claims made from them wait, and so do the pods that need those
+// claims, until the template is created (Grove retries with back-off, as a
+// controller that returns an error does).
+func Read(ctx context.Context, reader client.Reader, pcs *copsev1alpha1.PodCliqueSet) (resourcesharing.External, []types.NamespacedName, error) {
+	keys := resourcesharing.ExternalTemplates(pcs)
 	if len(keys) == 0 {
 		return nil, nil, nil
 	}
-	out := External{}
+	out := resourcesharing.External{}
 	var missing []types.NamespacedName
 	for _, key := range keys {
 		template := &resourcev1.ResourceClaimTemplate{}

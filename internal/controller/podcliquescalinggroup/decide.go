@@ -35,7 +35,7 @@ func decideGroupReplicaRecreations(minAvailable, available int32, cliques []cops
 	for i := range cliques {
 		c := &cliques[i]
 		cond := meta.FindStatusCondition(c.Status.Conditions, constants.ConditionTypeMinAvailableBreached)
-		j := groupReplicaOf(c)
+		j := groupReplicaLabel(c)
 		if cond == nil || cond.Status != metav1.ConditionTrue || j < 0 || !c.DeletionTimestamp.IsZero() {
 			continue
 		}

@@ -1,0 +1,92 @@
+package children
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// Writer carries out plans against the API server.
+type Writer struct {
+	Client client.Client
+	// Scheme resolves the owner's group, version and kind for owner
+	// references.
+	Scheme *runtime.Scheme
+}
+
+// Converge plans the writes that make sets' desired objects exist (within
+// what is left of budget, PlanWrites) and makes them, owner as the
+// controller of what it creates.
+func (w Writer) Converge(ctx context.Context, owner client.Object, sets []Set, budget *Budget) error {
+	plan := PlanWrites(owner.GetUID(), sets, budget.Remaining())
+	budget.spend(len(plan.Writes), plan.CutShort)
+	errs := make([]error, 0, len(plan.Writes))
+	for _, write := range plan.Writes {
+		errs = append(errs, w.apply(ctx, owner, write))
+	}
+	return errors.Join(errs...)
+}
+
+// Delete deletes the objects of kind that are not being deleted yet, as
+// many as budget allows, and returns those it deleted (or found gone). It
+// is for objects a durable decision names (a replica's old run): unlike
+// Converge, it does not ask who controls them.
+func (w Writer) Delete(ctx context.Context, kind string, objs []client.Object, budget *Budget) ([]client.Object, error) {
+	var live []client.Object
+	for _, obj := range objs {
+		if obj.GetDeletionTimestamp().IsZero() {
+			live = append(live, obj)
+		}
+	}
+	var deleted []client.Object
+	var errs []error
+	for _, obj := range Cut(budget, live) {
+		if err := w.delete(ctx, kind, obj); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		deleted = append(deleted, obj)
+	}
+	return deleted, errors.Join(errs...)
+}
+
+func (w Writer) apply(ctx context.Context, owner client.Object, write Write) error {
+	obj := write.Object
+	switch write.Op {
+	case Create:
+		obj = obj.DeepCopyObject().(client.Object)
+		if err := controllerutil.SetControllerReference(owner, obj, w.Scheme); err != nil {
+			return fmt.Errorf("owner reference on %s %s: %w", write.Kind, obj.GetName(), err)
+		}
+		if err := w.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", write.Kind, obj.GetName(), err)
+		}
+	case Update:
+		// The write carries the resourceVersion read: a change decided on a
+		// stale copy fails with a conflict and is made again next pass.
+		if err := w.Client.Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("update %s %s: %w", write.Kind, obj.GetName(), err)
+		}
+	case Delete:
+		return w.delete(ctx, write.Kind, obj)
+	}
+	return nil
+}
+
+// delete deletes obj with its UID as a precondition, so that an object
+// made since under the same name is never touched; gone already, or
+// replaced (a conflict), is success.
+func (w Writer) delete(ctx context.Context, kind string, obj client.Object) error {
+	uid := obj.GetUID()
+	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete %s %s: %w", kind, obj.GetName(), err)
+	}
+	return nil
+}
