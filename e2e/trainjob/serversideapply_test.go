@@ -19,7 +19,7 @@ import (
 // goes from the object (docs/trainjob.md#how-copse-writes-a-build).
 var _ = DescribeTable("A TrainJob's backend object, applied server-side", Label("trainjob"),
 	func(ctx context.Context, b backend) {
-		ns := newNamespace(ctx, "apply")
+		ns := env.NewNamespace(ctx, "apply")
 		b.torchRuntime(ctx, ns, nil)
 		tj := torchTrainJob(ns, 1)
 		tj.Spec.Suspend = ptr.To(true)

@@ -11,7 +11,7 @@ import (
 // TestPodProgressed: the pod updates that reach the PodCliqueSet are those
 // that change what its decisions read of a pod (podstate.Of), "started"
 // included: a container that terminated without ever starting has not
-// started.
+// started; and the scheduler's verdict.
 func TestPodProgressed(t *testing.T) {
 	now := metav1.Now()
 	pending := func() *corev1.Pod {
@@ -36,6 +36,14 @@ func TestPodProgressed(t *testing.T) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}, true},
 		{"a deletion starts", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, true},
+		// PodGangsScheduled is read from the scheduler's verdict on each pod.
+		{"the scheduler refuses it", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}
+		}, true},
+		{"the scheduler places it", func(p *corev1.Pod) {
+			p.Spec.NodeName = "node-1"
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+		}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
