@@ -25,7 +25,7 @@ import (
 
 // autoscalingWait bounds each wait for the operator or the HPA controller
 // (which the local cluster runs every second).
-const autoscalingWait = 90 * time.Second
+const autoscalingWait = 2 * time.Minute
 
 // The local cluster serves no metrics API, so kube-controller-manager's HPA
 // controller rescales a target only when its count is outside the HPA's
