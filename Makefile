@@ -69,7 +69,7 @@ generate: ## Regenerate deepcopy functions and CRDs (charts/copse/crds).
 GENERATED := charts/copse/crds charts/copse/trainer-crds $(shell find api -name 'zz_generated.*.go')
 
 .PHONY: verify
-verify: verify-generated verify-tidy verify-fmt vet verify-chart ## Fail when generated files, go.mod, formatting, go vet or helm lint are not clean.
+verify: verify-generated verify-tidy verify-fmt vet lint verify-chart ## Fail when generated files, go.mod, formatting, go vet, golangci-lint or helm lint are not clean.
 
 .PHONY: verify-generated
 verify-generated:
@@ -100,6 +100,12 @@ verify-fmt:
 vet:
 	go vet ./...
 	@for mod in $(TOOL_TEST_MODULES); do (cd $$mod && GOWORK=off go vet ./...) || exit 1; done
+
+.PHONY: lint
+lint: ## golangci-lint with .golangci.yaml (pinned in hack/tools/golangci-lint), on copse and the tools modules with code of their own.
+	lint=$$($(TOOL) golangci-lint); \
+	$$lint run ./... && \
+	for mod in $(TOOL_TEST_MODULES); do (cd $$mod && GOWORK=off $$lint run --config $(CURDIR)/.golangci.yaml ./...) || exit 1; done
 
 .PHONY: verify-chart
 verify-chart:

@@ -3,8 +3,9 @@ package main
 import (
 	"testing"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 // The example documents the defaults, so it must stay loadable and must not

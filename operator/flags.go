@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"k8s.io/utils/ptr"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 // Names of the command-line flags. Every flag except --config, --version and

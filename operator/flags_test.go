@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -8,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 // fileWithEveryOverridableField sets every field a flag can override to a
@@ -159,7 +161,7 @@ func TestVersionAndHelpFlags(t *testing.T) {
 	var help strings.Builder
 	fs = flag.NewFlagSet("copse-operator", flag.ContinueOnError)
 	fs.SetOutput(&help)
-	if _, err := parseCommandLine(fs, []string{"--help"}); err != flag.ErrHelp {
+	if _, err := parseCommandLine(fs, []string{"--help"}); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: err = %v, want flag.ErrHelp", err)
 	}
 	for _, name := range []string{"config", "kubeconfig", "leader-elect", "metrics-bind-address",

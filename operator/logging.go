@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 // newLogger builds the operator's structured logger. logr's V(1) is zap's

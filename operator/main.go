@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"os"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
-	"github.com/copse-dev/copse/internal/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/internal/version"
 )
 
 func main() {

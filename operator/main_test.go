@@ -4,8 +4,9 @@ import (
 	"os"
 	"testing"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 func TestMain(m *testing.M) {

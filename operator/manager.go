@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
-	copselabels "github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/mnnvl"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -21,6 +18,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	copselabels "github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
 )
 
 // Names under which the checks appear in /healthz and /readyz output.

@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 func TestManagerOptionsFollowTheConfiguration(t *testing.T) {

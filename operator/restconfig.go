@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
-	"github.com/copse-dev/copse/internal/version"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
+	"github.com/copse-dev/copse/internal/version"
 )
 
 // newRESTConfig finds the API server the way every controller-runtime

@@ -6,10 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 // workloadSchedulingResources are the resources of scheduling.k8s.io/v1beta1

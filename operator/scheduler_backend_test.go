@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 )
 
 func schedulingV1beta1(resources ...string) *metav1.APIResourceList {

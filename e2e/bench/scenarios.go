@@ -163,7 +163,7 @@ func (b *Bench) creationCopse(ctx context.Context, rep, n int) Run {
 			return err
 		}
 		run.Seconds[MeasureAllPodsCreated] = nthTime(field(pods.Pods(klabels.Everything()), added), n).Sub(t0).Seconds()
-		waitQuiet(ctx, time.Second, 20*time.Second, pods, pcsT, pclqT)
+		waitQuiet(ctx, pods, pcsT, pclqT)
 		if err := cost.finish(ctx, &run, n); err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func (b *Bench) restartCopse(ctx context.Context, rep, n int) Run {
 		var cost *costProbe
 		var before map[string]int
 		err = b.restartMeasure(ctx, &run, ns, pods, pclqT, n, labels.AttemptKey, func() error {
-			waitQuiet(ctx, time.Second, 20*time.Second, pods, pcsT, pclqT)
+			waitQuiet(ctx, pods, pcsT, pclqT)
 			before = statusWrites(pcsT, pclqT)
 			var err error
 			cost, err = b.startOperatorCost(ctx)
@@ -428,7 +428,7 @@ func (b *Bench) restartCopse(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		waitQuiet(ctx, time.Second, 20*time.Second, pods, pcsT, pclqT)
+		waitQuiet(ctx, pods, pcsT, pclqT)
 		run.StatusWrites, run.Objects = subCounts(statusWrites(pcsT, pclqT), before), objectCounts(pcsT, pclqT)
 		return cost.finish(ctx, &run, n)
 	})
@@ -461,7 +461,7 @@ func (b *Bench) restartJobSet(ctx context.Context, rep, n int) Run {
 		var cost *costProbe
 		var before map[string]int
 		err = b.restartMeasure(ctx, &run, ns, pods, jobT, n, LabelJobSetRestartAttempt, func() error {
-			waitQuiet(ctx, time.Second, 20*time.Second, pods, jsT, jobT)
+			waitQuiet(ctx, pods, jsT, jobT)
 			before = statusWrites(jsT)
 			var err error
 			cost, err = b.startJobSetCost()
@@ -470,7 +470,7 @@ func (b *Bench) restartJobSet(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		waitQuiet(ctx, time.Second, 20*time.Second, pods, jsT, jobT)
+		waitQuiet(ctx, pods, jsT, jobT)
 		run.StatusWrites = subCounts(statusWrites(jsT), before)
 		return cost.finish(ctx, &run, n)
 	})
@@ -543,7 +543,7 @@ func (b *Bench) completionCopse(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		waitQuiet(ctx, time.Second, 20*time.Second, pods, pcsT, pclqT)
+		waitQuiet(ctx, pods, pcsT, pclqT)
 		run.StatusWrites, run.Objects = statusWrites(pcsT, pclqT), objectCounts(pcsT, pclqT)
 		return cost.finish(ctx, &run, n)
 	})
@@ -583,7 +583,7 @@ func (b *Bench) completionJobSet(ctx context.Context, rep, n int) Run {
 		if err != nil {
 			return err
 		}
-		waitQuiet(ctx, time.Second, 20*time.Second, pods, jsT)
+		waitQuiet(ctx, pods, jsT)
 		run.StatusWrites = statusWrites(jsT)
 		return cost.finish(ctx, &run, n)
 	})

@@ -98,7 +98,7 @@ func (b *Bench) restartTrainJob(ctx context.Context, rep, n int, backend trainer
 			return fmt.Errorf("create TrainJob: %w", err)
 		}
 		return b.restartMeasure(ctx, &run, ns, pods, children, n, attemptKey, func() error {
-			waitQuiet(ctx, time.Second, 20*time.Second, pods, children)
+			waitQuiet(ctx, pods, children)
 			return nil
 		})
 	})

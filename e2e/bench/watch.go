@@ -388,11 +388,17 @@ func (t *objTracker) lastEvent() time.Time {
 // eventSource is a tracker, for waitQuiet.
 type eventSource interface{ lastEvent() time.Time }
 
-// waitQuiet waits until none of the trackers has seen an event for quiet,
-// at most limit: the operator has finished reacting, so that its metrics
-// include everything the run caused.
-func waitQuiet(ctx context.Context, quiet, limit time.Duration, sources ...eventSource) {
-	deadline := time.Now().Add(limit)
+// waitQuiet waits for quietFor without events, at most quietLimit.
+const (
+	quietFor   = time.Second
+	quietLimit = 20 * time.Second
+)
+
+// waitQuiet waits until none of the trackers has seen an event for
+// quietFor, at most quietLimit: the operator has finished reacting, so that its
+// metrics include everything the run caused.
+func waitQuiet(ctx context.Context, sources ...eventSource) {
+	deadline := time.Now().Add(quietLimit)
 	for time.Now().Before(deadline) {
 		var last time.Time
 		for _, s := range sources {
@@ -400,7 +406,7 @@ func waitQuiet(ctx context.Context, quiet, limit time.Duration, sources ...event
 				last = l
 			}
 		}
-		if time.Since(last) >= quiet {
+		if time.Since(last) >= quietFor {
 			return
 		}
 		select {

@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 
@@ -29,7 +30,7 @@ var _ = Describe("Chaos", Label("chaos"), func() {
 			report, err := chaos.Run(ctx, env, config, os.Stdout)
 			Expect(err).NotTo(HaveOccurred())
 			table := report.Table()
-			os.Stdout.WriteString("\n" + table + "\n")
+			fmt.Fprint(os.Stdout, "\n"+table+"\n")
 			AddReportEntry("chaos summary", table)
 			Expect(report.Violations()).To(BeEmpty(), "seed %d (replay: make chaos %s=%d %s=%d %s=%d):\n%s",
 				config.Seed, chaos.EnvSeed, config.Seed, chaos.EnvWorkloads, config.Workloads, chaos.EnvKills, config.Kills,

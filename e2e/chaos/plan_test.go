@@ -148,7 +148,7 @@ func checkWorkload(t *testing.T, seed int64, w Workload) {
 		fail("name of %d characters", len(w.ObjectName))
 	}
 	if w.Feature == FeatureTraining {
-		checkTrainingWorkload(t, seed, w, fail)
+		checkTrainingWorkload(t, w, fail)
 	} else if w.Victim != nil {
 		fail("a victim outside a tolerated-failure workload")
 	}
@@ -199,7 +199,7 @@ func checkWorkload(t *testing.T, seed int64, w Workload) {
 	}
 }
 
-func checkTrainingWorkload(t *testing.T, seed int64, w Workload, fail func(string, ...any)) {
+func checkTrainingWorkload(t *testing.T, w Workload, fail func(string, ...any)) {
 	t.Helper()
 	want := map[Scenario]End{
 		ScenarioSucceed:            {State: StateSucceeded},

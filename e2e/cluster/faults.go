@@ -207,6 +207,6 @@ func appendLogLine(path, line string) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
 	_, _ = fmt.Fprintln(f, line)
+	_ = f.Close()
 }

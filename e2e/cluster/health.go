@@ -39,7 +39,7 @@ func httpProbe(url, bearer, want string) probe {
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
@@ -73,7 +73,7 @@ func waitHealthy(ctx context.Context, p *process.Process, check probe, timeout t
 			if err := p.CheckHealthy(); err != nil {
 				return err
 			}
-			return fmt.Errorf("%s not healthy after %s: %v; last log lines (%s):\n%s",
+			return fmt.Errorf("%s not healthy after %s: %w; last log lines (%s):\n%s",
 				p.Name(), timeout, lastErr, p.LogPath(), p.LogTail(20))
 		case <-ticker.C:
 		}

@@ -35,6 +35,7 @@ const (
 	ToolControllerGen = "controller-gen"
 	ToolTrainerOracle = "trainer-oracle"
 	ToolKueue         = "kueue"
+	ToolGolangciLint  = "golangci-lint"
 )
 
 // Tool is one pinned tool: a tools module under hack/tools, built as a unit
@@ -138,6 +139,14 @@ var Tools = []Tool{
 		Module:    "sigs.k8s.io/kueue",
 		Binaries:  map[string]string{"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
 		ColdBuild: 4 * time.Minute,
+	},
+	{
+		// The linter of `make verify` (.golangci.yaml), as JobSet, Kueue and
+		// Kubeflow Trainer keep one.
+		Name:      ToolGolangciLint,
+		Module:    "github.com/golangci/golangci-lint/v2",
+		Binaries:  map[string]string{"golangci-lint": "github.com/golangci/golangci-lint/v2/cmd/golangci-lint"},
+		ColdBuild: 3 * time.Minute,
 	},
 }
 
@@ -436,7 +445,7 @@ func buildIntoCache(ctx context.Context, cache, key string, complete func(dir st
 	if err != nil {
 		return fmt.Errorf("create build dir: %w", err)
 	}
-	defer os.RemoveAll(tmp) // no-op after the rename succeeded
+	defer func() { _ = os.RemoveAll(tmp) }() // no-op after the rename succeeded
 	if err := build(tmp); err != nil {
 		return err
 	}

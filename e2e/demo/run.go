@@ -13,8 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/e2e/cluster"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,7 +64,7 @@ func applySamples(ctx context.Context, c client.Client, dir, namespace string) (
 		if namespaced {
 			s.obj.SetNamespace(namespace)
 		}
-		if err := c.Patch(ctx, s.obj, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(s.obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("apply %s %s from %s: %w", s.obj.GetKind(), s.obj.GetName(), s.file, err)
 		}
 		applied = append(applied, appliedObject{file: s.file, kind: s.obj.GetKind(), name: s.obj.GetName()})
@@ -100,7 +101,7 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	for {
 		obj := &unstructured.Unstructured{}
 		err := decoder.Decode(&obj.Object)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {

@@ -381,7 +381,7 @@ func ensureKueueMetricsCertificate(dir string) error {
 	if err != nil {
 		return explain(err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if _, err := WriteServingCertificate(tmp, "kueue-metrics"); err != nil {
 		return err
 	}

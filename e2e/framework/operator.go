@@ -197,7 +197,7 @@ func (o *Operator) stopLocked() error {
 		return o.errorWithLog(fmt.Errorf("copse-operator did not exit within %s of SIGTERM and was killed", operatorStopGrace))
 	}
 	if _, err := o.proc.Ended(); err != nil {
-		return o.errorWithLog(fmt.Errorf("copse-operator exited with %v after SIGTERM", err))
+		return o.errorWithLog(fmt.Errorf("copse-operator exited with %w after SIGTERM", err))
 	}
 	return nil
 }
@@ -308,7 +308,7 @@ func (o *Operator) CheckHealthy() error {
 		return nil
 	}
 	if err := o.proc.ExitReason(); err != nil {
-		return o.errorWithLog(fmt.Errorf("copse-operator exited unexpectedly (%v)", err))
+		return o.errorWithLog(fmt.Errorf("copse-operator exited unexpectedly (%w)", err))
 	}
 	return nil
 }

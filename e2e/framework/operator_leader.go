@@ -35,7 +35,7 @@ func (o *Operator) WaitForLeadership(ctx context.Context) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := proc.ExitReason(); err != nil {
-			return false, fmt.Errorf("copse-operator exited (%v)", err)
+			return false, fmt.Errorf("copse-operator exited (%w)", err)
 		}
 		lease := &coordinationv1.Lease{}
 		if err := o.client.Get(ctx, key, lease); err != nil {

@@ -792,12 +792,11 @@ func expectReplaced(ctx context.Context, namespace, pcsName string, victim *core
 // template hash; PodCliques carrying the template hash; status.
 // currentGenerationHash the generation hash, every replica, PodClique and
 // scaling group counted as updated, and no update in progress (one recorded
-// as ended when updated). It returns the PodCliqueSet.
-func expectSettled(ctx context.Context, namespace, name string, pods int, updated bool) *copsev1alpha1.PodCliqueSet {
+// as ended when updated).
+func expectSettled(ctx context.Context, namespace, name string, pods int, updated bool) {
 	GinkgoHelper()
-	var pcs *copsev1alpha1.PodCliqueSet
 	Eventually(func(g Gomega) {
-		pcs = env.GetPodCliqueSet(ctx, g, namespace, name)
+		pcs := env.GetPodCliqueSet(ctx, g, namespace, name)
 		generation := generationhash.GenerationHash(pcs)
 		hashes := framework.TemplateHashes(pcs)
 		g.Expect(pcs.Status.CurrentGenerationHash).To(HaveValue(Equal(generation)), "status.currentGenerationHash")
@@ -844,7 +843,6 @@ func expectSettled(ctx context.Context, namespace, name string, pods int, update
 			}
 		}
 	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(poll).Should(Succeed())
-	return pcs
 }
 
 // expectOnDeleteUpdateRecorded: the PodCliqueSet took in its current

@@ -172,7 +172,7 @@ func (p *Process) CheckHealthy() error {
 
 // CrashError describes the process as ended by err, with the end of its log.
 func (p *Process) CrashError(err error) error {
-	return fmt.Errorf("%s exited: %v; last log lines (%s):\n%s", p.spec.Name, err, p.spec.LogPath, p.LogTail(20))
+	return fmt.Errorf("%s exited: %w; last log lines (%s):\n%s", p.spec.Name, err, p.spec.LogPath, p.LogTail(20))
 }
 
 // LogTail is the last n lines of the process's log.

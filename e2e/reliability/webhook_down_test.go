@@ -58,11 +58,11 @@ var _ = Describe("Operator down", Label("reliability"), Ordered, func() {
 		return out
 	}
 
-	// timedCreate creates pcs and returns the error and how long it took.
-	timedCreate := func(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (error, time.Duration) {
+	// timedCreate creates pcs and returns how long it took and the error.
+	timedCreate := func(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (time.Duration, error) {
 		began := time.Now()
 		err := env.Client.Create(ctx, pcs)
-		return err, time.Since(began)
+		return time.Since(began), err
 	}
 
 	BeforeAll(func(ctx context.Context) {
@@ -90,7 +90,7 @@ var _ = Describe("Operator down", Label("reliability"), Ordered, func() {
 		steadyPods, steadyUIDs = podIdentities(pods), uids(pods)
 		steadyState = objectVersions(ctx, Default)
 
-		err, took := timedCreate(ctx, servingPCS(namespace, "while-stopped", 1))
+		took, err := timedCreate(ctx, servingPCS(namespace, "while-stopped", 1))
 		GinkgoWriter.Printf("create with the operator stopped: %s: %v\n", took, err)
 		Expect(err).To(HaveOccurred(), "a PodCliqueSet was admitted without the operator's webhooks")
 		Expect(apierrors.IsInternalError(err)).To(BeTrue(), "want an InternalError (500), got %v", err)
@@ -111,7 +111,7 @@ var _ = Describe("Operator down", Label("reliability"), Ordered, func() {
 		hung := holdConnections(listener)
 		DeferCleanup(hung.close)
 
-		err, took := timedCreate(ctx, servingPCS(namespace, "while-hung", 1))
+		took, err := timedCreate(ctx, servingPCS(namespace, "while-hung", 1))
 		GinkgoWriter.Printf("create with the operator hung: %s: %v\n", took, err)
 		Expect(err).To(HaveOccurred(), "a PodCliqueSet was admitted without the operator's webhooks")
 		Expect(apierrors.IsInternalError(err) || apierrors.IsTimeout(err)).To(BeTrue(), "want an InternalError or a Timeout, got %v", err)

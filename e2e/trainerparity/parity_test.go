@@ -121,11 +121,11 @@ func compareCase(schemas map[string]*structuralschema.Structural, c parityCase, 
 	noPriorityClass := func(string) (bool, error) { return false, nil }
 	if errs := append(trainjob.Validate(plan), trainjob.VolcanoPriorityClassErrors(plan, noPriorityClass)...); len(errs) > 0 {
 		if want.Error == "" {
-			return "", fmt.Errorf("copse refuses it (%v), Kubeflow builds it", errs.ToAggregate())
+			return "", fmt.Errorf("copse refuses it (%w), Kubeflow builds it", errs.ToAggregate())
 		}
 		for _, e := range errs {
 			if !strings.Contains(want.Error, e.Field) {
-				return "", fmt.Errorf("copse refuses %s (%v); Kubeflow refuses it without naming that field: %s", e.Field, e, want.Error)
+				return "", fmt.Errorf("copse refuses %s (%w); Kubeflow refuses it without naming that field: %s", e.Field, e, want.Error)
 			}
 		}
 		return "refused", nil

@@ -191,7 +191,7 @@ func TopologyRequests(pcs *copsev1alpha1.PodCliqueSet, packing topology.Resolved
 				req.PodIndexLabel = ptr.To(PodSetIndexLabel)
 			}
 			if whole == nil && slice == nil {
-				if key := preferredKey(pcs, name, shape, packing); key != "" {
+				if key := preferredKey(name, shape, packing); key != "" {
 					req.Preferred = ptr.To(key)
 				}
 			}
@@ -431,7 +431,7 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole, 
 // preferredKey is the narrowest preferred key over the clique's pods: its
 // own, its scaling group's, or the replica's (the prelude excepted, as in
 // blueprint.TopologyAffinity).
-func preferredKey(pcs *copsev1alpha1.PodCliqueSet, clique string, shape podSetShape, packing topology.Resolved) string {
+func preferredKey(clique string, shape podSetShape, packing topology.Resolved) string {
 	if key := packing.Cliques[clique].PreferredKey; key != "" {
 		return key
 	}

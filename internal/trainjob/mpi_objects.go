@@ -25,7 +25,7 @@ func BuildMPIHostfile(p *Plan) *corev1.ConfigMap {
 	slots := ptr.Deref(p.MLPolicy.MPI.NumProcPerNode, 1)
 	var hostfile strings.Builder
 	for _, podSet := range p.PodSets {
-		if podSet.Name != NodeName && !(p.runLauncherAsNode() && podSet.Name == LauncherName) {
+		if podSet.Name != NodeName && (!p.runLauncherAsNode() || podSet.Name != LauncherName) {
 			continue
 		}
 		for _, endpoint := range podSet.Endpoints {

@@ -222,10 +222,10 @@ func VolcanoPriorityClassErrors(p *Plan, exists func(name string) (bool, error))
 	var errs field.ErrorList
 	for _, rjob := range p.Spec.ReplicatedJobs {
 		name := rjob.Template.Spec.Template.Spec.PriorityClassName
-		switch {
-		case name == "":
+		switch name {
+		case "":
 			continue
-		case name == "system-cluster-critical" || name == "system-node-critical":
+		case "system-cluster-critical", "system-node-critical":
 			return errs
 		}
 		found, err := exists(name)

@@ -136,7 +136,7 @@ var cmpEmptyMapsEqual = cmp.FilterValues(func(a, b map[string]string) bool { ret
 func TestVolcanoAdmission(t *testing.T) {
 	volcano := &trainerv1alpha1.PodGroupPolicy{Volcano: &trainerv1alpha1.VolcanoPodGroupPolicySource{}}
 	existing := map[string]bool{"high": true}
-	exists := func(name string) (bool, error) { return existing[name], nil }
+	exists := func(name string) (bool, error) { return existing[name], nil } //nolint:unparam // the lookup VolcanoPriorityClassErrors takes
 	cases := []struct {
 		name   string
 		policy *trainerv1alpha1.PodGroupPolicy

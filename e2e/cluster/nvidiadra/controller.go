@@ -319,7 +319,7 @@ func (c *controller) syncDomain(ctx context.Context, obj *unstructured.Unstructu
 	if !slices.Contains(cd.Finalizers, Finalizer) {
 		obj = obj.DeepCopy()
 		obj.SetFinalizers(append(slices.Clone(cd.Finalizers), Finalizer))
-		if obj, err = client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		if _, err = client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("ComputeDomain %s: add finalizer: %w", key, err)
 		}
 	}

@@ -235,7 +235,7 @@ func build(ctx context.Context, args []string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	defer tw.Flush()
+	defer func() { _ = tw.Flush() }()
 	for _, built := range tools {
 		for _, bin := range slices.Sorted(maps.Keys(built.Binaries)) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", bin, built.Version, built.Path(bin))

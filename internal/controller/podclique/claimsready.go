@@ -3,7 +3,6 @@ package podclique
 import (
 	"context"
 
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/resourcesharing"

@@ -222,7 +222,7 @@ func FuzzPlanPods(f *testing.F) {
 			case !p.HasIndex || in.deleting[p.UID]:
 			case in.training:
 				held[p.Index] = true
-			case !p.Terminating && !(deleted[p.UID] == causeEnded):
+			case !p.Terminating && deleted[p.UID] != causeEnded:
 				held[p.Index] = true
 			}
 		}

@@ -273,7 +273,7 @@ func FuzzComputePhase(f *testing.F) {
 			}
 		case got == copsev1alpha1.PodCliqueSetPhasePending:
 			// A suspended workload goes back to Pending once no pod is left.
-			if (started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning) && !(suspended && activePods == 0) {
+			if (started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning) && (!suspended || activePods != 0) {
 				t.Fatalf("Pending for %+v", in)
 			}
 		case suspended && activePods == 0:

@@ -181,7 +181,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, rollout rolloutDecision) (ctrl.Result, stepFailures) {
 	var failures stepFailures
 	budget := children.NewBudget(r.writeBudget())
-	result := ctrl.Result{}
 	if lifecycle.WorkloadEnded(pcs) {
 		// No outcome is recorded any more: the pods that ended, kept for
 		// their logs, need no finalizer.
@@ -202,7 +201,7 @@ func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, o
 		failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
 		failures.add(errCodeRollingUpdate, r.deleteOldPods(ctx, pcs, rollout, budget))
 	}
-	result = requeueIfCut(budget)
+	result := requeueIfCut(budget)
 	if at := overdueCheckAt(pcs, obs); !at.IsZero() {
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(r.Clock.Now()), minRequeue)})
 	}

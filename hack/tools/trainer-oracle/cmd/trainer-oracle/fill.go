@@ -43,7 +43,7 @@ func runFill(args []string, stdout io.Writer) error {
 	seed := fs.Int64("seed", 0, "seed of the first object of each kind; object i of a kind uses seed+i")
 	iterations := fs.Int("iterations", 1, "objects per kind")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: fill takes no arguments (%q)", errUsage, fs.Args())
@@ -55,17 +55,18 @@ func runFill(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// One object a line: indented, the objects would triple in size.
+	// One object a line: indented, the objects would triple in size. A
+	// bufio.Writer keeps its first error for Flush.
 	w := bufio.NewWriter(stdout)
 	for i, raw := range objects {
 		sep := ",\n"
 		if i == 0 {
 			sep = "[\n"
 		}
-		w.WriteString(sep)
-		w.Write(raw)
+		_, _ = w.WriteString(sep)
+		_, _ = w.Write(raw)
 	}
-	w.WriteString("\n]\n")
+	_, _ = w.WriteString("\n]\n")
 	return w.Flush()
 }
 

@@ -250,7 +250,7 @@ func runRuntimes(args []string, stdout io.Writer) error {
 func parseCommand(fs *flag.FlagSet, args []string) (string, error) {
 	trainerDir := fs.String("trainer-dir", "", "Trainer module directory (default: the module this binary was built from, in the Go module cache)")
 	if err := fs.Parse(args); err != nil {
-		return "", fmt.Errorf("%w: %v", errUsage, err)
+		return "", fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return "", fmt.Errorf("%w: %s takes no arguments (%q); its input, if any, comes on standard input", errUsage, fs.Name(), fs.Args())
