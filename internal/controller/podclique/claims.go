@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -150,5 +149,5 @@ func (r *Reconciler) claimToCliques(ctx context.Context, obj client.Object) []re
 // go) and deletion (the clique's own is made again); its status changes as
 // pods are scheduled do not matter here.
 func claimCreatedOrDeleted() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
+	return requeue.CreationsAndDeletions()
 }

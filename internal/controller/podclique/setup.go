@@ -109,17 +109,9 @@ func (r *Reconciler) cliquesOf(ctx context.Context, obj client.Object) []reconci
 // those with a new generation hash (the PodCliques' update status follows
 // it).
 func mayCreatePodsChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*copsev1alpha1.PodCliqueSet)
-			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodCliqueSet)
-			return okOld && okNew && (lifecycle.MayCreatePodsChanged(old, cur) ||
-				!ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash))
-		},
-	}
+	return requeue.UpdatesOf(requeue.UpdatesOnly, func(old, cur *copsev1alpha1.PodCliqueSet) bool {
+		return lifecycle.MayCreatePodsChanged(old, cur) || !ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash)
+	})
 }
 
 // refusedCliques ends the creation back-off in the object's namespace
@@ -154,39 +146,22 @@ func deletionStarted() predicate.Funcs {
 // every pod created in the namespace; those updates cannot help and pass
 // nothing.
 func quotaLoosened() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*corev1.ResourceQuota)
-			cur, okNew := e.ObjectNew.(*corev1.ResourceQuota)
-			if !okOld || !okNew {
-				return false
-			}
-			if !equality.Semantic.DeepEqual(old.Spec, cur.Spec) {
+	return requeue.UpdatesOf(requeue.UpdatesAndDeletions, func(old, cur *corev1.ResourceQuota) bool {
+		if !equality.Semantic.DeepEqual(old.Spec, cur.Spec) {
+			return true
+		}
+		for name, was := range old.Status.Used {
+			if now, ok := cur.Status.Used[name]; !ok || now.Cmp(was) < 0 {
 				return true
 			}
-			for name, was := range old.Status.Used {
-				if now, ok := cur.Status.Used[name]; !ok || now.Cmp(was) < 0 {
-					return true
-				}
-			}
-			return false
-		},
-	}
+		}
+		return false
+	})
 }
 
 // limitsChanged passes LimitRange changes of their limits and deletions.
 func limitsChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*corev1.LimitRange)
-			cur, okNew := e.ObjectNew.(*corev1.LimitRange)
-			return okOld && okNew && !equality.Semantic.DeepEqual(old.Spec, cur.Spec)
-		},
-	}
+	return requeue.UpdatesOf(requeue.UpdatesAndDeletions, func(old, cur *corev1.LimitRange) bool {
+		return !equality.Semantic.DeepEqual(old.Spec, cur.Spec)
+	})
 }

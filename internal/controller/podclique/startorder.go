@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // startOrder is where a clique stands in its replica's start order.
@@ -243,21 +243,11 @@ func (r *Reconciler) siblingsOf(ctx context.Context, obj client.Object) []reconc
 // sibling in the start order: the clique became ReadyOrDone or stopped
 // being so, or it gained the Succeeded condition.
 func startOrderSignalChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*copsev1alpha1.PodClique)
-			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodClique)
-			if !okOld || !okNew {
-				return false
-			}
-			was, is := siblingOf(old), siblingOf(cur)
-			// A clique of a scaled gang held in its base gang's domain
-			// waits for the base gang's pods to be placed (creations).
-			placed := (old.Status.ScheduledReplicas > 0) != (cur.Status.ScheduledReplicas > 0)
-			return was.ReadyOrDone() != is.ReadyOrDone() || was.Succeeded != is.Succeeded || placed
-		},
-	}
+	return requeue.UpdatesOf(requeue.UpdatesOnly, func(old, cur *copsev1alpha1.PodClique) bool {
+		was, is := siblingOf(old), siblingOf(cur)
+		// A clique of a scaled gang held in its base gang's domain waits
+		// for the base gang's pods to be placed (creations).
+		placed := (old.Status.ScheduledReplicas > 0) != (cur.Status.ScheduledReplicas > 0)
+		return was.ReadyOrDone() != is.ReadyOrDone() || was.Succeeded != is.Succeeded || placed
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,7 +39,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 			b = b.Owns(row.NewObject())
 			continue
 		}
-		b = b.Owns(row.NewObject(), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}))
+		b = b.Owns(row.NewObject(), builder.WithPredicates(requeue.CreationsAndDeletions()))
 	}
 	return b.Complete(r)
 }
@@ -54,15 +53,7 @@ func (r *Reconciler) groupsOf(ctx context.Context, obj client.Object) []reconcil
 // templateChanged passes PodCliqueSet updates with a new spec or a new
 // generation hash.
 func templateChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*copsev1alpha1.PodCliqueSet)
-			cur, okNew := e.ObjectNew.(*copsev1alpha1.PodCliqueSet)
-			return okOld && okNew && (old.Generation != cur.Generation ||
-				!ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash))
-		},
-	}
+	return requeue.UpdatesOf(requeue.UpdatesOnly, func(old, cur *copsev1alpha1.PodCliqueSet) bool {
+		return old.Generation != cur.Generation || !ptr.Equal(old.Status.CurrentGenerationHash, cur.Status.CurrentGenerationHash)
+	})
 }

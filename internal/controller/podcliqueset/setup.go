@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -19,6 +18,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -104,21 +104,11 @@ func (r *Reconciler) namingPodCliqueSets(ctx context.Context, binding client.Obj
 // pod may become overdue). A pod's other status updates do not matter to
 // the PodCliqueSet.
 func podProgressed() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
-			newPod, okNew := e.ObjectNew.(*corev1.Pod)
-			if !okOld || !okNew {
-				return false
-			}
-			was, is := podstate.Of(oldPod), podstate.Of(newPod)
-			// Scheduling is progress too: PodGangsScheduled is read from
-			// whether each pod was placed or refused by the scheduler.
-			return was.Phase != is.Phase || was.Started != is.Started || was.Ready != is.Ready || was.Terminating != is.Terminating ||
-				was.Scheduled != is.Scheduled || (was.Unschedulable == "") != (is.Unschedulable == "")
-		},
-	}
+	return requeue.UpdatesOf(requeue.UpdatesAndDeletions, func(oldPod, newPod *corev1.Pod) bool {
+		was, is := podstate.Of(oldPod), podstate.Of(newPod)
+		// Scheduling is progress too: PodGangsScheduled is read from
+		// whether each pod was placed or refused by the scheduler.
+		return was.Phase != is.Phase || was.Started != is.Started || was.Ready != is.Ready || was.Terminating != is.Terminating ||
+			was.Scheduled != is.Scheduled || (was.Unschedulable == "") != (is.Unschedulable == "")
+	})
 }
