@@ -2,7 +2,7 @@
 // v2.3.0 builds: for every ClusterTrainingRuntime Kubeflow ships and a table
 // of TrainJobs against each, the JobSet, MPI Secret and hostfile and runtime
 // snapshot copse makes equal, after normalising what is legitimately
-// different (see normalize.go), what Kubeflow Trainer's own runtime framework
+// different (see normalize_test.go), what Kubeflow Trainer's own runtime framework
 // makes for the same input. Kubeflow's side runs in the pinned tool
 // trainer-oracle (hack/tools/trainer-oracle), a separate module because
 // Trainer's dependencies do not build against copse's Kubernetes libraries.

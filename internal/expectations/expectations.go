@@ -15,6 +15,10 @@
 // confirms (a lost watch event, an object deleted by someone else before the
 // cache saw it) expires after the store's TTL and is logged, so it can delay
 // work but never block it.
+//
+// WrittenVersions does the same for status writes: the resourceVersion a
+// controller last wrote to an object, so that a pass working from a cache
+// that has not caught up with it does not decide from the older status.
 package expectations
 
 import (

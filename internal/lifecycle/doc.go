@@ -7,6 +7,10 @@
 //   - FirstFailure / DescribeFailure: the root cause of a replica's failure;
 //   - ReplacementBackoff: how long a Training clique waits before replacing a
 //     failed pod, as the Job API does.
+//   - CountPods: a clique's pods counted as its status and decisions read
+//     them (ready, scheduled, succeeded, being replaced);
+//   - OutcomeFinalizer: the pod decorator that keeps a Training pod until
+//     its outcome is recorded.
 //
 // Everything here is a function of plain values; the controllers gather the
 // values and apply the results.

@@ -1,6 +1,8 @@
 // Package requeue holds what copse's reconcilers share about when to run
-// again without an event: the delays of work that waits only on the
-// controller itself, and combining the requeue wishes of several steps.
+// again: the delays of work that waits only on the controller itself,
+// combining the requeue wishes of several steps, and what wakes a
+// reconciler (the watch predicates UpdatesOf and CreationsAndDeletions, and
+// RequestsForList for events that concern a set of objects).
 package requeue
 
 import (

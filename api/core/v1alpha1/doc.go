@@ -1,5 +1,5 @@
 // Package v1alpha1 holds copse's grove.io/v1alpha1 API: PodCliqueSet,
-// PodClique and PodCliqueScalingGroup.
+// PodClique, PodCliqueScalingGroup and ClusterTopologyBinding.
 //
 // The types are a JSON-compatible superset of Grove's API
 // (github.com/ai-dynamo/grove/operator/api): every Grove manifest decodes and

@@ -9,7 +9,7 @@
 // allocation, so placement is decided by the real scheduler.
 //
 // The pure parts (SliceForNode, ClaimTemplateFor, StatusFromClaims) build
-// objects from plain inputs; Controller gathers the inputs from informers and
-// applies the results. docs/placement-dra-notes.md says what is simulated and
-// what is not.
+// objects from plain inputs; Run starts the controller that gathers the
+// inputs from informers and applies the results. docs/placement.md ("Testing
+// without GPUs") says what is simulated and what is not.
 package nvidiadra
