@@ -123,7 +123,30 @@ func applyConfiguration(obj client.Object) (*unstructured.Unstructured, error) {
 	}
 	delete(config.Object, "status")
 	unstructured.RemoveNestedField(config.Object, "metadata", "creationTimestamp")
+	dropNulls(config.Object)
 	return config, nil
+}
+
+// dropNulls removes every null of an apply configuration, at any depth: a
+// field the build leaves unset is one copse does not own (removed where it
+// set it before), while a null is a value the API server's schema refuses
+// where it wants an object or a list (a runtime patch that clears a pod
+// template's metadata builds one).
+func dropNulls(content map[string]any) {
+	for key, value := range content {
+		switch v := value.(type) {
+		case nil:
+			delete(content, key)
+		case map[string]any:
+			dropNulls(v)
+		case []any:
+			for _, item := range v {
+				if m, ok := item.(map[string]any); ok {
+					dropNulls(m)
+				}
+			}
+		}
+	}
 }
 
 // createMPISecret creates the TrainJob's SSH identity once; it is immutable

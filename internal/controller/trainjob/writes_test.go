@@ -345,6 +345,22 @@ func TestApplyConfiguration(t *testing.T) {
 	if suspend, _, _ := unstructured.NestedBool(config.Object, "spec", "suspend"); !suspend || config.GetKind() != "JobSet" {
 		t.Errorf("apply configuration %v lost the build", config.Object)
 	}
+	// A runtime patch that clears a pod template's metadata builds a null
+	// there; the API server refuses a null where its schema wants an object,
+	// and a field left out of an apply is one copse does not own.
+	withNull := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": map[string]any{"name": "x"},
+		"spec": map[string]any{"replicatedJobs": []any{map[string]any{"name": "node", "template": map[string]any{
+			"spec": map[string]any{"template": map[string]any{"metadata": nil, "spec": map[string]any{"containers": nil}}}}}}},
+	}}
+	config, err = applyConfiguration(withNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, _, _ := unstructured.NestedSlice(config.Object, "spec", "replicatedJobs")
+	if pod := template[0].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["template"].(map[string]any); len(pod) != 1 {
+		t.Errorf("the apply configuration keeps nulls: pod template %v, want only its spec", pod)
+	}
 	var noKind client.Object = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{labels.ManagedByKey: labels.ManagedByValue}}}
 	if _, err := applyConfiguration(noKind); err == nil {
 		t.Error("a build without apiVersion and kind makes an apply configuration")
