@@ -67,6 +67,8 @@ func (r *Reconciler) write(ctx context.Context, tj *trainerv1alpha1.TrainJob, w 
 		return refused(opCreate, kindOf(w.object), w.object.GetName(), err)
 	case writeSSHSecret:
 		return r.createMPISecret(ctx, tj)
+	case writeRebuild:
+		return refused(opUpdate, kindOf(w.object), w.object.GetName(), r.Client.Update(ctx, w.object, client.FieldOwner(FieldOwner)))
 	case writeSuspend:
 		// The old build stays: the next pass still sees the rest of it to
 		// apply, once the object's pods are gone.

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -38,6 +39,10 @@ const (
 	// writeSSHSecret creates the MPI SSH Secret, with a key made when it
 	// is written; one that exists is kept.
 	writeSSHSecret
+	// writeRebuild updates the existing JobSet to the build's spec
+	// (jobSetWrites says why not an apply), carrying the resourceVersion it
+	// was read at.
+	writeRebuild
 	// writeSuspend updates the existing object with only spec.suspend set
 	// (suspendedCopy), carrying the resourceVersion it was read at.
 	writeSuspend
@@ -198,12 +203,17 @@ func blocked(tj *trainerv1alpha1.TrainJob, existing client.Object) write {
 		kind, existing.GetName(), tj.Name)}
 }
 
-// jobSetWrites: the JobSet is applied when missing, and while it or the
-// TrainJob is suspended (a running JobSet is never changed under its pods,
-// as Kubeflow Trainer): JobSet's webhook then takes pod template changes.
-// The rebuilt spec keeps what JobSet's webhook defaulted at creation
-// (keepCreateDefaults) where the build leaves it unset inside what the
-// apply owns whole. A JobSet copse did not build is adopted instead.
+// jobSetWrites: the JobSet is applied when missing, and rebuilt while it or
+// the TrainJob is suspended and its spec differs from the build (a running
+// JobSet is never changed under its pods, as Kubeflow Trainer): JobSet's
+// webhook then takes pod template changes. The rebuild is an update of the
+// spec, not an apply: an apply that removes the last field of a pod
+// template's metadata (the label of a runtime patch Kueue cleared) leaves
+// it null on the API server, which the JobSet schema refuses
+// (kubernetes/kubernetes#117447, still so in v1.37), and the TrainJob would
+// keep Kueue's admission for ever. The rebuilt spec keeps what JobSet's
+// webhook defaulted at creation (keepCreateDefaults) where the build leaves
+// it unset. A JobSet copse did not build is adopted instead.
 func jobSetWrites(desired, existing *jobsetv1alpha2.JobSet, tjSuspended bool) []write {
 	switch {
 	case existing == nil:
@@ -216,9 +226,14 @@ func jobSetWrites(desired, existing *jobsetv1alpha2.JobSet, tjSuspended bool) []
 	case !tjSuspended && !ptr.Deref(existing.Spec.Suspend, false):
 		return nil
 	}
-	rebuilt := desired.DeepCopy()
-	keepCreateDefaults(*existing.Spec.DeepCopy(), &rebuilt.Spec)
-	return []write{{how: writeApply, object: rebuilt, exists: true}}
+	spec := *desired.Spec.DeepCopy()
+	keepCreateDefaults(*existing.Spec.DeepCopy(), &spec)
+	if equality.Semantic.DeepEqual(existing.Spec, spec) {
+		return nil
+	}
+	rebuilt := existing.DeepCopy()
+	rebuilt.Spec = spec
+	return []write{{how: writeRebuild, object: rebuilt, exists: true}}
 }
 
 // podCliqueSetWrites: the PodCliqueSet is applied when missing, else as

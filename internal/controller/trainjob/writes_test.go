@@ -148,6 +148,15 @@ func TestDecideWritesJobSet(t *testing.T) {
 	apply := func(kind, name string, exists bool) writeSummary {
 		return writeSummary{how: writeApply, kind: kind, name: name, exists: exists}
 	}
+	rebuild := func(kind, name string) writeSummary {
+		return writeSummary{how: writeRebuild, kind: kind, name: name, exists: true}
+	}
+	// asBuilt is copse's JobSet as the build makes it, suspended or not.
+	asBuilt := func(suspended bool) *jobsetv1alpha2.JobSet {
+		js := copseBuild(false, nil)
+		js.Spec.Suspend = ptr.To(suspended)
+		return js
+	}
 	cases := []struct {
 		name      string
 		suspended bool
@@ -158,10 +167,11 @@ func TestDecideWritesJobSet(t *testing.T) {
 	}{
 		{name: "no JobSet: applied, which creates it", built: build(nil), want: []writeSummary{apply("JobSet", "tj", false)}},
 		{name: "copse's JobSet runs, and the TrainJob: nothing", built: build(nil), jobSet: applied(trainerJobSet(false))},
-		{name: "the TrainJob is suspended: the JobSet is applied (JobSet takes pod template changes then)", suspended: true,
-			built: build(nil), jobSet: applied(trainerJobSet(false)), want: []writeSummary{apply("JobSet", "tj", true)}},
-		{name: "copse's JobSet is suspended, the TrainJob resumes: applied", built: build(nil), jobSet: applied(trainerJobSet(true)),
-			want: []writeSummary{apply("JobSet", "tj", true)}},
+		{name: "the TrainJob is suspended: the JobSet is rebuilt (JobSet takes pod template changes then)", suspended: true,
+			built: build(nil), jobSet: applied(trainerJobSet(false)), want: []writeSummary{rebuild("JobSet", "tj")}},
+		{name: "copse's JobSet is suspended, the TrainJob resumes: rebuilt", built: build(nil), jobSet: applied(trainerJobSet(true)),
+			want: []writeSummary{rebuild("JobSet", "tj")}},
+		{name: "copse's suspended JobSet is as built: nothing", suspended: true, built: build(nil), jobSet: applied(asBuilt(true)), want: nil},
 		{name: "a JobSet Kubeflow Trainer built, the TrainJob suspended: adopted, never applied", suspended: true,
 			built: build(nil), jobSet: trainerJobSet(false), want: []writeSummary{{how: writeAdopted, kind: "JobSet", name: "tj", exists: true}}},
 		{name: "MPI before the JobSet runs: the Secret, then the hostfile", built: build(func(o *trainjob.JobSetObjects) {
@@ -186,7 +196,7 @@ func TestDecideWritesJobSet(t *testing.T) {
 		{name: "a scheduler PodGroup that differs while suspended is applied", suspended: true, built: build(func(o *trainjob.JobSetObjects) {
 			o.SchedulerPodGroup = schedulerPodGroup(true, 3)
 		}), jobSet: applied(trainerJobSet(true)), existing: existingBuild{SchedulerPodGroup: schedulerPodGroup(true, 2)},
-			want: []writeSummary{apply("PodGroup", "tj", true), apply("JobSet", "tj", true)}},
+			want: []writeSummary{apply("PodGroup", "tj", true), rebuild("JobSet", "tj")}},
 		{name: "no ComputeDomain: created before the JobSet", built: build(func(o *trainjob.JobSetObjects) { o.ComputeDomain = computeDomain(true) }),
 			want: []writeSummary{{how: writeCreate, kind: "ComputeDomain", name: "tj-mnnvl"}, apply("JobSet", "tj", false)}},
 		{name: "the TrainJob's ComputeDomain is never written again", built: build(func(o *trainjob.JobSetObjects) { o.ComputeDomain = computeDomain(true) }),
