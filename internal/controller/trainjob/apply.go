@@ -132,8 +132,9 @@ func applyConfiguration(obj client.Object) (*unstructured.Unstructured, error) {
 // dropNulls removes every null of an apply configuration, at any depth: a
 // field the build leaves unset is one copse does not own (removed where it
 // set it before), while a null is a value the API server's schema refuses
-// where it wants an object or a list (a runtime patch that clears a pod
-// template's metadata builds one).
+// where it wants an object or a list. A typed build converted to
+// unstructured carries one for every nil slice (a container's unset
+// command, say).
 func dropNulls(content map[string]any) {
 	for key, value := range content {
 		switch v := value.(type) {

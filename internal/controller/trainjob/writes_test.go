@@ -355,9 +355,9 @@ func TestApplyConfiguration(t *testing.T) {
 	if suspend, _, _ := unstructured.NestedBool(config.Object, "spec", "suspend"); !suspend || config.GetKind() != "JobSet" {
 		t.Errorf("apply configuration %v lost the build", config.Object)
 	}
-	// A runtime patch that clears a pod template's metadata builds a null
-	// there; the API server refuses a null where its schema wants an object,
-	// and a field left out of an apply is one copse does not own.
+	// A typed build converted to unstructured carries a null for every nil
+	// slice; the API server refuses a null where its schema wants an object
+	// or a list, and a field left out of an apply is one copse does not own.
 	withNull := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": map[string]any{"name": "x"},
 		"spec": map[string]any{"replicatedJobs": []any{map[string]any{"name": "node", "template": map[string]any{
