@@ -59,11 +59,7 @@ func GroupPodCliques() GroupResource {
 			}
 			return out
 		},
-		Refresh: func(existing, desired client.Object) bool {
-			e, okE := existing.(*copsev1alpha1.PodClique)
-			d, okD := desired.(*copsev1alpha1.PodClique)
-			return okE && okD && RefreshPodClique(e, d)
-		},
+		Refresh: children.RefreshAs(RefreshPodClique),
 		RecreatedWithReplica: true,
 		MakesPods:            true,
 	}

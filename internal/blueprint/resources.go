@@ -66,11 +66,7 @@ func ReplicaResources() []ReplicaResource {
 				}
 				return out
 			},
-			Refresh: func(existing, desired client.Object) bool {
-				e, okE := existing.(*copsev1alpha1.PodCliqueScalingGroup)
-				d, okD := desired.(*copsev1alpha1.PodCliqueScalingGroup)
-				return okE && okD && RefreshScalingGroup(e, d)
-			},
+			Refresh: children.RefreshAs(RefreshScalingGroup),
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},
@@ -88,11 +84,7 @@ func ReplicaResources() []ReplicaResource {
 				}
 				return out
 			},
-			Refresh: func(existing, desired client.Object) bool {
-				e, okE := existing.(*copsev1alpha1.PodClique)
-				d, okD := desired.(*copsev1alpha1.PodClique)
-				return okE && okD && RefreshPodClique(e, d)
-			},
+			Refresh: children.RefreshAs(RefreshPodClique),
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},

@@ -57,3 +57,13 @@ func (r Row[In]) DeletedBy(reason copsev1alpha1.RecreationReason) bool {
 	}
 	return r.RecreatedWithReplica
 }
+
+// RefreshAs makes a row's Refresh from the refresh rule of its kind T: an
+// existing or desired object of another kind is never refreshed.
+func RefreshAs[T client.Object](refresh func(existing, desired T) bool) func(existing, desired client.Object) bool {
+	return func(existing, desired client.Object) bool {
+		e, okE := existing.(T)
+		d, okD := desired.(T)
+		return okE && okD && refresh(e, d)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/naming"
 )
@@ -68,11 +69,7 @@ func (w *Workload) ReplicaResources() []blueprint.ReplicaResource {
 			}
 			return out
 		},
-		Refresh: func(existing, desired client.Object) bool {
-			e, okE := existing.(*schedulingv1beta1.PodGroup)
-			d, okD := desired.(*schedulingv1beta1.PodGroup)
-			return okE && okD && refreshMinCount(e, d)
-		},
+		Refresh: children.RefreshAs(refreshMinCount),
 		// A new run of the replica is a new gang: its pods are scheduled
 		// all-or-nothing again, and the old run's pods never count.
 		RecreatedWithReplica: true,
