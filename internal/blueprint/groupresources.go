@@ -59,7 +59,7 @@ func GroupPodCliques() GroupResource {
 			}
 			return out
 		},
-		Refresh: children.RefreshAs(RefreshPodClique),
+		Refresh:              children.RefreshAs(RefreshPodClique),
 		RecreatedWithReplica: true,
 		MakesPods:            true,
 	}

@@ -66,7 +66,7 @@ func ReplicaResources() []ReplicaResource {
 				}
 				return out
 			},
-			Refresh: children.RefreshAs(RefreshScalingGroup),
+			Refresh:              children.RefreshAs(RefreshScalingGroup),
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},
@@ -84,7 +84,7 @@ func ReplicaResources() []ReplicaResource {
 				}
 				return out
 			},
-			Refresh: children.RefreshAs(RefreshPodClique),
+			Refresh:              children.RefreshAs(RefreshPodClique),
 			RecreatedWithReplica: true,
 			MakesPods:            true,
 		},
