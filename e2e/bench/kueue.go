@@ -159,6 +159,9 @@ func (b *Bench) queuedCreator(ctx context.Context, ns, system string, nodes int)
 		if err := b.env.Client.Create(ctx, rt); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create TrainingRuntime: %w", err)
 		}
+		if err := waitRuntimeAdmitted(ctx, b.env.Client, trainJobOn(ns, "runtime-probe", int32(nodes)), queueLabel); err != nil {
+			return nil, err
+		}
 		return func(ctx context.Context, name string) error {
 			tj := trainJobOn(ns, name, int32(nodes))
 			tj.Labels = queueLabel
@@ -197,4 +200,31 @@ func (b *Bench) waitQueueIdle(ctx context.Context) error {
 		return s.PendingWorkloads == 0 && s.ReservingWorkloads == 0 && s.AdmittedWorkloads == 0,
 			fmt.Sprintf("pending %d, reserving %d, admitted %d", s.PendingWorkloads, s.ReservingWorkloads, s.AdmittedWorkloads)
 	})
+}
+
+// runtimeAdmittedTimeout bounds waitRuntimeAdmitted.
+const runtimeAdmittedTimeout = 30 * time.Second
+
+// waitRuntimeAdmitted waits, before the clock starts, until the admission
+// webhooks take a TrainJob on the runtime just created: Kueue's TrainJob
+// webhook looks the runtime up in its own cache, and refuses a TrainJob
+// whose runtime it has not seen yet ("runtime ... not found"). It asks with a
+// dry run, which runs every webhook and creates nothing.
+func waitRuntimeAdmitted(ctx context.Context, c client.Client, probe *trainerv1alpha1.TrainJob, queueLabel map[string]string) error {
+	probe.Labels = queueLabel
+	deadline := time.Now().Add(runtimeAdmittedTimeout)
+	for {
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("a TrainJob on runtime %s is still refused after %s: %w", probe.Spec.RuntimeRef.Name, runtimeAdmittedTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

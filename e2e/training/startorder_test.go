@@ -234,7 +234,10 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 		}
 		trainer := gatedClique("trainer", 2, false, true)
 		trainer.Annotations = map[string]string{cluster.AnnotationRunDuration: "2s", cluster.AnnotationExitCode: "0"}
-		pcs := framework.NewPodCliqueSet(ns, "tj", 1, initializer("dataset", "8s"), initializer("model", "12s"), trainer)
+		// Each step below looks while an initializer still runs: twenty seconds
+		// apart, so that a slow pod start on a busy machine cannot close the
+		// window a step checks in (with 8s and 12s make test once missed it).
+		pcs := framework.NewPodCliqueSet(ns, "tj", 1, initializer("dataset", "20s"), initializer("model", "40s"), trainer)
 		pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
 		pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{
 			MaxRestarts:          ptr.To[int32](0),
