@@ -85,8 +85,17 @@ func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 	}
 	f.PodCliqueSet = pcs
 	f.Topology = trainjob.KeepTopology(pcs.Spec.Template.TopologyConstraint)
+	// The pass that records the PodCliqueSet's end writes the TrainJob's
+	// outcome and its jobsStatus once, for good: they are read from the
+	// PodCliques the API server has, which the PodCliqueSet's phase was
+	// decided from, not from a cache that may not have their last status yet
+	// (a Complete TrainJob whose jobsStatus counts no succeeded job).
+	reader := client.Reader(r.Client)
+	if pcsEnded(pcs) && !finished(tj.Status) && r.APIReader != nil {
+		reader = r.APIReader
+	}
 	pclqs := &copsev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, pclqs, client.InNamespace(tj.Namespace), client.MatchingLabels{labels.PartOfKey: pcs.Name}); err != nil {
+	if err := reader.List(ctx, pclqs, client.InNamespace(tj.Namespace), client.MatchingLabels{labels.PartOfKey: pcs.Name}); err != nil {
 		return fmt.Errorf("list the PodCliques of PodCliqueSet %s: %w", pcs.Name, err)
 	}
 	for _, pclq := range pclqs.Items {
@@ -100,6 +109,11 @@ func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 	}
 	f.PodsNotEnded = podsNotEnded(pods.Items)
 	return nil
+}
+
+// pcsEnded tells whether a PodCliqueSet reached a terminal phase.
+func pcsEnded(pcs *copsev1alpha1.PodCliqueSet) bool {
+	return pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded || pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed
 }
 
 // recordedPodCliqueSet is the PodCliqueSet status.backend records, nil when
