@@ -76,6 +76,18 @@ type Failure struct {
 	ExitCode int32
 	Reason   string
 	Message  string
+	// Exits are the exit codes of every container (app, then init) that
+	// terminated with a non-zero code; failure rules match them.
+	Exits []ContainerExit
+	// Conditions are the pod's conditions by type (DisruptionTarget, ...);
+	// failure rules match them.
+	Conditions map[corev1.PodConditionType]corev1.ConditionStatus
+}
+
+// ContainerExit is one container's non-zero exit code.
+type ContainerExit struct {
+	Container string
+	Code      int32
 }
 
 // String is e.g. "container train exited 137, OOMKilled", or "Evicted".
@@ -163,9 +175,37 @@ func Of(pod *corev1.Pod) Summary {
 	}
 	if pod.Status.Phase == corev1.PodFailed {
 		f := failureOf(pod)
+		f.Exits = exitsOf(pod)
+		f.Conditions = conditionsOf(pod)
 		s.Failure = &f
 	}
 	return s
+}
+
+// exitsOf lists the non-zero exit codes of the pod's terminated
+// containers, app containers first, then init containers.
+func exitsOf(pod *corev1.Pod) []ContainerExit {
+	var out []ContainerExit
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, cs := range statuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				out = append(out, ContainerExit{Container: cs.Name, Code: t.ExitCode})
+			}
+		}
+	}
+	return out
+}
+
+// conditionsOf is the pod's conditions by type.
+func conditionsOf(pod *corev1.Pod) map[corev1.PodConditionType]corev1.ConditionStatus {
+	if len(pod.Status.Conditions) == 0 {
+		return nil
+	}
+	out := make(map[corev1.PodConditionType]corev1.ConditionStatus, len(pod.Status.Conditions))
+	for _, c := range pod.Status.Conditions {
+		out[c.Type] = c.Status
+	}
+	return out
 }
 
 // scheduling reads the pod's PodScheduled condition: when it turned True,

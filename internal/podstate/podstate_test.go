@@ -285,7 +285,8 @@ func TestOfFailure(t *testing.T) {
 			name: "the first app container that exited non-zero",
 			pod: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
 				terminated("ok", 0, "Completed", 1, 2), terminated("train", 137, "OOMKilled", 1, 3), terminated("sidecar", 2, "Error", 1, 4)}},
-			want:       &Failure{Container: "train", ExitCode: 137, Reason: "OOMKilled", Message: "OOMKilled message"},
+			want: &Failure{Container: "train", ExitCode: 137, Reason: "OOMKilled", Message: "OOMKilled message",
+				Exits: []ContainerExit{{Container: "train", Code: 137}, {Container: "sidecar", Code: 2}}},
 			wantString: "container train exited 137, OOMKilled",
 		},
 		{
@@ -293,7 +294,8 @@ func TestOfFailure(t *testing.T) {
 			pod: corev1.PodStatus{Phase: corev1.PodFailed,
 				InitContainerStatuses: []corev1.ContainerStatus{terminated("setup", 3, "Error", 1, 2)},
 				ContainerStatuses:     []corev1.ContainerStatus{terminated("main", 4, "", 3, 4)}},
-			want:       &Failure{Container: "main", ExitCode: 4, Message: " message"},
+			want: &Failure{Container: "main", ExitCode: 4, Message: " message",
+				Exits: []ContainerExit{{Container: "main", Code: 4}, {Container: "setup", Code: 3}}},
 			wantString: "container main exited 4",
 		},
 		{
@@ -301,7 +303,8 @@ func TestOfFailure(t *testing.T) {
 			pod: corev1.PodStatus{Phase: corev1.PodFailed,
 				InitContainerStatuses: []corev1.ContainerStatus{terminated("setup", 3, "Error", 1, 2)},
 				ContainerStatuses:     []corev1.ContainerStatus{waiting("main")}},
-			want:       &Failure{Container: "setup", ExitCode: 3, Reason: "Error", Message: "Error message"},
+			want: &Failure{Container: "setup", ExitCode: 3, Reason: "Error", Message: "Error message",
+				Exits: []ContainerExit{{Container: "setup", Code: 3}}},
 			wantString: "container setup exited 3, Error",
 		},
 		{
@@ -310,6 +313,17 @@ func TestOfFailure(t *testing.T) {
 				ContainerStatuses: []corev1.ContainerStatus{running("main", 1)}},
 			want:       &Failure{Reason: "Evicted", Message: "The node was low on resource: memory."},
 			wantString: "Evicted",
+		},
+		{
+			name: "a preempted pod: its conditions, for failure rules",
+			pod: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse}},
+				ContainerStatuses: []corev1.ContainerStatus{terminated("main", 137, "Error", 1, 2)}},
+			want: &Failure{Container: "main", ExitCode: 137, Reason: "Error", Message: "Error message",
+				Exits:      []ContainerExit{{Container: "main", Code: 137}},
+				Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{corev1.DisruptionTarget: corev1.ConditionTrue, corev1.PodReady: corev1.ConditionFalse}},
+			wantString: "container main exited 137, Error",
 		},
 		{
 			name:       "no reason at all",

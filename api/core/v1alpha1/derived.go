@@ -98,6 +98,27 @@ func (pcs *PodCliqueSet) MaxRuntime() *time.Duration {
 	return nil
 }
 
+// DefaultMaxUncountedRestarts is failurePolicy.maxUncountedRestarts when unset.
+const DefaultMaxUncountedRestarts int32 = 10
+
+// FailurePolicy is trainingSpec.failurePolicy of a Training workload; nil
+// when unset or for Inference.
+func (pcs *PodCliqueSet) FailurePolicy() *TrainingFailurePolicy {
+	if !pcs.IsTraining() || pcs.Spec.TrainingSpec == nil {
+		return nil
+	}
+	return pcs.Spec.TrainingSpec.FailurePolicy
+}
+
+// MaxUncountedRestarts is failurePolicy.maxUncountedRestarts, its default
+// when unset.
+func (pcs *PodCliqueSet) MaxUncountedRestarts() int32 {
+	if fp := pcs.FailurePolicy(); fp != nil && fp.MaxUncountedRestarts != nil {
+		return *fp.MaxUncountedRestarts
+	}
+	return DefaultMaxUncountedRestarts
+}
+
 // IsSuspended reports whether spec.suspend is true.
 func (pcs *PodCliqueSet) IsSuspended() bool {
 	return pcs.Spec.Suspend != nil && *pcs.Spec.Suspend
@@ -155,6 +176,24 @@ func (pcs *PodCliqueSet) ApplyDefaults() {
 	}
 	for i := range template.PodCliqueScalingGroupConfigs {
 		defaultScalingGroup(&template.PodCliqueScalingGroupConfigs[i])
+	}
+	if ts := pcs.Spec.TrainingSpec; ts != nil && ts.FailurePolicy != nil {
+		defaultFailurePolicy(ts.FailurePolicy)
+	}
+}
+
+// defaultFailurePolicy sets maxUncountedRestarts and each pod condition's
+// status (True) where unset.
+func defaultFailurePolicy(fp *TrainingFailurePolicy) {
+	if fp.MaxUncountedRestarts == nil {
+		fp.MaxUncountedRestarts = ptr.To(DefaultMaxUncountedRestarts)
+	}
+	for i := range fp.Rules {
+		for j := range fp.Rules[i].OnPodConditions {
+			if fp.Rules[i].OnPodConditions[j].Status == "" {
+				fp.Rules[i].OnPodConditions[j].Status = corev1.ConditionTrue
+			}
+		}
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restartCount`
+// +kubebuilder:printcolumn:name="Counted",type=integer,JSONPath=`.status.restartsCountTowardsMax`
+// +kubebuilder:printcolumn:name="Rule",type=string,JSONPath=`.status.lastFailure.rule`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Failed")].reason`
 // +kubebuilder:printcolumn:name="Last-Failure",type=string,JSONPath=`.status.lastFailure.summary`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -101,11 +103,33 @@ type PodCliqueSetStatus struct {
 	// +optional
 	Phase PodCliqueSetPhase `json:"phase,omitempty"`
 
-	// RestartCount is the number of replica restarts consumed, summed over all
-	// replicas. Compared with trainingSpec.maxRestarts.
+	// RestartCount is the number of replica restarts of a Training
+	// workload, summed over all replicas: those that spent the budget and
+	// those a failurePolicy rule made without counting.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	RestartCount int32 `json:"restartCount,omitempty"`
+
+	// RestartsCountTowardsMax is the part of restartCount that spent
+	// trainingSpec.maxRestarts (restartCount - uncountedRestarts).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	RestartsCountTowardsMax int32 `json:"restartsCountTowardsMax,omitempty"`
+
+	// UncountedRestarts is the part of restartCount made by failurePolicy
+	// rules with action RestartReplicaWithoutCount; compared with
+	// failurePolicy.maxUncountedRestarts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	UncountedRestarts int32 `json:"uncountedRestarts,omitempty"`
+
+	// FailureRuleMatches counts, per failurePolicy rule, the replica
+	// failures it decided (a restart, or failing the workload). Failures it
+	// ignored are counted in their PodClique's status.podReplacements.
+	// +optional
+	// +listType=map
+	// +listMapKey=rule
+	FailureRuleMatches []FailureRuleMatch `json:"failureRuleMatches,omitempty"`
 
 	// StartTime is when the phase first became Running. Restarts do not reset
 	// it: trainingSpec.maxRuntime is a wall-clock deadline from this instant.
@@ -190,10 +214,29 @@ type PodFailure struct {
 	// FinishedAt is when the pod failed.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Rule is the trainingSpec.failurePolicy rule that matched the failure;
+	// empty when none did.
+	// +optional
+	Rule string `json:"rule,omitempty"`
+	// Action is what the failure did: the matched rule's action, or
+	// RestartReplica when no rule matched.
+	// +optional
+	Action FailureRuleAction `json:"action,omitempty"`
+}
+
+// FailureRuleMatch counts the failures one failurePolicy rule decided.
+type FailureRuleMatch struct {
+	// Rule is the rule's name.
+	Rule string `json:"rule"`
+	// Action is the rule's action when it last matched.
+	Action FailureRuleAction `json:"action"`
+	// Count is how many replica failures it decided.
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
 }
 
 // RecreationReason says why a replica is recreated.
-// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;Suspension;IncompletePlacement
+// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;UncountedRestart;Suspension;IncompletePlacement
 type RecreationReason string
 
 const (
@@ -203,6 +246,10 @@ const (
 	// RecreationReasonTrainingRestart: a Training replica failed and its
 	// restart consumed one unit of trainingSpec.maxRestarts.
 	RecreationReasonTrainingRestart RecreationReason = "TrainingRestart"
+	// RecreationReasonUncountedRestart: a Training replica failed, a
+	// failurePolicy rule with action RestartReplicaWithoutCount matched, and
+	// its restart spends no unit of trainingSpec.maxRestarts.
+	RecreationReasonUncountedRestart RecreationReason = "UncountedRestart"
 	// RecreationReasonSuspension: spec.suspend became true; the replica's
 	// run ends without consuming a restart and starts afresh on resume.
 	RecreationReasonSuspension RecreationReason = "Suspension"

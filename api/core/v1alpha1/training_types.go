@@ -1,6 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // WorkloadType tells whether a PodCliqueSet is a long-running service or a
 // finite training job.
@@ -18,6 +21,8 @@ const (
 )
 
 // TrainingSpec bounds how long and how often a Training workload may run.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.failurePolicy) || !has(self.failurePolicy.rules) || !self.failurePolicy.rules.exists(r, r.action == 'Ignore') || has(self.maxRuntime)",message="spec.trainingSpec.maxRuntime is required when a failurePolicy rule has action Ignore: ignored failures are replaced without limit, and maxRuntime bounds them",fieldPath=".maxRuntime",reason=FieldValueRequired
 type TrainingSpec struct {
 	// MaxRuntime is the longest the workload may run, measured from
 	// status.startTime and including time spent restarting. When it elapses,
@@ -58,6 +63,137 @@ type TrainingSpec struct {
 	// +listType=map
 	// +listMapKey=clique
 	StartsAfterSucceeded []CliqueSuccessDependency `json:"startsAfterSucceeded,omitempty"`
+
+	// FailurePolicy tells failures apart: rules, matched against the pod
+	// that failed first, decide whether it fails the workload at once,
+	// restarts its replica (spending one of maxRestarts, the default), restarts
+	// it without spending the budget (infrastructure: preemption, a drained
+	// or lost node), or is ignored (the pod is replaced, nothing restarts).
+	// Unset: every failure restarts its replica and counts.
+	// +optional
+	FailurePolicy *TrainingFailurePolicy `json:"failurePolicy,omitempty"`
+}
+
+// TrainingFailurePolicy holds the failure rules of a Training workload.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(r, self.rules.exists_one(o, o.name == r.name))",message="spec.trainingSpec.failurePolicy.rules[].name must be unique",fieldPath=".rules",reason=FieldValueDuplicate
+type TrainingFailurePolicy struct {
+	// Rules are tried in order against a failed pod; the first that matches
+	// decides, and a failure no rule matches restarts its replica and counts
+	// (RestartReplica). A rule matches when the pod's clique is one of its
+	// targetCliques (empty: any) and every requirement it sets holds
+	// (onExitCodes, onPodConditions); a rule without requirements matches
+	// every failure of its target cliques.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Rules []FailureRule `json:"rules,omitempty"`
+
+	// MaxUncountedRestarts bounds the restarts of rules with action
+	// RestartReplicaWithoutCount, across all replicas: the failure that
+	// would need one more fails the workload with reason
+	// MaxUncountedRestartsExceeded, so a broken fleet cannot restart a
+	// workload for ever.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	MaxUncountedRestarts *int32 `json:"maxUncountedRestarts,omitempty"`
+}
+
+// FailureRuleAction is what a matched failure does.
+// +kubebuilder:validation:Enum=FailWorkload;RestartReplica;RestartReplicaWithoutCount;Ignore
+type FailureRuleAction string
+
+const (
+	// FailureActionFailWorkload fails the workload at once, without a
+	// restart (reason FailedByRule, the message naming the rule).
+	FailureActionFailWorkload FailureRuleAction = "FailWorkload"
+	// FailureActionRestartReplica restarts the pod's replica and spends one
+	// of trainingSpec.maxRestarts; what every unmatched failure does.
+	FailureActionRestartReplica FailureRuleAction = "RestartReplica"
+	// FailureActionRestartReplicaWithoutCount restarts the pod's replica
+	// without spending maxRestarts, within failurePolicy.maxUncountedRestarts.
+	FailureActionRestartReplicaWithoutCount FailureRuleAction = "RestartReplicaWithoutCount"
+	// FailureActionIgnore replaces the failed pod (same index, after the
+	// replacement back-off) and restarts nothing: the failure neither
+	// breaches its clique nor counts. Requires trainingSpec.maxRuntime,
+	// which bounds a pod that keeps failing this way.
+	FailureActionIgnore FailureRuleAction = "Ignore"
+)
+
+// FailureRule is one rule of a TrainingFailurePolicy.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.onExitCodes) || self.onExitCodes.operator != 'In' || !self.onExitCodes.values.exists(v, v == 0)",message="onExitCodes.values must not contain 0 with operator In: a container that exited 0 did not fail",fieldPath=".onExitCodes.values",reason=FieldValueInvalid
+type FailureRule struct {
+	// Name identifies the rule in status (lastFailure.rule,
+	// failureRuleMatches), conditions and events.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Action is what a failure the rule matches does.
+	Action FailureRuleAction `json:"action"`
+	// TargetCliques limits the rule to pods of these clique templates
+	// (spec.template.cliques[].name); empty: every clique.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	TargetCliques []string `json:"targetCliques,omitempty"`
+	// OnExitCodes matches the exit codes of the pod's terminated
+	// containers (init containers included; a container that exited 0 is
+	// never considered). A container killed for memory (OOMKilled) has exit
+	// code 137, as does one killed at the end of its grace period.
+	// +optional
+	OnExitCodes *ExitCodesRequirement `json:"onExitCodes,omitempty"`
+	// OnPodConditions matches when the pod has any of these conditions.
+	// DisruptionTarget is set by Kubernetes on a pod preempted, evicted
+	// (node drain, API-initiated or taint-based eviction) or removed by the
+	// pod garbage collector because its node is gone.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	OnPodConditions []PodConditionRequirement `json:"onPodConditions,omitempty"`
+}
+
+// ExitCodesOperator is In or NotIn.
+// +kubebuilder:validation:Enum=In;NotIn
+type ExitCodesOperator string
+
+const (
+	// ExitCodesIn: some considered container exited with one of the values.
+	ExitCodesIn ExitCodesOperator = "In"
+	// ExitCodesNotIn: some considered container exited with a code not
+	// among the values.
+	ExitCodesNotIn ExitCodesOperator = "NotIn"
+)
+
+// ExitCodesRequirement matches container exit codes, as a Job's
+// podFailurePolicy onExitCodes does.
+type ExitCodesRequirement struct {
+	// ContainerName restricts the requirement to one container (an app or
+	// init container); unset: every container.
+	// +optional
+	ContainerName *string `json:"containerName,omitempty"`
+	// Operator relates the exit codes to the values.
+	Operator ExitCodesOperator `json:"operator"`
+	// Values are exit codes.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=255
+	Values []int32 `json:"values"`
+}
+
+// PodConditionRequirement matches one pod condition.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.type) > 0",message="onPodConditions[].type must not be empty",fieldPath=".type",reason=FieldValueRequired
+type PodConditionRequirement struct {
+	// Type is the pod condition type, e.g. DisruptionTarget.
+	Type corev1.PodConditionType `json:"type"`
+	// Status is the condition's status to match.
+	// +optional
+	// +kubebuilder:default=True
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status corev1.ConditionStatus `json:"status,omitempty"`
 }
 
 // SuccessPolicyOperator says how many of the target cliques must succeed.
@@ -136,6 +272,13 @@ const (
 	ReasonMaxRestartsExceeded = "MaxRestartsExceeded"
 	// ReasonMaxRuntimeExceeded: trainingSpec.maxRuntime elapsed before the workload finished.
 	ReasonMaxRuntimeExceeded = "MaxRuntimeExceeded"
+	// ReasonFailedByRule: a failurePolicy rule with action FailWorkload
+	// matched a failure; the message names the rule.
+	ReasonFailedByRule = "FailedByRule"
+	// ReasonMaxUncountedRestartsExceeded: a failure matched a rule with
+	// action RestartReplicaWithoutCount after
+	// failurePolicy.maxUncountedRestarts such restarts.
+	ReasonMaxUncountedRestartsExceeded = "MaxUncountedRestartsExceeded"
 
 	// ConditionTypeSucceeded is True on a PodClique of a Training workload
 	// once every one of its pods exited 0. It is written before any pod is

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -44,6 +45,9 @@ type observation struct {
 	// holdIn is the node selector of the base gang's domain the pods to
 	// create are held in (blueprint.BaseGangHold); nil when they are not.
 	holdIn map[string]string
+	// ignored (Training) are the failed pods a failure rule with action
+	// Ignore matches: replaced without breaching the clique.
+	ignored map[types.UID]bool
 }
 
 // observe gathers the PodClique's pods (syncing the expectations), its
@@ -64,6 +68,7 @@ func (r *Reconciler) observe(ctx context.Context, key string, pclq *copsev1alpha
 	o.workload = workloadStateOf(o.pcs, replica)
 	if o.workload.training() {
 		o.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, owned)
+		o.ignored = lifecycle.IgnoredFailures(o.pcs.FailurePolicy(), pclq.Labels[labels.CliqueTemplateKey], owned)
 	}
 	if o.idErr == nil {
 		if o.startOrder, err = r.observeStartOrder(ctx, pclq, o.pcs, o.id); err != nil {

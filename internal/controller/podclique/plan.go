@@ -66,8 +66,11 @@ type planInput struct {
 	// Training only: succeeded are the indices that exited 0 (recorded or
 	// shown by pods); replacing are the failed pods whose replacement is
 	// recorded; replacements is status.podReplacements.
-	succeeded    indexset.Set
-	replacing    map[types.UID]bool
+	succeeded indexset.Set
+	replacing map[types.UID]bool
+	// ignored are the failed pods a failure rule ignores (Training): they
+	// are replaced whether or not the clique can do without them.
+	ignored      map[types.UID]bool
 	replacements int32
 	now          time.Time
 	// budget is how many pods this pass may create and delete in all.
@@ -88,7 +91,8 @@ type planInput struct {
 // index until it is gone, terminating or not, so a hostname never resolves
 // to two runs. An index that exited 0 is done for good (it is never filled
 // again, even once its pod is gone), and its pod is never deleted. A failed
-// pod that the clique can do without (replacementDecision) is replaced once
+// pod that the clique can do without (replacementDecision), or that a
+// failure rule ignores, is replaced once
 // the back-off since the latest such failure has passed
 // (lifecycle.ReplacementBackoff of the replacements so far); all failed pods
 // due are replaced together.
@@ -112,7 +116,7 @@ func planPods(in planInput) podPlan {
 		done = in.succeeded
 		succeededCount = in.succeeded.CountBelow(in.desired)
 	}
-	available := lifecycle.CountPods(live, in.training, succeededCount, in.replacing).Healthy(in.training) >= in.minAvailable
+	available := lifecycle.CountPods(live, in.training, succeededCount, union(in.replacing, in.ignored)).Healthy(in.training) >= in.minAvailable
 
 	var occupants, held, dueForReplacement []podstate.Summary
 	for _, p := range live {
@@ -126,7 +130,7 @@ func planPods(in planInput) podPlan {
 			}
 		case in.training && p.Terminating:
 			held = append(held, p)
-		case !in.blocked && replacementDecision(in.training, p, available) == replacePod:
+		case !in.blocked && replacementDecision(in.training, p, available || in.ignored[p.UID]) == replacePod:
 			if in.training {
 				held = append(held, p)
 				dueForReplacement = append(dueForReplacement, p)

@@ -24,6 +24,7 @@ func TestPlanPods(t *testing.T) {
 		deleting     []types.UID
 		recorded     string // status.succeededIndexes
 		replacing    []types.UID
+		ignored      []types.UID
 		replacements int32
 		budget       int
 		wantCreate   []int
@@ -185,6 +186,25 @@ func TestPlanPods(t *testing.T) {
 			workload:   copsev1alpha1.WorkloadTypeTraining,
 			pods:       []podstate.Summary{p(1)},
 			wantCreate: []int{0},
+		},
+		{
+			name:         "training: a failed pod a failure rule ignores is replaced even in a gang (minAvailable = replicas), after its back-off",
+			desired:      3,
+			minAvailable: 3,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			ignored:      []types.UID{"uid-0"},
+			pods:         []podstate.Summary{p(0, failed, finishedAt(t0.Add(-10*time.Second))), p(1), p(2)},
+			wantDelete:   []string{"pod-0:replaced"},
+			wantReplace:  []string{"pod-0"},
+		},
+		{
+			name:         "training: an ignored failure waits for its back-off like any replacement",
+			desired:      3,
+			minAvailable: 3,
+			workload:     copsev1alpha1.WorkloadTypeTraining,
+			ignored:      []types.UID{"uid-0"},
+			pods:         []podstate.Summary{p(0, failed, finishedAt(t0.Add(-4*time.Second))), p(1), p(2)},
+			wantRetryAt:  t0.Add(6 * time.Second),
 		},
 		{
 			name:         "training: a failed pod stays once fewer than minAvailable are ready",
@@ -349,6 +369,7 @@ func TestPlanPods(t *testing.T) {
 				creating:     c.creating,
 				deleting:     map[types.UID]bool{},
 				replacing:    uidSet(c.replacing),
+				ignored:      uidSet(c.ignored),
 				replacements: c.replacements,
 				now:          t0,
 				budget:       c.budget,

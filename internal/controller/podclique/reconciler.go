@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	creation := decideCreation(o.creation)
 
-	status := computeStatus(pclq, statusInput{pods: o.owned, workload: o.workload, completion: o.completion, replaced: plan.replace,
+	status := computeStatus(pclq, statusInput{pods: o.owned, workload: o.workload, completion: o.completion, replaced: plan.replace, ignored: o.ignored,
 		startOrder: o.startOrder, creation: creation, template: templateStateOf(o.pcs, pclq), now: metav1.NewTime(now)})
 	wasInvalid := creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels
 	if err := r.writeStatus(ctx, pclq, status); err != nil {
@@ -184,6 +184,7 @@ func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, bu
 		deleting:     deletingUIDs(o.pending),
 		succeeded:    o.completion.Succeeded,
 		replacing:    uidSet(pclq.Status.ReplacingPods),
+		ignored:      o.ignored,
 		replacements: pclq.Status.PodReplacements,
 		now:          now,
 		budget:       budget,

@@ -1,6 +1,7 @@
 package podclique
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -34,6 +35,9 @@ type statusInput struct {
 	// replaced are the failed pods whose replacement this pass decides;
 	// they are added to podReplacements and replacingPods.
 	replaced []podstate.Summary
+	// ignored are the failed pods a failure rule ignores: they do not
+	// breach the clique (observation.ignored).
+	ignored map[types.UID]bool
 	// startOrder is where the clique stands in its replica's start order.
 	startOrder startOrder
 	// creation is decideCreation's answer: PodCreationBlocked.
@@ -62,7 +66,7 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 	status.Conditions = slices.Clone(status.Conditions)
 	training := in.workload.training()
 	replacing := replacingAfter(pclq.Status.ReplacingPods, in.pods, in.replaced)
-	counts := lifecycle.CountPods(in.pods, training, in.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), replacing)
+	counts := lifecycle.CountPods(in.pods, training, in.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), union(replacing, in.ignored))
 	status.ObservedGeneration = ptr.To(pclq.Generation)
 	status.Replicas = int32(counts.Active)
 	status.ReadyReplicas = int32(counts.Ready)
@@ -147,6 +151,14 @@ func statusAfterAttempt(pclq *copsev1alpha1.PodClique, state creationState, refu
 	state.refusal, state.now = refusalRecordOf(&status), now
 	setCondition(&status, pclq.Generation, creationBlockedCondition(decideCreation(state)), metav1.NewTime(now))
 	return status, !equality.Semantic.DeepEqual(status, pclq.Status)
+}
+
+// union is the UIDs in a or b.
+func union(a, b map[types.UID]bool) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(a)+len(b))
+	maps.Copy(out, a)
+	maps.Copy(out, b)
+	return out
 }
 
 // replacingAfter is status.replacingPods after this pass: the recorded

@@ -2,6 +2,7 @@ package podcliqueset
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -51,8 +52,10 @@ type replicaAssessment struct {
 	succeededAt time.Time
 	succeededBy []string
 	// firstFailure is the root cause: the current run's pod that failed
-	// first, if any.
+	// first, if any, among those no failure rule ignores; verdict is the
+	// failure rules' verdict on it (RestartReplica without one).
 	firstFailure *podstate.Summary
+	verdict      lifecycle.RuleVerdict
 }
 
 // member is one member of a replica, reduced to what replica health
@@ -73,6 +76,9 @@ type member struct {
 	// by failures, which its condition may not say yet: the PodClique
 	// controller writes it concurrently, and may not have seen the pods.
 	failedSince *time.Time
+	// ignored (Training) are its failed pods a failure rule with action
+	// Ignore matches: no breach, no root cause; the PodClique replaces them.
+	ignored map[types.UID]bool
 }
 
 // assessReplicas assesses every desired replica.
@@ -95,7 +101,7 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 		if training {
 			expected = pcs.MembersPerReplica(groupReplicas)
 		}
-		a := assessReplica(r, expected, members, training, pcs.SuccessPolicy())
+		a := assessReplica(r, expected, members, training, pcs.SuccessPolicy(), pcs.FailurePolicy())
 		if deleted, ok := obs.deletedMembers[r]; ok {
 			// A member of a whole run was deleted from outside: the run
 			// cannot go on as it was, so it is a breach, dated when it was
@@ -134,7 +140,10 @@ func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, group
 		}
 		if training {
 			m.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, m.pods)
-			counts := lifecycle.CountPods(m.pods, true, m.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), uidSet(pclq.Status.ReplacingPods))
+			m.ignored = lifecycle.IgnoredFailures(pcs.FailurePolicy(), m.template, m.pods)
+			notCounted := uidSet(pclq.Status.ReplacingPods)
+			maps.Copy(notCounted, m.ignored)
+			counts := lifecycle.CountPods(m.pods, true, m.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), notCounted)
 			if counts.BrokenByFailures(m.minAvailable) {
 				since := counts.FailedSince()
 				m.failedSince = &since
@@ -157,14 +166,22 @@ func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, group
 
 // assessReplica derives a replica's health, completion and root cause from
 // its members. expected is how many members a complete replica has; policy
-// is the Training workload's success policy (nil: every clique).
-func assessReplica(index, expected int, members []member, training bool, policy *copsev1alpha1.SuccessPolicy) replicaAssessment {
+// is the Training workload's success policy (nil: every clique), rules its
+// failure policy (nil: every failure restarts and counts).
+func assessReplica(index, expected int, members []member, training bool, policy *copsev1alpha1.SuccessPolicy,
+	rules *copsev1alpha1.TrainingFailurePolicy) replicaAssessment {
 	a := replicaAssessment{index: index, complete: len(members) >= expected && expected > 0}
 	allFalse := true
 	var pods []podstate.Summary
+	cliqueOf := map[string]string{}
 	outcomes := make([]cliqueOutcome, 0, len(members))
 	for _, m := range members {
-		pods = append(pods, m.pods...)
+		cliqueOf[m.name] = m.template
+		for _, p := range m.pods {
+			if !m.ignored[p.UID] {
+				pods = append(pods, p)
+			}
+		}
 		outcome := cliqueOutcome{name: m.name, template: m.template}
 		switch {
 		case meta.IsStatusConditionTrue(m.conditions, copsev1alpha1.ConditionTypeSucceeded):
@@ -193,6 +210,12 @@ func assessReplica(index, expected int, members []member, training bool, policy 
 	}
 	if training {
 		a.firstFailure = lifecycle.FirstFailure(pods)
+		// A breach without a failed pod (a member deleted from outside) is
+		// no pod failure for the rules to judge: it restarts and counts.
+		a.verdict = lifecycle.RuleVerdict{Action: copsev1alpha1.FailureActionRestartReplica}
+		if f := a.firstFailure; f != nil {
+			a.verdict = lifecycle.JudgeFailure(rules, cliqueOf[f.PodClique], f.Failure)
+		}
 		if f := a.firstFailure; a.breached && f != nil && !f.FinishedAt.IsZero() && f.FinishedAt.Before(a.breachedSince) {
 			// The pod's own finish time is when the breach happened; the
 			// condition only says when the operator saw it.

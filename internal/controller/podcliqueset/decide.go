@@ -104,9 +104,13 @@ func decideGangTerminations(replicas []replicaAssessment, inProgress map[int]boo
 type trainingInputs struct {
 	replicas   []replicaAssessment
 	inProgress map[int]bool
-	// restartCount is status.restartCount before this pass.
-	restartCount int32
-	maxRestarts  int32
+	// restartCount is status.restartCount before this pass, every
+	// restart; uncountedRestarts the part of it made without spending
+	// maxRestarts (status.uncountedRestarts).
+	restartCount         int32
+	uncountedRestarts    int32
+	maxRestarts          int32
+	maxUncountedRestarts int32
 	// maxRuntime is nil when unlimited; startTime nil before the first run.
 	maxRuntime       *time.Duration
 	startTime        *time.Time
@@ -123,12 +127,20 @@ type trainingInputs struct {
 
 // trainingDecision is what one pass decides for a Training PodCliqueSet.
 type trainingDecision struct {
-	// restart lists the replicas to recreate, each consuming one restart.
-	restart []int
-	// restartCount is status.restartCount after this pass.
-	restartCount int32
+	// restart lists the replicas to recreate, each spending one of
+	// maxRestarts; restartUncounted those a rule restarts without.
+	restart          []int
+	restartUncounted []int
+	// restartCount and uncountedRestarts are their status fields after
+	// this pass.
+	restartCount      int32
+	uncountedRestarts int32
+	// verdicts are the failure rules' verdicts on the failures this pass
+	// decided (restarts, and the one that fails the workload), in order.
+	verdicts []lifecycle.RuleVerdict
 	// failReason is set when the workload fails in this pass
-	// (copsev1alpha1.ReasonMaxRestartsExceeded or ReasonMaxRuntimeExceeded).
+	// (copsev1alpha1.ReasonMaxRestartsExceeded, ReasonMaxRuntimeExceeded,
+	// ReasonFailedByRule or ReasonMaxUncountedRestartsExceeded).
 	failReason  string
 	failMessage string
 	// causeReplica is the replica whose first failed pod is the root cause
@@ -148,10 +160,16 @@ type trainingDecision struct {
 //   - Success in time is success: when every replica succeeded and the last
 //     pod exited 0 at or before startTime + maxRuntime, nothing fails, even
 //     if the operator only sees it after the deadline.
-//   - A replica that succeeded is never restarted. Breaches are judged one at a time, in the order they became due (their
-//     start plus terminationDelay; ties by replica index). Each consumes one
-//     restart while the budget lasts; the first that finds the budget spent
-//     fails the workload with MaxRestartsExceeded. Restarts judged before it
+//   - A replica that succeeded is never restarted. Breaches are judged one
+//     at a time, in the order they became due (their start plus
+//     terminationDelay; ties by replica index), each by the failure rules'
+//     verdict on its root cause (replicaAssessment.verdict):
+//     RestartReplica (no rule matched, or a rule said so) consumes one
+//     restart while maxRestarts lasts, and the first that finds it spent
+//     fails the workload with MaxRestartsExceeded; RestartReplicaWithoutCount
+//     restarts without spending it while maxUncountedRestarts lasts, then
+//     fails the workload with MaxUncountedRestartsExceeded; FailWorkload
+//     fails it at once (FailedByRule). Restarts judged before a failure
 //     still count.
 //   - A deadline that passed before a breach became due comes first: the
 //     workload fails with MaxRuntimeExceeded, counting the restarts of the
@@ -173,6 +191,7 @@ func decideTraining(in trainingInputs) trainingDecision {
 	type dueBreach struct {
 		replica int
 		at      time.Time
+		verdict lifecycle.RuleVerdict
 	}
 	var due []dueBreach
 	var nextDue time.Time
@@ -189,7 +208,7 @@ func decideTraining(in trainingInputs) trainingDecision {
 			}
 			continue
 		}
-		due = append(due, dueBreach{replica: r.index, at: at})
+		due = append(due, dueBreach{replica: r.index, at: at, verdict: r.verdict})
 	}
 	slices.SortFunc(due, func(a, b dueBreach) int {
 		if c := a.at.Compare(b.at); c != 0 {
@@ -199,33 +218,52 @@ func decideTraining(in trainingInputs) trainingDecision {
 	})
 
 	pastDeadline := deadline != nil && !in.now.Before(*deadline)
-	count := in.restartCount
-	var restart []int
+	total, uncounted := in.restartCount, in.uncountedRestarts
+	var restart, restartUncounted []int
+	fail := func(reason, message string) trainingDecision {
+		d.restartCount, d.uncountedRestarts = total, uncounted
+		d.failReason, d.failMessage = reason, message
+		return d
+	}
 	for _, b := range due {
 		if pastDeadline && !b.at.Before(*deadline) {
 			break
 		}
 		d.causeReplica = b.replica
-		if count >= in.maxRestarts {
-			d.restartCount = count
-			d.failReason = copsev1alpha1.ReasonMaxRestartsExceeded
-			d.failMessage = fmt.Sprintf("replica %d failed after %d of %d allowed restarts", b.replica, count, in.maxRestarts)
-			return d
+		verdict := b.verdict
+		d.verdicts = append(d.verdicts, verdict)
+		switch verdict.Action {
+		case copsev1alpha1.FailureActionFailWorkload:
+			return fail(copsev1alpha1.ReasonFailedByRule, fmt.Sprintf("replica %d failed and failurePolicy rule %q (FailWorkload) matched: no restart", b.replica, verdict.Rule))
+		case copsev1alpha1.FailureActionRestartReplicaWithoutCount:
+			if uncounted >= in.maxUncountedRestarts {
+				return fail(copsev1alpha1.ReasonMaxUncountedRestartsExceeded, fmt.Sprintf(
+					"replica %d failed and failurePolicy rule %q (RestartReplicaWithoutCount) matched after %d of %d allowed uncounted restarts",
+					b.replica, verdict.Rule, uncounted, in.maxUncountedRestarts))
+			}
+			uncounted++
+			total++
+			restartUncounted = append(restartUncounted, b.replica)
+		default:
+			if counted := total - uncounted; counted >= in.maxRestarts {
+				return fail(copsev1alpha1.ReasonMaxRestartsExceeded, fmt.Sprintf("replica %d failed after %d of %d allowed restarts%s",
+					b.replica, counted, in.maxRestarts, ruleNote(verdict)))
+			}
+			total++
+			restart = append(restart, b.replica)
 		}
-		count++
-		restart = append(restart, b.replica)
 	}
-	d.restartCount = count
+	d.restartCount, d.uncountedRestarts = total, uncounted
 	if pastDeadline {
 		d.failReason = copsev1alpha1.ReasonMaxRuntimeExceeded
 		d.failMessage = fmt.Sprintf("maxRuntime %s elapsed at %s, %s after startTime %s",
 			*in.maxRuntime, deadline.UTC().Format(time.RFC3339), *in.maxRuntime, in.startTime.UTC().Format(time.RFC3339))
-		if len(restart) > 0 {
-			d.failMessage += fmt.Sprintf("; the restart of replica(s) %v, due before it, would have started after it", restart)
+		if due := append(slices.Clone(restart), restartUncounted...); len(due) > 0 {
+			d.failMessage += fmt.Sprintf("; the restart of replica(s) %v, due before it, would have started after it", due)
 		}
 		return d
 	}
-	d.restart = restart
+	d.restart, d.restartUncounted = restart, restartUncounted
 	if deadline != nil {
 		d.requeueAfter = max(deadline.Sub(in.now), minRequeue)
 	}
@@ -233,6 +271,15 @@ func decideTraining(in trainingInputs) trainingDecision {
 		d.requeueAfter = max(nextDue.Sub(in.now), minRequeue)
 	}
 	return d
+}
+
+// ruleNote is " (failurePolicy rule <name>)" for a verdict of a rule, ""
+// for the default one.
+func ruleNote(v lifecycle.RuleVerdict) string {
+	if v.Rule == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (failurePolicy rule %q)", v.Rule)
 }
 
 // allSucceeded reports whether every replica succeeded, and when the last
@@ -304,11 +351,16 @@ func computePhase(in phaseInputs) copsev1alpha1.PodCliqueSetPhase {
 
 // passDecision is what one pass decided, for either workload type.
 type passDecision struct {
-	recreate     []int
-	reason       copsev1alpha1.RecreationReason
-	restartCount int32
-	failReason   string
-	failMessage  string
+	recreate []int
+	reason   copsev1alpha1.RecreationReason
+	// recreateUncounted are Training restarts that spend no unit of
+	// maxRestarts (reason UncountedRestart).
+	recreateUncounted []int
+	restartCount      int32
+	uncountedRestarts int32
+	verdicts          []lifecycle.RuleVerdict
+	failReason        string
+	failMessage       string
 	// causeReplica is the replica whose root cause status.lastFailure
 	// records; -1 when this pass records none.
 	causeReplica int
@@ -325,7 +377,7 @@ type passDecision struct {
 func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inProgress, currentRun map[int]bool, startTime *time.Time, now time.Time) passDecision {
 	if pcs.IsSuspended() && !lifecycle.WorkloadEnded(pcs) {
 		return passDecision{recreate: decideSuspensions(replicas, inProgress, currentRun), reason: copsev1alpha1.RecreationReasonSuspension,
-			restartCount: pcs.Status.RestartCount, causeReplica: -1}
+			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1}
 	}
 	if !pcs.IsTraining() {
 		// The replica a rolling update is replacing is below minAvailable
@@ -339,23 +391,25 @@ func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inPro
 		}
 		g := decideGangTerminations(replicas, exempt, pcs.TerminationDelay(), now)
 		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
-			restartCount: pcs.Status.RestartCount, causeReplica: -1, requeueAfter: g.requeueAfter}
+			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1, requeueAfter: g.requeueAfter}
 	}
 	t := decideTraining(trainingInputs{
-		replicas:           replicas,
-		inProgress:         inProgress,
-		restartCount:       pcs.Status.RestartCount,
-		maxRestarts:        pcs.MaxRestarts(),
-		maxRuntime:         pcs.MaxRuntime(),
-		startTime:          startTime,
-		terminationDelay:   pcs.TerminationDelay(),
-		failing:            isFailing(pcs),
-		successCriteriaMet: successCriteriaMet(pcs),
-		terminal:           pcs.Status.Phase.IsTerminal(),
-		now:                now,
+		replicas:             replicas,
+		inProgress:           inProgress,
+		restartCount:         pcs.Status.RestartCount,
+		uncountedRestarts:    pcs.Status.UncountedRestarts,
+		maxRestarts:          pcs.MaxRestarts(),
+		maxUncountedRestarts: pcs.MaxUncountedRestarts(),
+		maxRuntime:           pcs.MaxRuntime(),
+		startTime:            startTime,
+		terminationDelay:     pcs.TerminationDelay(),
+		failing:              isFailing(pcs),
+		successCriteriaMet:   successCriteriaMet(pcs),
+		terminal:             pcs.Status.Phase.IsTerminal(),
+		now:                  now,
 	})
-	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart,
-		restartCount: t.restartCount, failReason: t.failReason, failMessage: t.failMessage,
+	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart, recreateUncounted: t.restartUncounted,
+		restartCount: t.restartCount, uncountedRestarts: t.uncountedRestarts, verdicts: t.verdicts, failReason: t.failReason, failMessage: t.failMessage,
 		causeReplica: t.causeReplica, requeueAfter: t.requeueAfter}
 }
 

@@ -1,6 +1,7 @@
 package podcliqueset
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/fuzzinput"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -22,7 +24,23 @@ const (
 	flagInProgress
 	flagAvailable
 	flagStarted
+	// The two bits above the flags are the failure rules' verdict on the
+	// replica's root cause (verdictActions).
+	flagVerdictShift = iota
 )
+
+// verdictActions are the verdicts of the fuzz input: the default one (no
+// rule), then a rule of each other action.
+var verdictActions = []copsev1alpha1.FailureRuleAction{copsev1alpha1.FailureActionRestartReplica,
+	copsev1alpha1.FailureActionRestartReplicaWithoutCount, copsev1alpha1.FailureActionFailWorkload, copsev1alpha1.FailureActionIgnore}
+
+func verdictOf(flags byte) lifecycle.RuleVerdict {
+	i := int(flags>>flagVerdictShift) & 3
+	if i == 0 {
+		return lifecycle.RuleVerdict{Action: verdictActions[0]}
+	}
+	return lifecycle.RuleVerdict{Rule: fmt.Sprintf("rule-%d", i), Action: verdictActions[i]}
+}
 
 const (
 	inputHasMaxRuntime = 1 << iota
@@ -41,6 +59,7 @@ const timeUnit = 10 * time.Second
 type trainingFuzzInput struct {
 	replicas                                []byte
 	restartCount, maxRestarts               int32
+	uncountedRestarts, maxUncounted         int32
 	maxRuntime, startTime, terminationDelay int64
 	now                                     int64
 	flags                                   byte
@@ -52,13 +71,15 @@ type trainingFuzzInput struct {
 // them.
 func trainingInputsOf(f trainingFuzzInput) trainingInputs {
 	in := trainingInputs{
-		inProgress:       map[int]bool{},
-		restartCount:     f.restartCount,
-		maxRestarts:      f.maxRestarts,
-		terminationDelay: time.Duration(f.terminationDelay),
-		failing:          f.flags&inputFailing != 0,
-		terminal:         f.flags&inputTerminal != 0,
-		now:              t0.Add(time.Duration(f.now)),
+		inProgress:           map[int]bool{},
+		restartCount:         f.restartCount,
+		maxRestarts:          f.maxRestarts,
+		uncountedRestarts:    f.uncountedRestarts,
+		maxUncountedRestarts: f.maxUncounted,
+		terminationDelay:     time.Duration(f.terminationDelay),
+		failing:              f.flags&inputFailing != 0,
+		terminal:             f.flags&inputTerminal != 0,
+		now:                  t0.Add(time.Duration(f.now)),
 
 		successCriteriaMet: f.flags&inputSuccessCriteriaMet != 0,
 	}
@@ -82,6 +103,7 @@ func trainingInputsOf(f trainingFuzzInput) trainingInputs {
 			succeededAt:   t0.Add(time.Duration(succeededAt) * timeUnit),
 			available:     flags&flagAvailable != 0,
 			started:       flags&flagStarted != 0,
+			verdict:       verdictOf(flags),
 		})
 		if flags&flagInProgress != 0 {
 			in.inProgress[i] = true
@@ -94,6 +116,7 @@ func trainingInputsOf(f trainingFuzzInput) trainingInputs {
 // replicas' times rounded to timeUnit).
 func trainingSeed(in trainingInputs) trainingFuzzInput {
 	f := trainingFuzzInput{restartCount: in.restartCount, maxRestarts: in.maxRestarts,
+		uncountedRestarts: in.uncountedRestarts, maxUncounted: in.maxUncountedRestarts,
 		terminationDelay: int64(in.terminationDelay), now: int64(in.now.Sub(t0))}
 	for _, flag := range []struct {
 		set  bool
@@ -120,6 +143,7 @@ func trainingSeed(in trainingInputs) trainingFuzzInput {
 				flags |= flag.flag
 			}
 		}
+		flags |= byte(slices.Index(verdictActions, r.verdict.Action)) << flagVerdictShift
 		breached, succeeded := uint16(int16(r.breachedSince.Sub(t0)/timeUnit)), uint16(int16(r.succeededAt.Sub(t0)/timeUnit))
 		f.replicas = append(f.replicas, flags, byte(breached>>8), byte(breached), byte(succeeded>>8), byte(succeeded))
 	}
@@ -146,16 +170,23 @@ func trainingSeed(in trainingInputs) trainingFuzzInput {
 func FuzzDecideTraining(f *testing.F) {
 	for _, c := range decideTrainingCases() {
 		s := trainingSeed(c.in)
-		f.Add(s.replicas, s.restartCount, s.maxRestarts, s.maxRuntime, s.startTime, s.terminationDelay, s.now, s.flags)
+		f.Add(s.replicas, s.restartCount, s.maxRestarts, s.uncountedRestarts, s.maxUncounted, s.maxRuntime, s.startTime, s.terminationDelay, s.now, s.flags)
 	}
-	f.Fuzz(func(t *testing.T, replicas []byte, restartCount, maxRestarts int32, maxRuntime, startTime, terminationDelay, now int64, flags byte) {
-		in := trainingInputsOf(trainingFuzzInput{replicas, restartCount, maxRestarts, maxRuntime, startTime, terminationDelay, now, flags})
+	f.Fuzz(func(t *testing.T, replicas []byte, restartCount, maxRestarts, uncountedRestarts, maxUncounted int32,
+		maxRuntime, startTime, terminationDelay, now int64, flags byte) {
+		if uncountedRestarts < 0 || uncountedRestarts > restartCount {
+			// status.uncountedRestarts is a part of restartCount.
+			return
+		}
+		in := trainingInputsOf(trainingFuzzInput{replicas, restartCount, maxRestarts, uncountedRestarts, maxUncounted,
+			maxRuntime, startTime, terminationDelay, now, flags})
 		d := decideTraining(in)
+		checkFailureRules(t, in, d)
 
 		if in.terminal || in.failing || in.successCriteriaMet {
 			// After SuccessCriteriaMet nothing fails the workload, and no
 			// restart is counted.
-			if want := (trainingDecision{restartCount: in.restartCount, causeReplica: -1}); !reflect.DeepEqual(d, want) {
+			if want := (trainingDecision{restartCount: in.restartCount, causeReplica: -1}); !reflect.DeepEqual(d, want) && !(d.uncountedRestarts == in.uncountedRestarts && reflect.DeepEqual(d, trainingDecision{restartCount: in.restartCount, uncountedRestarts: in.uncountedRestarts, causeReplica: -1})) {
 				t.Fatalf("a terminal, failing or succeeding workload got decision %+v", d)
 			}
 			return
@@ -175,8 +206,8 @@ func FuzzDecideTraining(f *testing.F) {
 		if d.restartCount < in.restartCount || int64(d.restartCount)-int64(in.restartCount) > int64(breached) {
 			t.Fatalf("restartCount went from %d to %d with %d breached replicas", in.restartCount, d.restartCount, breached)
 		}
-		if d.restartCount > max(in.restartCount, in.maxRestarts) {
-			t.Fatalf("restartCount went from %d to %d, beyond maxRestarts %d", in.restartCount, d.restartCount, in.maxRestarts)
+		if counted, before := d.restartCount-d.uncountedRestarts, in.restartCount-in.uncountedRestarts; counted > max(before, in.maxRestarts) {
+			t.Fatalf("counted restarts went from %d to %d, beyond maxRestarts %d", before, counted, in.maxRestarts)
 		}
 		if d.requeueAfter < 0 || (d.requeueAfter > 0 && d.requeueAfter < minRequeue) {
 			t.Fatalf("requeueAfter %s", d.requeueAfter)
@@ -184,9 +215,10 @@ func FuzzDecideTraining(f *testing.F) {
 		if d.causeReplica != -1 && !due[d.causeReplica] {
 			t.Fatalf("cause replica %d is not a breached replica due for a decision (due: %v)", d.causeReplica, due)
 		}
-		for i, r := range d.restart {
-			if !due[r] || slices.Contains(d.restart[:i], r) {
-				t.Fatalf("restart %v: replica %d is not due for a restart, or restarted twice (due: %v)", d.restart, r, due)
+		all := slices.Concat(d.restart, d.restartUncounted)
+		for i, r := range all {
+			if !due[r] || slices.Contains(all[:i], r) {
+				t.Fatalf("restart %v: replica %d is not due for a restart, or restarted twice (due: %v)", all, r, due)
 			}
 		}
 
@@ -197,16 +229,18 @@ func FuzzDecideTraining(f *testing.F) {
 		}
 		switch d.failReason {
 		case "":
-			if int64(d.restartCount) != int64(in.restartCount)+int64(len(d.restart)) {
-				t.Fatalf("restartCount went from %d to %d with %d restarts", in.restartCount, d.restartCount, len(d.restart))
+			if int64(d.restartCount) != int64(in.restartCount)+int64(len(all)) {
+				t.Fatalf("restartCount went from %d to %d with %d restarts", in.restartCount, d.restartCount, len(all))
 			}
-			if len(d.restart) > 0 && int64(len(d.restart)) > int64(in.maxRestarts)-int64(in.restartCount) {
-				t.Fatalf("%d restarts with %d of %d restarts used", len(d.restart), in.restartCount, in.maxRestarts)
+			if len(d.restart) > 0 && int64(len(d.restart)) > int64(in.maxRestarts)-int64(in.restartCount-in.uncountedRestarts) {
+				t.Fatalf("%d restarts with %d of %d restarts used", len(d.restart), in.restartCount-in.uncountedRestarts, in.maxRestarts)
 			}
 		case copsev1alpha1.ReasonMaxRestartsExceeded:
-			if d.restartCount < in.maxRestarts || d.causeReplica == -1 {
-				t.Fatalf("MaxRestartsExceeded with restartCount %d of %d, cause %d", d.restartCount, in.maxRestarts, d.causeReplica)
+			if d.restartCount-d.uncountedRestarts < in.maxRestarts || d.causeReplica == -1 {
+				t.Fatalf("MaxRestartsExceeded with %d counted restarts of %d, cause %d", d.restartCount-d.uncountedRestarts, in.maxRestarts, d.causeReplica)
 			}
+		case copsev1alpha1.ReasonFailedByRule, copsev1alpha1.ReasonMaxUncountedRestartsExceeded:
+			// checkFailureRules checked them.
 		case copsev1alpha1.ReasonMaxRuntimeExceeded:
 			if deadline == nil || in.now.Before(*deadline) {
 				t.Fatalf("MaxRuntimeExceeded at %v before the deadline %v", in.now, deadline)
@@ -214,15 +248,78 @@ func FuzzDecideTraining(f *testing.F) {
 		default:
 			t.Fatalf("unknown failReason %q", d.failReason)
 		}
-		if d.failReason != "" && (len(d.restart) > 0 || d.failMessage == "" || d.requeueAfter != 0) {
+		if d.failReason != "" && (len(all) > 0 || d.failMessage == "" || d.requeueAfter != 0) {
 			t.Fatalf("failure %q restarts %v, message %q, requeue %s", d.failReason, d.restart, d.failMessage, d.requeueAfter)
 		}
 		if last, ok := allSucceeded(in.replicas); ok && (deadline == nil || !last.After(*deadline)) {
-			if d.failReason != "" || len(d.restart) > 0 || d.restartCount != in.restartCount {
+			if d.failReason != "" || len(all) > 0 || d.restartCount != in.restartCount {
 				t.Fatalf("every replica succeeded in time, yet the decision is %+v", d)
 			}
 		}
 	})
+}
+
+// checkFailureRules checks the failure rules' part of a training decision:
+//   - an uncounted restart never changes the counted ones (restartCount -
+//     uncountedRestarts), and a counted one never the uncounted ones;
+//   - uncountedRestarts stays within maxUncountedRestarts unless it
+//     already exceeded it;
+//   - each restart follows its replica's verdict: uncounted ones a
+//     RestartReplicaWithoutCount rule's, counted ones any other that is not
+//     FailWorkload;
+//   - FailedByRule is the verdict of the cause replica, a FailWorkload
+//     rule; MaxUncountedRestartsExceeded comes from a
+//     RestartReplicaWithoutCount rule once the uncounted budget is spent;
+//   - the verdicts recorded are those of the restarts, and of the failure
+//     that ended the workload, if one did.
+func checkFailureRules(t *testing.T, in trainingInputs, d trainingDecision) {
+	t.Helper()
+	verdict := map[int]lifecycle.RuleVerdict{}
+	for _, r := range in.replicas {
+		verdict[r.index] = r.verdict
+	}
+	if d.failReason == "" || d.failReason == copsev1alpha1.ReasonMaxRestartsExceeded || d.failReason == copsev1alpha1.ReasonMaxRuntimeExceeded ||
+		d.failReason == copsev1alpha1.ReasonFailedByRule || d.failReason == copsev1alpha1.ReasonMaxUncountedRestartsExceeded {
+		counted := (d.restartCount - d.uncountedRestarts) - (in.restartCount - in.uncountedRestarts)
+		if d.failReason == "" && (int(counted) != len(d.restart) || int(d.uncountedRestarts-in.uncountedRestarts) != len(d.restartUncounted)) {
+			t.Fatalf("counted +%d, uncounted +%d for restarts %v and uncounted restarts %v", counted, d.uncountedRestarts-in.uncountedRestarts, d.restart, d.restartUncounted)
+		}
+	}
+	if d.uncountedRestarts > max(in.uncountedRestarts, in.maxUncountedRestarts) || d.uncountedRestarts < in.uncountedRestarts {
+		t.Fatalf("uncountedRestarts went from %d to %d, max %d", in.uncountedRestarts, d.uncountedRestarts, in.maxUncountedRestarts)
+	}
+	for _, r := range d.restartUncounted {
+		if verdict[r].Action != copsev1alpha1.FailureActionRestartReplicaWithoutCount {
+			t.Fatalf("uncounted restart of replica %d, whose verdict is %+v", r, verdict[r])
+		}
+	}
+	for _, r := range d.restart {
+		if a := verdict[r].Action; a == copsev1alpha1.FailureActionRestartReplicaWithoutCount || a == copsev1alpha1.FailureActionFailWorkload {
+			t.Fatalf("counted restart of replica %d, whose verdict is %+v", r, verdict[r])
+		}
+	}
+	switch d.failReason {
+	case copsev1alpha1.ReasonFailedByRule:
+		if d.causeReplica < 0 || verdict[d.causeReplica].Action != copsev1alpha1.FailureActionFailWorkload {
+			t.Fatalf("FailedByRule caused by replica %d, verdict %+v", d.causeReplica, verdict[d.causeReplica])
+		}
+	case copsev1alpha1.ReasonMaxUncountedRestartsExceeded:
+		if d.causeReplica < 0 || verdict[d.causeReplica].Action != copsev1alpha1.FailureActionRestartReplicaWithoutCount || d.uncountedRestarts < in.maxUncountedRestarts {
+			t.Fatalf("MaxUncountedRestartsExceeded caused by replica %d (verdict %+v) with %d of %d", d.causeReplica, verdict[d.causeReplica], d.uncountedRestarts, in.maxUncountedRestarts)
+		}
+	}
+	failedByABreach := d.failReason != "" && d.failReason != copsev1alpha1.ReasonMaxRuntimeExceeded
+	// A failure restarts nothing, but the restarts judged before it count,
+	// and so do their verdicts.
+	want := int(d.restartCount - in.restartCount)
+	if failedByABreach {
+		want++
+	}
+	if d.failReason == "" || failedByABreach {
+		if len(d.verdicts) != want {
+			t.Fatalf("%d verdicts recorded for %d restarts, %d uncounted, failure %q", len(d.verdicts), len(d.restart), len(d.restartUncounted), d.failReason)
+		}
+	}
 }
 
 // FuzzComputePhase: terminal phases stay; Failed comes only to a failing

@@ -49,7 +49,7 @@ func TestAssessReplica(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := assessReplica(0, c.expected, c.members, false, nil)
+			h := assessReplica(0, c.expected, c.members, false, nil, nil)
 			if h.available != c.wantAvailable || h.breached != c.wantBreached {
 				t.Fatalf("available=%v breached=%v, want %v %v", h.available, h.breached, c.wantAvailable, c.wantBreached)
 			}

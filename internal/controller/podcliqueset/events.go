@@ -27,6 +27,10 @@ const (
 	EventSuspended            = "Suspended"
 	EventResumed              = "Resumed"
 	EventGangPlacedIncomplete = "GangPlacedIncomplete"
+	// EventFailedByRule: a failurePolicy rule with action FailWorkload
+	// matched; EventMaxUncountedRestartsExceeded: uncounted restarts ran out.
+	EventFailedByRule                 = "FailedByRule"
+	EventMaxUncountedRestartsExceeded = "MaxUncountedRestartsExceeded"
 )
 
 // transitionEvent is one event to record, decided from a status transition.
@@ -60,10 +64,14 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 				replica, pcs.TerminationDelay(), describeBreach(replicas, replica))})
 			continue
 		}
+		budget := fmt.Sprintf("restart %d of %d allowed", current.RestartsCountTowardsMax, pcs.MaxRestarts())
+		if rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart {
+			budget = fmt.Sprintf("uncounted restart %d of %d allowed, maxRestarts not spent", current.UncountedRestarts, pcs.MaxUncountedRestarts())
+		}
 		out = append(out, podCliqueFailed(replicas, replica),
 			transitionEvent{corev1.EventTypeNormal, EventReplicaRestarting, "Restart", fmt.Sprintf(
-				"restarting replica %d as attempt %d; restart %d of %d allowed%s",
-				replica, rec.Attempt, current.RestartCount, pcs.MaxRestarts(), rootCause(replicas, replica))})
+				"restarting replica %d as attempt %d; %s%s%s",
+				replica, rec.Attempt, budget, verdictNote(replicas, replica), rootCause(replicas, replica))})
 	}
 
 	was := meta.FindStatusCondition(previous.Conditions, copsev1alpha1.ConditionTypeFailed)
@@ -79,6 +87,10 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRestartsExceeded, "Fail", now.Message + "; terminating all pods"})
 		case copsev1alpha1.ReasonMaxRuntimeExceeded:
 			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRuntimeExceeded, "Fail", now.Message + "; terminating all pods"})
+		case copsev1alpha1.ReasonFailedByRule:
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventFailedByRule, "Fail", now.Message + "; terminating all pods"})
+		case copsev1alpha1.ReasonMaxUncountedRestartsExceeded:
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxUncountedRestartsExceeded, "Fail", now.Message + "; terminating all pods"})
 		}
 	}
 	if met := meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet); met != nil &&
@@ -130,6 +142,17 @@ func describeBreach(replicas []replicaAssessment, replica int) string {
 		}
 	}
 	return "no longer observed"
+}
+
+// verdictNote is " (failurePolicy rule <name>: <action>)" for a replica
+// whose root cause a rule matched, else "".
+func verdictNote(replicas []replicaAssessment, replica int) string {
+	for _, a := range replicas {
+		if a.index == replica && a.verdict.Rule != "" {
+			return fmt.Sprintf(" (failurePolicy rule %q: %s)", a.verdict.Rule, a.verdict.Action)
+		}
+	}
+	return ""
 }
 
 // rootCause is "; first failure: <pod summary>" for a replica whose pod

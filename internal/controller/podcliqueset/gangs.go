@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -250,7 +251,7 @@ func decidePlacement(pcs *copsev1alpha1.PodCliqueSet, gangs []gangFacts, replica
 	if skip == nil {
 		skip = map[int]bool{}
 	}
-	for _, r := range d.recreate {
+	for _, r := range slices.Concat(d.recreate, d.recreateUncounted) {
 		skip[r] = true
 	}
 	for _, a := range replicas {

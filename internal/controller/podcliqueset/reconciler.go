@@ -10,6 +10,7 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,8 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, r.resources()), startTime, now)
 	gangs := gangFactsOf(pcs, obs, r.gangKind(), progress.inProgress)
 	placement := decidePlacement(pcs, gangs, replicas, progress.inProgress, d, r.IncompleteGangTimeout, now)
-	newRecreations := append(r.planRecreations(pcs, obs, d.recreate, d.reason, now),
-		r.planRecreations(pcs, obs, placement.recreate, copsev1alpha1.RecreationReasonIncompletePlacement, now)...)
+	newRecreations := slices.Concat(r.planRecreations(pcs, obs, d.recreate, d.reason, now),
+		r.planRecreations(pcs, obs, d.recreateUncounted, copsev1alpha1.RecreationReasonUncountedRestart, now),
+		r.planRecreations(pcs, obs, placement.recreate, copsev1alpha1.RecreationReasonIncompletePlacement, now))
 	rolloutIn := rolloutInputsOf(pcs, obs, replicas, recreatingReplicas(progress.inProgress, newRecreations), now)
 	rollout := decideRollout(rolloutIn)
 

@@ -98,6 +98,9 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 
 	d := in.decision
 	status.RestartCount = d.restartCount
+	status.UncountedRestarts = d.uncountedRestarts
+	status.RestartsCountTowardsMax = max(d.restartCount-d.uncountedRestarts, 0)
+	status.FailureRuleMatches = countRuleMatches(status.FailureRuleMatches, d.verdicts)
 	if d.failReason != "" {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 			Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: d.failReason,
@@ -107,6 +110,8 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	if d.causeReplica >= 0 && d.causeReplica < len(in.replicas) {
 		if f := in.replicas[d.causeReplica].firstFailure; f != nil {
 			failure := lifecycle.DescribeFailure(*f)
+			verdict := in.replicas[d.causeReplica].verdict
+			failure.Rule, failure.Action = verdict.Rule, verdict.Action
 			status.LastFailure = &failure
 		}
 	}
@@ -261,6 +266,25 @@ func overdueCondition(pcs *copsev1alpha1.PodCliqueSet, overdue []podstate.Summar
 }
 
 // withRootCause adds the replica's first failed pod to a failure message.
+// countRuleMatches adds this pass's verdicts of rules to the recorded
+// counts (status.failureRuleMatches); the default verdict is no rule's.
+func countRuleMatches(recorded []copsev1alpha1.FailureRuleMatch, verdicts []lifecycle.RuleVerdict) []copsev1alpha1.FailureRuleMatch {
+	out := slices.Clone(recorded)
+	for _, v := range verdicts {
+		if v.Rule == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(m copsev1alpha1.FailureRuleMatch) bool { return m.Rule == v.Rule })
+		if i < 0 {
+			out = append(out, copsev1alpha1.FailureRuleMatch{Rule: v.Rule})
+			i = len(out) - 1
+		}
+		out[i].Action = v.Action
+		out[i].Count++
+	}
+	return out
+}
+
 func withRootCause(message string, replicas []replicaAssessment, replica int) string {
 	return message + rootCause(replicas, replica)
 }

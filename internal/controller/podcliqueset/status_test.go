@@ -1,6 +1,7 @@
 package podcliqueset
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -222,13 +224,28 @@ func TestTransitionEvents(t *testing.T) {
 
 	t.Run("a restart", func(t *testing.T) {
 		after := running
-		after.RestartCount = 1
+		after.RestartCount, after.RestartsCountTowardsMax = 1, 1
 		events := transitionEvents(pcs, &running, &after, breached, []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Attempt: 1}})
 		if got := strings.Join(reasons(events), ","); got != "PodCliqueFailed,ReplicaRestarting" {
 			t.Fatalf("events %s", got)
 		}
 		if msg := events[1].message; !strings.Contains(msg, "attempt 1; restart 1 of 3 allowed; first failure: job-0-worker-x: container train exited 1, Error") {
 			t.Errorf("ReplicaRestarting message %q", msg)
+		}
+	})
+	t.Run("a restart a rule makes without spending maxRestarts names the rule and the uncounted budget", func(t *testing.T) {
+		after := running
+		after.RestartCount, after.RestartsCountTowardsMax, after.UncountedRestarts = 3, 1, 2
+		ruled := slices.Clone(breached)
+		ruled[0].verdict = lifecycle.RuleVerdict{Rule: "preempted", Action: copsev1alpha1.FailureActionRestartReplicaWithoutCount}
+		events := transitionEvents(pcs, &running, &after, ruled, []copsev1alpha1.ReplicaRecreation{
+			{ReplicaIndex: 0, Attempt: 3, Reason: copsev1alpha1.RecreationReasonUncountedRestart}})
+		if got := strings.Join(reasons(events), ","); got != "PodCliqueFailed,ReplicaRestarting" {
+			t.Fatalf("events %s", got)
+		}
+		want := `attempt 3; uncounted restart 2 of 10 allowed, maxRestarts not spent (failurePolicy rule "preempted": RestartReplicaWithoutCount); first failure`
+		if msg := events[1].message; !strings.Contains(msg, want) {
+			t.Errorf("ReplicaRestarting message %q, want it to contain %q", msg, want)
 		}
 	})
 	t.Run("a recreation for an incomplete placement is no restart", func(t *testing.T) {

@@ -79,13 +79,13 @@ func TestAssessReplicaAppliesTheSuccessPolicy(t *testing.T) {
 		{name: "job-0-worker", template: "worker"},
 	}
 	anyLauncher := &copsev1alpha1.SuccessPolicy{Operator: copsev1alpha1.SuccessPolicyOperatorAny, TargetCliques: []string{"launcher"}}
-	if a := assessReplica(0, 2, members, true, anyLauncher); !a.succeeded || !a.succeededAt.Equal(t0) || !slices.Equal(a.succeededBy, []string{"job-0-launcher"}) {
+	if a := assessReplica(0, 2, members, true, anyLauncher, nil); !a.succeeded || !a.succeededAt.Equal(t0) || !slices.Equal(a.succeededBy, []string{"job-0-launcher"}) {
 		t.Errorf("with the policy: %+v", a)
 	}
-	if a := assessReplica(0, 2, members, true, nil); a.succeeded {
+	if a := assessReplica(0, 2, members, true, nil, nil); a.succeeded {
 		t.Errorf("without a policy a running worker keeps the replica from succeeding: %+v", a)
 	}
-	if a := assessReplica(0, 2, members, false, anyLauncher); a.succeeded {
+	if a := assessReplica(0, 2, members, false, anyLauncher, nil); a.succeeded {
 		t.Errorf("Inference never succeeds: %+v", a)
 	}
 }

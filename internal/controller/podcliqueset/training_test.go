@@ -1,10 +1,12 @@
 package podcliqueset
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // decideTrainingCase is one row of TestDecideTraining; its inputs also seed
@@ -20,6 +22,10 @@ func decideTrainingCases() []decideTrainingCase {
 	start := t0
 	breachedAt := func(idx int, since time.Time) replicaAssessment {
 		return replicaAssessment{index: idx, breached: true, breachedSince: since}
+	}
+	ruled := func(a replicaAssessment, rule string, action copsev1alpha1.FailureRuleAction) replicaAssessment {
+		a.verdict = lifecycle.RuleVerdict{Rule: rule, Action: action}
+		return a
 	}
 	succeededAt := func(idx int, at time.Time) replicaAssessment {
 		return replicaAssessment{index: idx, succeeded: true, succeededAt: at}
@@ -131,6 +137,37 @@ func decideTrainingCases() []decideTrainingCase {
 			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)}, terminal: true, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
 			want: trainingDecision{causeReplica: -1},
 		},
+		{
+			name: "a FailWorkload rule fails at once, with budget left, and names the rule",
+			in: trainingInputs{replicas: []replicaAssessment{ruled(breachedAt(0, t0), "bug", copsev1alpha1.FailureActionFailWorkload)},
+				maxRestarts: 5, now: t0},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonFailedByRule, causeReplica: 0},
+		},
+		{
+			name: "a RestartReplicaWithoutCount rule restarts without spending maxRestarts (0 here)",
+			in: trainingInputs{replicas: []replicaAssessment{ruled(breachedAt(0, t0), "preempted", copsev1alpha1.FailureActionRestartReplicaWithoutCount)},
+				restartCount: 2, uncountedRestarts: 2, maxUncountedRestarts: 3, now: t0},
+			want: trainingDecision{restartUncounted: []int{0}, restartCount: 3, uncountedRestarts: 3, causeReplica: 0},
+		},
+		{
+			name: "uncounted restarts run out: MaxUncountedRestartsExceeded, counted budget untouched",
+			in: trainingInputs{replicas: []replicaAssessment{ruled(breachedAt(0, t0), "preempted", copsev1alpha1.FailureActionRestartReplicaWithoutCount)},
+				restartCount: 3, uncountedRestarts: 3, maxRestarts: 5, maxUncountedRestarts: 3, now: t0},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxUncountedRestartsExceeded, restartCount: 3, uncountedRestarts: 3, causeReplica: 0},
+		},
+		{
+			name: "a counted restart compares only the counted part of restartCount with maxRestarts",
+			in: trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0)},
+				restartCount: 4, uncountedRestarts: 3, maxRestarts: 2, maxUncountedRestarts: 10, now: t0},
+			want: trainingDecision{restart: []int{0}, restartCount: 5, uncountedRestarts: 3, causeReplica: 0},
+		},
+		{
+			name: "one uncounted and one counted restart in one pass, each by its own verdict",
+			in: trainingInputs{replicas: []replicaAssessment{ruled(breachedAt(0, t0), "preempted", copsev1alpha1.FailureActionRestartReplicaWithoutCount),
+				ruled(breachedAt(1, t0.Add(time.Second)), "crash", copsev1alpha1.FailureActionRestartReplica)},
+				maxRestarts: 1, maxUncountedRestarts: 1, now: t0.Add(time.Minute)},
+			want: trainingDecision{restart: []int{1}, restartUncounted: []int{0}, restartCount: 2, uncountedRestarts: 1, causeReplica: 1},
+		},
 	}
 }
 
@@ -142,8 +179,9 @@ func TestDecideTraining(t *testing.T) {
 				t.Fatalf("got fail=%q count=%d requeue=%v, want fail=%q count=%d requeue=%v (message %q)",
 					got.failReason, got.restartCount, got.requeueAfter, c.want.failReason, c.want.restartCount, c.want.requeueAfter, got.failMessage)
 			}
-			if len(got.restart) != len(c.want.restart) {
-				t.Fatalf("restart %v, want %v", got.restart, c.want.restart)
+			if len(got.restart) != len(c.want.restart) || !slices.Equal(got.restartUncounted, c.want.restartUncounted) || got.uncountedRestarts != c.want.uncountedRestarts {
+				t.Fatalf("restart %v uncounted %v (%d), want %v uncounted %v (%d)", got.restart, got.restartUncounted, got.uncountedRestarts,
+					c.want.restart, c.want.restartUncounted, c.want.uncountedRestarts)
 			}
 			for i := range got.restart {
 				if got.restart[i] != c.want.restart[i] {

@@ -204,6 +204,27 @@ func validateSuccessPolicy(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	if pcs.Spec.TrainingSpec == nil || pcs.Spec.TrainingSpec.SuccessPolicy == nil {
 		return nil
 	}
+	return validateTargetCliques(pcs, successPolicyPath.Child("targetCliques"), pcs.Spec.TrainingSpec.SuccessPolicy.TargetCliques)
+}
+
+var failureRulesPath = specPath.Child("trainingSpec", "failurePolicy", "rules")
+
+// validateFailurePolicy requires each failure rule's targetCliques to name
+// clique templates: a rule whose target matches none would never apply,
+// and the failures it was written for would restart and count instead.
+func validateFailurePolicy(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
+	if pcs.Spec.TrainingSpec == nil || pcs.Spec.TrainingSpec.FailurePolicy == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, rule := range pcs.Spec.TrainingSpec.FailurePolicy.Rules {
+		errs = append(errs, validateTargetCliques(pcs, failureRulesPath.Index(i).Child("targetCliques"), rule.TargetCliques)...)
+	}
+	return errs
+}
+
+// validateTargetCliques requires each target to name a clique template.
+func validateTargetCliques(pcs *copsev1alpha1.PodCliqueSet, path *field.Path, targets []string) field.ErrorList {
 	var names []string
 	known := map[string]bool{}
 	for _, clique := range pcs.Spec.Template.Cliques {
@@ -213,9 +234,9 @@ func validateSuccessPolicy(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 		}
 	}
 	var errs field.ErrorList
-	for i, target := range pcs.Spec.TrainingSpec.SuccessPolicy.TargetCliques {
+	for i, target := range targets {
 		if !known[target] {
-			errs = append(errs, field.Invalid(successPolicyPath.Child("targetCliques").Index(i), target,
+			errs = append(errs, field.Invalid(path.Index(i), target,
 				fmt.Sprintf("must name a clique of %s: one of %q", cliquesPath, names)))
 		}
 	}

@@ -174,6 +174,12 @@ func TestSuccessPolicyAndSuspend(t *testing.T) {
 			p.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{SuccessPolicy: &copsev1alpha1.SuccessPolicy{Operator: op, TargetCliques: targets}}
 		}
 	}
+	rules := func(targets ...string) func(*copsev1alpha1.PodCliqueSet) {
+		return func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{FailurePolicy: &copsev1alpha1.TrainingFailurePolicy{Rules: []copsev1alpha1.FailureRule{
+				{Name: "bug", Action: copsev1alpha1.FailureActionFailWorkload, TargetCliques: targets}}}}
+		}
+	}
 	suspend := func(v bool) func(*copsev1alpha1.PodCliqueSet) {
 		return func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(v) }
 	}
@@ -190,6 +196,9 @@ func TestSuccessPolicyAndSuspend(t *testing.T) {
 			{name: "a target that is no clique", pcs: validOf(training, policy(copsev1alpha1.SuccessPolicyOperatorAll, "leader", "launcher")),
 				want: []string{`spec.trainingSpec.successPolicy.targetCliques[1]: Invalid value: "launcher": must name a clique of spec.template.cliques: one of ["leader" "worker" "router"]`}},
 			{name: "created suspended", pcs: validOf(training, suspend(true))},
+			{name: "failure rules targeting clique templates", pcs: validOf(training, rules("leader", "router"))},
+			{name: "a failure rule target that is no clique", pcs: validOf(training, rules("leader", "trainer")),
+				want: []string{`spec.trainingSpec.failurePolicy.rules[0].targetCliques[1]: Invalid value: "trainer": must name a clique of spec.template.cliques: one of ["leader" "worker" "router"]`}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				webhooktest.ExpectErrors(t, ValidateCreate(tc.pcs), tc.want)

@@ -77,6 +77,7 @@ func validateObject(pcs, old *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	errs = append(errs, validateGeneratedNames(pcs)...)
 	errs = append(errs, validateTrainingPods(pcs)...)
 	errs = append(errs, validateSuccessPolicy(pcs)...)
+	errs = append(errs, validateFailurePolicy(pcs)...)
 	return errs
 }
 
