@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -160,4 +161,14 @@ func (e *Env) EventsWithReason(ctx context.Context, g gomega.Gomega, namespace, 
 		}
 	}
 	return out
+}
+
+// EvictPod asks the API server to evict pod through the Eviction API, as
+// a node drain does: the API server marks it DisruptionTarget
+// (EvictionByEvictionAPI) and deletes it with its grace period, after
+// which the simulated kubelet ends it (exit 137).
+func (e *Env) EvictPod(ctx context.Context, pod *corev1.Pod) {
+	ginkgo.GinkgoHelper()
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	gomega.Expect(e.Client.SubResource("eviction").Create(ctx, pod, eviction)).To(gomega.Succeed(), "evict pod %s/%s", pod.Namespace, pod.Name)
 }

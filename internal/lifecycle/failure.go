@@ -12,13 +12,16 @@ import (
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
-// FirstFailure is the root cause among pods: the Failed pod that finished
-// first (pods of unknown finish time after those of known time, then by
-// name, so the choice is stable). nil when none failed.
+// FirstFailure is the root cause among pods: the Failed or disrupted pod
+// (podstate.Summary.Disrupted: being removed by preemption, eviction, a
+// lost node, so its gang breaks before it ends) that failed first, by its
+// finish time or the time it was marked for disruption (pods of unknown
+// time after those of known time, then by name, so the choice is stable).
+// nil when none failed.
 func FirstFailure(pods []podstate.Summary) *podstate.Summary {
 	var failed []podstate.Summary
 	for _, p := range pods {
-		if p.Failed() {
+		if p.Failed() || p.Disrupted {
 			failed = append(failed, p)
 		}
 	}
@@ -26,18 +29,28 @@ func FirstFailure(pods []podstate.Summary) *podstate.Summary {
 		return nil
 	}
 	first := slices.MinFunc(failed, func(a, b podstate.Summary) int {
-		if a.FinishedAt.IsZero() != b.FinishedAt.IsZero() {
-			if a.FinishedAt.IsZero() {
+		at, bt := failedAt(a), failedAt(b)
+		if at.IsZero() != bt.IsZero() {
+			if at.IsZero() {
 				return 1
 			}
 			return -1
 		}
-		if c := a.FinishedAt.Compare(b.FinishedAt); c != 0 {
+		if c := at.Compare(bt); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
 	return &first
+}
+
+// failedAt is when a pod failed: its finish, or, for a disrupted pod that
+// has not ended, when it was marked for disruption.
+func failedAt(p podstate.Summary) time.Time {
+	if p.FinishedAt.IsZero() {
+		return p.DisruptedAt
+	}
+	return p.FinishedAt
 }
 
 // DescribeFailure turns a failed pod into the API's PodFailure.

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -199,4 +200,34 @@ func FuzzJudgeFailure(f *testing.F) {
 			t.Fatalf("In and NotIn %v agree on exit code %d", values, code%8)
 		}
 	})
+}
+
+// TestFirstFailure: the root cause is the pod that failed first, by its
+// finish or, for a disrupted pod that has not ended, the time it was marked;
+// pods of unknown time come last.
+func TestFirstFailure(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	failed := func(name string, at time.Time) podstate.Summary {
+		return podstate.Summary{Name: name, Phase: corev1.PodFailed, FinishedAt: at}
+	}
+	evicted := podstate.Summary{Name: "evicted", Phase: corev1.PodRunning, Terminating: true, Disrupted: true, DisruptedAt: t0.Add(time.Second)}
+	running := podstate.Summary{Name: "running", Phase: corev1.PodRunning}
+	tests := []struct {
+		name string
+		pods []podstate.Summary
+		want string
+	}{
+		{"none failed", []podstate.Summary{running}, ""},
+		{"a disruption before a crash", []podstate.Summary{failed("crash", t0.Add(2*time.Second)), evicted, running}, "evicted"},
+		{"a crash before a disruption", []podstate.Summary{failed("crash", t0), evicted}, "crash"},
+		{"unknown times last", []podstate.Summary{failed("unknown", time.Time{}), evicted}, "evicted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := FirstFailure(tt.pods)
+			if (got == nil && tt.want != "") || (got != nil && got.Name != tt.want) {
+				t.Fatalf("first failure %+v, want %q", got, tt.want)
+			}
+		})
+	}
 }

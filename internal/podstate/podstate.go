@@ -55,8 +55,15 @@ type Summary struct {
 	// FinishedAt is when the last container of an ended pod terminated
 	// (zero when unknown or not ended).
 	FinishedAt time.Time
-	// Failure says why a Failed pod failed; nil for other pods.
+	// Failure says why a Failed pod failed, or why a disrupted one is
+	// going (Disrupted); nil for other pods.
 	Failure *Failure
+	// Disrupted: the pod has not ended but is being deleted with the
+	// condition DisruptionTarget=True (preempted, evicted, its node gone);
+	// DisruptedAt is when the condition was set. Its Failure has the
+	// condition's reason and the pod's conditions, no exit codes yet.
+	Disrupted   bool
+	DisruptedAt time.Time
 	// HasOutcomeFinalizer: the pod carries copsev1alpha1.OutcomeFinalizer.
 	HasOutcomeFinalizer bool
 	// ControllerUID is the UID of the pod's controller owner, if any.
@@ -173,13 +180,29 @@ func Of(pod *corev1.Pod) Summary {
 		// fixed time, so decisions that count from the end do not drift.
 		s.FinishedAt = lastConditionChange(pod)
 	}
-	if pod.Status.Phase == corev1.PodFailed {
+	switch {
+	case pod.Status.Phase == corev1.PodFailed:
 		f := failureOf(pod)
 		f.Exits = exitsOf(pod)
 		f.Conditions = conditionsOf(pod)
 		s.Failure = &f
+	case s.Terminating && !s.Terminal():
+		if c := disruption(pod); c != nil {
+			s.Disrupted, s.DisruptedAt = true, c.LastTransitionTime.Time
+			s.Failure = &Failure{Reason: c.Reason, Message: c.Message, Conditions: conditionsOf(pod)}
+		}
 	}
 	return s
+}
+
+// disruption is the pod's DisruptionTarget condition when it is True.
+func disruption(pod *corev1.Pod) *corev1.PodCondition {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // exitsOf lists the non-zero exit codes of the pod's terminated

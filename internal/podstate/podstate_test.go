@@ -371,3 +371,40 @@ func TestSummaryStates(t *testing.T) {
 		}
 	}
 }
+
+// TestOfDisrupted: a pod being deleted with DisruptionTarget=True, not yet
+// ended, is disrupted, with the condition's reason and time; an ended one,
+// or one deleted without the condition, is not.
+func TestOfDisrupted(t *testing.T) {
+	now := metav1.Now()
+	evicted := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: at(30)}
+	tests := []struct {
+		name    string
+		pod     corev1.Pod
+		want    bool
+		wantWhy string
+	}{
+		{"being evicted", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{evicted}}}, true, "EvictionByEvictionAPI"},
+		{"deleted without the condition", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false, ""},
+		{"marked, not deleted yet", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{evicted}}}, false, ""},
+		{"ended: a failure, not a disruption", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now},
+			Status: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{evicted}}}, false, "failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Of(&tt.pod)
+			if s.Disrupted != tt.want {
+				t.Fatalf("Disrupted %v, want %v", s.Disrupted, tt.want)
+			}
+			if tt.want && (!s.DisruptedAt.Equal(at(30).Time) || s.Failure == nil || s.Failure.Reason != tt.wantWhy ||
+				s.Failure.Conditions[corev1.DisruptionTarget] != corev1.ConditionTrue) {
+				t.Errorf("DisruptedAt %v, Failure %+v", s.DisruptedAt, s.Failure)
+			}
+			if tt.wantWhy == "failed" && (s.Failure == nil || s.Failure.Conditions[corev1.DisruptionTarget] != corev1.ConditionTrue) {
+				t.Errorf("an ended pod keeps its conditions for the rules: %+v", s.Failure)
+			}
+		})
+	}
+}

@@ -115,9 +115,12 @@ const (
 	// without spending maxRestarts, within failurePolicy.maxUncountedRestarts.
 	FailureActionRestartReplicaWithoutCount FailureRuleAction = "RestartReplicaWithoutCount"
 	// FailureActionIgnore replaces the failed pod (same index, after the
-	// replacement back-off) and restarts nothing: the failure neither
-	// breaches its clique nor counts. Requires trainingSpec.maxRuntime,
-	// which bounds a pod that keeps failing this way.
+	// replacement back-off) and never judges it again: it does not count
+	// against its clique's tolerance, is never a replica's root cause, and
+	// spends no budget. Only for cliques that tolerate failures
+	// (minAvailable below replicas): a clique that falls below minAvailable
+	// is breached as any clique is. Requires trainingSpec.maxRuntime, which
+	// bounds a pod that keeps failing this way.
 	FailureActionIgnore FailureRuleAction = "Ignore"
 )
 

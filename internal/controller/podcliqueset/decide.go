@@ -175,7 +175,7 @@ type trainingDecision struct {
 //     workload fails with MaxRuntimeExceeded, counting the restarts of the
 //     breaches that were due before it, and restarts nothing.
 func decideTraining(in trainingInputs) trainingDecision {
-	d := trainingDecision{restartCount: in.restartCount, causeReplica: -1}
+	d := trainingDecision{restartCount: in.restartCount, uncountedRestarts: in.uncountedRestarts, causeReplica: -1}
 	if in.terminal || in.failing || in.successCriteriaMet {
 		return d
 	}

@@ -3,9 +3,11 @@ package podcliqueset
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/generationhash"
@@ -219,6 +221,29 @@ func validateFailurePolicy(pcs *copsev1alpha1.PodCliqueSet) field.ErrorList {
 	var errs field.ErrorList
 	for i, rule := range pcs.Spec.TrainingSpec.FailurePolicy.Rules {
 		errs = append(errs, validateTargetCliques(pcs, failureRulesPath.Index(i).Child("targetCliques"), rule.TargetCliques)...)
+		if rule.Action == copsev1alpha1.FailureActionIgnore {
+			errs = append(errs, validateIgnoreTargets(pcs, failureRulesPath.Index(i), rule.TargetCliques)...)
+		}
+	}
+	return errs
+}
+
+// validateIgnoreTargets requires the cliques an Ignore rule applies to
+// (every clique when it names none) to tolerate failures: minAvailable below
+// replicas. A gang clique (minAvailable = replicas) is below minAvailable
+// the moment a pod fails, ignored or not, and its replica restarts: the rule
+// would promise what the gang cannot keep.
+func validateIgnoreTargets(pcs *copsev1alpha1.PodCliqueSet, path *field.Path, targets []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique == nil || (len(targets) > 0 && !slices.Contains(targets, clique.Name)) {
+			continue
+		}
+		if minAvailable := ptr.Deref(clique.Spec.MinAvailable, clique.Spec.Replicas); minAvailable >= clique.Spec.Replicas {
+			errs = append(errs, field.Invalid(path.Child("action"), copsev1alpha1.FailureActionIgnore, fmt.Sprintf(
+				"Ignore applies only to cliques that tolerate failures, minAvailable below replicas; clique %q has minAvailable %d of %d replicas "+
+					"(name the tolerant cliques in targetCliques, or use RestartReplicaWithoutCount)", clique.Name, minAvailable, clique.Spec.Replicas)))
+		}
 	}
 	return errs
 }

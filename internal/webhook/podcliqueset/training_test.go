@@ -180,6 +180,12 @@ func TestSuccessPolicyAndSuspend(t *testing.T) {
 				{Name: "bug", Action: copsev1alpha1.FailureActionFailWorkload, TargetCliques: targets}}}}
 		}
 	}
+	ignoreRule := func(targets ...string) func(*copsev1alpha1.PodCliqueSet) {
+		return func(p *copsev1alpha1.PodCliqueSet) {
+			p.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{FailurePolicy: &copsev1alpha1.TrainingFailurePolicy{Rules: []copsev1alpha1.FailureRule{
+				{Name: "flaky", Action: copsev1alpha1.FailureActionIgnore, TargetCliques: targets}}}}
+		}
+	}
 	suspend := func(v bool) func(*copsev1alpha1.PodCliqueSet) {
 		return func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Suspend = ptr.To(v) }
 	}
@@ -197,6 +203,8 @@ func TestSuccessPolicyAndSuspend(t *testing.T) {
 				want: []string{`spec.trainingSpec.successPolicy.targetCliques[1]: Invalid value: "launcher": must name a clique of spec.template.cliques: one of ["leader" "worker" "router"]`}},
 			{name: "created suspended", pcs: validOf(training, suspend(true))},
 			{name: "failure rules targeting clique templates", pcs: validOf(training, rules("leader", "router"))},
+			{name: "an Ignore rule on a gang clique (minAvailable = replicas)", pcs: validOf(training, ignoreRule("leader")),
+				want: []string{`spec.trainingSpec.failurePolicy.rules[0].action: Invalid value: "Ignore": Ignore applies only to cliques that tolerate failures, minAvailable below replicas; clique "leader" has minAvailable 1 of 1 replicas`}},
 			{name: "a failure rule target that is no clique", pcs: validOf(training, rules("leader", "trainer")),
 				want: []string{`spec.trainingSpec.failurePolicy.rules[0].targetCliques[1]: Invalid value: "trainer": must name a clique of spec.template.cliques: one of ["leader" "worker" "router"]`}},
 		} {
