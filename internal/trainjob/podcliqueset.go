@@ -6,6 +6,7 @@ import (
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -86,7 +87,8 @@ func PodCliqueSetObjectsOf(plan *Plan) *PodCliqueSetObjects {
 // and annotations go on the clique, under the pod template's.
 //
 // The JobSet's policies become the PodCliqueSet's: failurePolicy.maxRestarts
-// is trainingSpec.maxRestarts; successPolicy is trainingSpec.successPolicy
+// is trainingSpec.maxRestarts; its rules and the Jobs' podFailurePolicy are
+// trainingSpec.failurePolicy.rules (failureRulesFrom); successPolicy is trainingSpec.successPolicy
 // with the replicated jobs as target cliques; startupPolicy InOrder is
 // cliqueStartupType InOrder; dependsOn Ready is cliqueStartupType Explicit
 // with startsAfter, and dependsOn Complete is trainingSpec.startsAfterSucceeded;
@@ -99,6 +101,9 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 	training := &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
 	if fp := p.Spec.FailurePolicy; fp != nil {
 		training.MaxRestarts = ptr.To(fp.MaxRestarts)
+	}
+	if rules, _ := failureRulesFrom(&jobSet.Spec, field.NewPath("spec")); len(rules) > 0 {
+		training.FailurePolicy = &copsev1alpha1.TrainingFailurePolicy{Rules: rules}
 	}
 	if sp := p.Spec.SuccessPolicy; sp != nil {
 		training.SuccessPolicy = &copsev1alpha1.SuccessPolicy{

@@ -44,10 +44,9 @@ func podCliqueSetRefusals(spec *jobsetv1alpha2.JobSetSpec, podGroupPolicy *train
 	}
 
 	specPath := field.NewPath("spec", "template", "spec")
+	_, ruleErrs := failureRulesFrom(spec, specPath)
+	errs = append(errs, ruleErrs...)
 	if fp := spec.FailurePolicy; fp != nil {
-		if len(fp.Rules) > 0 {
-			refuse(specPath.Child("failurePolicy", "rules"), "every failure restarts the whole replica within maxRestarts")
-		}
 		if fp.RestartStrategy == jobsetv1alpha2.InPlaceRestart {
 			refuse(specPath.Child("failurePolicy", "restartStrategy"), "a restart recreates every pod of the replica")
 		}
@@ -92,9 +91,6 @@ func jobRefusals(job *batchv1.JobSpec, path *field.Path, refuse func(*field.Path
 	}
 	if job.MaxFailedIndexes != nil {
 		refuse(path.Child("maxFailedIndexes"), "a failed pod restarts the whole replica")
-	}
-	if job.PodFailurePolicy != nil {
-		refuse(path.Child("podFailurePolicy"), "every failure restarts the whole replica within maxRestarts")
 	}
 	if job.SuccessPolicy != nil {
 		refuse(path.Child("successPolicy"), "a clique succeeds when all its pods have; use the JobSet successPolicy")

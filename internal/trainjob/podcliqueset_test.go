@@ -394,7 +394,11 @@ func TestPodCliqueSetRefusals(t *testing.T) {
 		{"backoffLimit 6", func(s *trainerv1alpha1.TrainingRuntimeSpec) { job(s).BackoffLimit = ptr.To[int32](6) }, jobPath + "backoffLimit"},
 		{"backoffLimitPerIndex", func(s *trainerv1alpha1.TrainingRuntimeSpec) { job(s).BackoffLimitPerIndex = ptr.To[int32](1) }, jobPath + "backoffLimitPerIndex"},
 		{"maxFailedIndexes", func(s *trainerv1alpha1.TrainingRuntimeSpec) { job(s).MaxFailedIndexes = ptr.To[int32](1) }, jobPath + "maxFailedIndexes"},
-		{"podFailurePolicy", func(s *trainerv1alpha1.TrainingRuntimeSpec) { job(s).PodFailurePolicy = &batchv1.PodFailurePolicy{} }, jobPath + "podFailurePolicy"},
+		{"podFailurePolicy (translated)", func(s *trainerv1alpha1.TrainingRuntimeSpec) { job(s).PodFailurePolicy = &batchv1.PodFailurePolicy{} }, ""},
+		{"a podFailurePolicy rule that Ignores", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			job(s).PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+		}, jobPath + "podFailurePolicy.rules[0].action"},
 		{"Job successPolicy", func(s *trainerv1alpha1.TrainingRuntimeSpec) { job(s).SuccessPolicy = &batchv1.SuccessPolicy{} }, jobPath + "successPolicy"},
 		{"podReplacementPolicy", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			job(s).PodReplacementPolicy = ptr.To(batchv1.Failed)
@@ -412,8 +416,17 @@ func TestPodCliqueSetRefusals(t *testing.T) {
 			s.Template.Spec.ReplicatedJobs[0].Replicas = 2
 		}, "spec.template.spec.replicatedJobs[0].replicas"},
 		{"groupName", func(s *trainerv1alpha1.TrainingRuntimeSpec) { s.Template.Spec.ReplicatedJobs[0].GroupName = "g" }, "spec.template.spec.replicatedJobs[0].groupName"},
-		{"failurePolicy.rules", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+		{"failurePolicy.rules (translated)", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{Rules: []jobsetv1alpha2.FailurePolicyRule{{Name: "r", Action: jobsetv1alpha2.FailJobSet}}}
+		}, ""},
+		{"a failurePolicy rule that restarts one job", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{Rules: []jobsetv1alpha2.FailurePolicyRule{{Name: "r", Action: jobsetv1alpha2.RestartJob}}}
+		}, "spec.template.spec.failurePolicy.rules[0].action"},
+		{"a failurePolicy rule whose message pattern depends on the pod's name", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			job(s).PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}}}}
+			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{Rules: []jobsetv1alpha2.FailurePolicyRule{{Name: "r", Action: jobsetv1alpha2.FailJobSet,
+				OnJobFailureReasons: []string{"PodFailurePolicy"}, OnJobFailureMessagePatterns: []string{"pod default/"}}}}
 		}, "spec.template.spec.failurePolicy.rules"},
 		{"restartStrategy InPlaceRestart", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{RestartStrategy: jobsetv1alpha2.InPlaceRestart}

@@ -25,13 +25,18 @@ import (
 const reasonPodCliqueSetFailed = "PodCliqueSetFailed"
 
 // trainJobFailureReason is the TrainJob reason for a PodCliqueSet's Failed
-// reason: JobSet's for the same outcome, else the PodCliqueSet's. A spent
+// reason: JobSet's for the same outcome, else the PodCliqueSet's (e.g.
+// MaxUncountedRestartsExceeded: JobSet restarts without a bound). A
+// FailWorkload rule (FailedByRule) is JobSet's FailJobSet action. A spent
 // restart budget (MaxRestartsExceeded) is JobSet's ReachedMaxRestarts when
 // the runtime has a failurePolicy, and FailedJobs when it has none: JobSet
 // then fails at the first failed Job without a restart, as the PodCliqueSet
 // (maxRestarts 0) does.
 func trainJobFailureReason(pcsReason string, failurePolicy bool) string {
 	switch {
+	case pcsReason == copsev1alpha1.ReasonFailedByRule:
+		// A failure rule translated from a JobSet rule with action FailJobSet.
+		return jobsetconstants.FailJobSetActionReason
 	case pcsReason != copsev1alpha1.ReasonMaxRestartsExceeded:
 		return pcsReason
 	case failurePolicy:
@@ -136,7 +141,12 @@ func outcomeTime(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alpha1.PodCliqu
 	return at
 }
 
+// restartsNote is " (restarts: N)", with the part that did not spend
+// maxRestarts when a failure rule made some without counting.
 func restartsNote(pcs *copsev1alpha1.PodCliqueSet) string {
+	if n := pcs.Status.UncountedRestarts; n > 0 {
+		return fmt.Sprintf(" (restarts: %d, %d of them uncounted by failure rules)", pcs.Status.RestartCount, n)
+	}
 	return fmt.Sprintf(" (restarts: %d)", pcs.Status.RestartCount)
 }
 
