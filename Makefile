@@ -158,9 +158,9 @@ test-fuzz: ## Fuzz every target (func Fuzz* in a *_fuzz_test.go) for FUZZTIME (3
 test-e2e: ## Every package under e2e/ (Ginkgo suites, each on its own local cluster), TEST_PARALLEL at a time; LABELS=<label> selects one area.
 	$(TEST_RUNNER) --tiers tools,e2e --labels '$(LABELS)'
 
-# make chaos runs the chaos harness (e2e/chaos) in its full form: its first 47
+# make chaos runs the chaos harness (e2e/chaos) in its full form: its first 54
 # workloads cover every case of every feature once, the rest are drawn at
-# random; make test-e2e runs its small form (9 workloads, one per feature, 4
+# random; make test-e2e runs its small form (10 workloads, one per feature, 4
 # kills). COPSE_CHAOS_SEED=<seed> replays a run's workloads, histories and kill
 # schedule; COPSE_CHAOS_CONCURRENCY (default 8) is how many workloads run at once.
 COPSE_CHAOS_WORKLOADS ?= 64
@@ -168,7 +168,7 @@ COPSE_CHAOS_KILLS     ?= 24
 CHAOS_TIMEOUT         ?= 120m
 
 .PHONY: chaos
-chaos: tools ## Chaos harness: 64 workloads over every feature (Training, TrainJobs on both backends, Kueue, suspend, start order, success policy, deleted children, topology, long names), 24 operator SIGKILLs; COPSE_CHAOS_SEED=<seed> replays a run.
+chaos: tools ## Chaos harness: 64 workloads over every feature (Training, TrainJobs on both backends, Kueue, suspend, start order, success policy, deleted children, topology, long names, failure rules), 24 operator SIGKILLs; COPSE_CHAOS_SEED=<seed> replays a run.
 	COPSE_CHAOS_WORKLOADS=$(COPSE_CHAOS_WORKLOADS) COPSE_CHAOS_KILLS=$(COPSE_CHAOS_KILLS) \
 		go test -v -count=1 -timeout $(CHAOS_TIMEOUT) ./e2e/chaos/... -args -ginkgo.label-filter=chaos
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,7 +134,7 @@ func (r *runner) advanceSteps(ctx context.Context, run *WorkloadRun, st unitStat
 // pod of the workload for a step on the whole workload.
 func aimedAt(u unit, s Step, st unitState) map[types.UID]bool {
 	pods := st.Pods
-	if s.Kind == StepDeletePodClique {
+	if s.Kind == StepDeletePodClique || s.Kind == StepEvict {
 		pods = targetPods(u, s, st, nil)
 	}
 	out := map[types.UID]bool{}
@@ -221,6 +222,15 @@ func (r *runner) act(ctx context.Context, run *WorkloadRun, s Step, st unitState
 	case StepDeleteBackend:
 		pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.ObjectName}}
 		return client.IgnoreNotFound(c.Delete(ctx, pcs))
+	case StepEvict:
+		for _, p := range targetPods(run.unit, s, st, nil) {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+			return c.SubResource("eviction").Create(ctx, &p, eviction)
+		}
+		return errors.New("no running pod to evict")
 	case StepChangeTopology:
 		return r.changeTopology(ctx, run)
 	case StepPreempt:

@@ -99,6 +99,15 @@ func (w Workload) PodCliqueSet(namespace string) *copsev1alpha1.PodCliqueSet {
 	if w.MaxRuntime > 0 {
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: w.MaxRuntime}
 	}
+	if w.FailureRules {
+		pcs.Spec.TrainingSpec.FailurePolicy = &copsev1alpha1.TrainingFailurePolicy{MaxUncountedRestarts: ptr.To(w.MaxUncounted),
+			Rules: []copsev1alpha1.FailureRule{
+				{Name: "infrastructure", Action: copsev1alpha1.FailureActionRestartReplicaWithoutCount,
+					OnPodConditions: []copsev1alpha1.PodConditionRequirement{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+				{Name: "bug", Action: copsev1alpha1.FailureActionFailWorkload,
+					OnExitCodes: &copsev1alpha1.ExitCodesRequirement{Operator: copsev1alpha1.ExitCodesIn, Values: []int32{42}}},
+			}}
+	}
 	if w.SuccessPolicy != nil {
 		pcs.Spec.TrainingSpec.SuccessPolicy = &copsev1alpha1.SuccessPolicy{
 			Operator: copsev1alpha1.SuccessPolicyOperator(w.SuccessPolicy.Operator), TargetCliques: w.SuccessPolicy.Targets}
@@ -146,6 +155,9 @@ func (w Workload) TrainingRuntime(namespace string) *trainerv1alpha1.TrainingRun
 			Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Annotations: c.simulatedRun()}, Spec: pod}},
 		}}
+		if w.FailureRules && c.Name == trainjob.NodeName {
+			job.Template.Spec.PodFailurePolicy = failJobOnDisruptionOrExit42()
+		}
 		switch c.DependsOn {
 		case "Ready":
 			job.DependsOn = []jobsetv1alpha2.DependsOn{{Name: trainjob.DatasetInitializerName, Status: jobsetv1alpha2.DependencyReady}}
@@ -153,6 +165,10 @@ func (w Workload) TrainingRuntime(namespace string) *trainerv1alpha1.TrainingRun
 			job.DependsOn = []jobsetv1alpha2.DependsOn{{Name: trainjob.DatasetInitializerName, Status: jobsetv1alpha2.DependencyComplete}}
 		}
 		jobs = append(jobs, job)
+	}
+	failurePolicy := &jobsetv1alpha2.FailurePolicy{MaxRestarts: w.MaxRestarts}
+	if w.FailureRules {
+		failurePolicy.Rules = jobSetRulesByPodRule()
 	}
 	gang := &trainerv1alpha1.WorkloadPodGroupPolicySource{}
 	if w.Topology != nil {
@@ -166,9 +182,33 @@ func (w Workload) TrainingRuntime(namespace string) *trainerv1alpha1.TrainingRun
 			PodGroupPolicy: &trainerv1alpha1.PodGroupPolicy{Workload: gang},
 			Template: trainerv1alpha1.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
 				ReplicatedJobs: jobs,
-				FailurePolicy:  &jobsetv1alpha2.FailurePolicy{MaxRestarts: w.MaxRestarts},
+				FailurePolicy:  failurePolicy,
 			}},
 		},
+	}
+}
+
+// failJobOnDisruptionOrExit42 is the trainer Job's pod failure policy of a
+// failure-rules workload: rule 0 fails the Job on a disruption, rule 1 on
+// exit 42; jobSetRulesByPodRule tells the two apart (docs/trainjob.md).
+func failJobOnDisruptionOrExit42() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+		{Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+	}}
+}
+
+// jobSetRulesByPodRule: a disruption restarts without counting, exit 42
+// fails the JobSet.
+func jobSetRulesByPodRule() []jobsetv1alpha2.FailurePolicyRule {
+	reasons := []string{string(batchv1.JobReasonPodFailurePolicy)}
+	return []jobsetv1alpha2.FailurePolicyRule{
+		{Name: "infrastructure", Action: jobsetv1alpha2.RestartJobSetAndIgnoreMaxRestarts,
+			OnJobFailureReasons: reasons, OnJobFailureMessagePatterns: []string{"matching FailJob rule at index 0$"}},
+		{Name: "bug", Action: jobsetv1alpha2.FailJobSet,
+			OnJobFailureReasons: reasons, OnJobFailureMessagePatterns: []string{"matching FailJob rule at index 1$"}},
 	}
 }
 

@@ -19,7 +19,7 @@ const (
 // Defaults: the small form, one workload per feature (the plan's first
 // len(AllFeatures) workloads are).
 const (
-	DefaultWorkloads   = 9
+	DefaultWorkloads   = 10
 	DefaultKills       = 4
 	DefaultConcurrency = 8
 )

@@ -59,6 +59,8 @@ func newWorkload(rng *rand.Rand, index int, c cell) (Workload, error) {
 		planDeletedChild(rng, &w)
 	case FeatureTopology:
 		planTopology(rng, &w)
+	case FeatureFailureRules:
+		planFailureRules(rng, &w)
 	case FeatureLongName:
 		if err := planLongName(rng, &w); err != nil {
 			return Workload{}, fmt.Errorf("plan workload %s: %w", w.Name, err)
@@ -373,6 +375,55 @@ func planDeletedChild(rng *rand.Rand, w *Workload) {
 	victim := w.Cliques[rng.IntN(len(w.Cliques))]
 	untilReleased(w)
 	w.Steps = []Step{{Kind: StepDeletePodClique, Replica: rng.Int32N(w.Replicas), Clique: victim.Name}, {Kind: StepRelease}}
+}
+
+// planFailureRules draws a workload with the recommended failure rules:
+// its pods are evicted (each eviction an uncounted restart), one eviction
+// more than maxUncountedRestarts allows (VariantUncountedExhausted), or
+// its first run exits 42 (VariantBugExit). A TrainJob's runtime says the
+// rules in JobSet's and the Job's words (on the PodCliqueSet backend
+// translated into the PodCliqueSet's); JobSet's uncounted restarts have no
+// bound, so a TrainJob is not planned to run out of them.
+func planFailureRules(rng *rand.Rand, w *Workload) {
+	w.FailureRules = true
+	w.MaxRestarts = rng.Int32N(2)
+	target := trainjob.NodeName
+	if w.Kind == KindTrainJob {
+		w.Cliques = []Clique{trainerNode(rng, 3, 8)}
+	} else {
+		target = "s0"
+		n := 1 + rng.Int32N(3)
+		w.Cliques = []Clique{{Name: target, Pods: n, MinAvailable: n, RunFor: seconds(rng, 3, 8), GPUs: 1}}
+		if rng.IntN(2) == 0 {
+			m := 1 + rng.Int32N(2)
+			w.Cliques = append(w.Cliques, Clique{Name: "s1", Pods: m, MinAvailable: m, RunFor: seconds(rng, 3, 8)})
+		}
+		w.MaxRuntime = generousMaxRuntime
+	}
+	evictions := 0
+	switch w.Variant {
+	case VariantBugExit:
+		w.Cliques[0].FailedRuns, w.Cliques[0].FailExitCode = 1, 42
+		w.MaxRestarts = 1 + rng.Int32N(2)
+		w.MaxUncounted = 1 + rng.Int32N(2)
+		return
+	case VariantUncountedExhausted:
+		w.MaxUncounted = rng.Int32N(2)
+		evictions = int(w.MaxUncounted) + 1
+	default:
+		evictions = 1
+		if w.Kind == KindPodCliqueSet {
+			evictions += rng.IntN(2)
+		}
+		w.MaxUncounted = int32(evictions) + rng.Int32N(2)
+	}
+	untilReleased(w)
+	for range evictions {
+		w.Steps = append(w.Steps, Step{Kind: StepEvict, Clique: target})
+	}
+	if w.Variant != VariantUncountedExhausted {
+		w.Steps = append(w.Steps, Step{Kind: StepRelease})
+	}
 }
 
 // planTopology draws a workload packed at a rack level of its own binding:

@@ -53,6 +53,9 @@ type End struct {
 	State        string
 	Reason       string
 	RestartCount int32
+	// Uncounted is the part of RestartCount made by failure rules without
+	// spending maxRestarts.
+	Uncounted int32
 }
 
 func (e End) String() string {
@@ -60,9 +63,16 @@ func (e End) String() string {
 	case e.State == StateRefused || e.State == StateBlocked || e.State == StateAccepted:
 		return fmt.Sprintf("%s(%s)", e.State, e.Reason)
 	case e.Reason == "":
-		return fmt.Sprintf("%s/%d", e.State, e.RestartCount)
+		return fmt.Sprintf("%s/%d%s", e.State, e.RestartCount, e.uncountedNote())
 	}
-	return fmt.Sprintf("%s(%s)/%d", e.State, e.Reason, e.RestartCount)
+	return fmt.Sprintf("%s(%s)/%d%s", e.State, e.Reason, e.RestartCount, e.uncountedNote())
+}
+
+func (e End) uncountedNote() string {
+	if e.Uncounted == 0 {
+		return ""
+	}
+	return fmt.Sprintf("(%d uncounted)", e.Uncounted)
 }
 
 // Succeeded: the workload ran to success.
@@ -99,6 +109,13 @@ type Injected struct {
 	// TopologyUnresolved: a TrainJob packed at a level that no
 	// ClusterTopologyBinding has.
 	TopologyUnresolved bool
+	// FailureRules: the recommended failure rules, with MaxUncounted
+	// uncounted restarts; Evictions pods evicted, one per run, in replica
+	// 0; BugExit: the first run exits 42.
+	FailureRules bool
+	MaxUncounted int32
+	Evictions    int
+	BugExit      bool
 }
 
 // Injected returns the facts of the workload's history.
@@ -108,11 +125,15 @@ func (w Workload) Injected() Injected {
 		NameOverLimit:      w.Variant == VariantOverLimit,
 		QuotaShort:         w.Queue != nil && w.Queue.GPUQuota < w.GPUDemand(),
 		TopologyUnresolved: w.Topology != nil && w.Topology.Change == TopologyUnresolved}
+	in.FailureRules, in.MaxUncounted = w.FailureRules, w.MaxUncounted
 	for _, c := range w.Cliques {
 		in.FailedRuns = max(in.FailedRuns, c.FailedRuns)
+		in.BugExit = in.BugExit || (c.FailExitCode == 42 && c.FailedRuns > 0)
 	}
 	for _, s := range w.Steps {
 		switch s.Kind {
+		case StepEvict:
+			in.Evictions++
 		case StepDeletePodClique:
 			in.DeletedPodCliques = append(in.DeletedPodCliques, s.Replica)
 		case StepDeleteBackend:
@@ -135,6 +156,7 @@ func (in Injected) FailuresPerReplica() []int {
 			out[r]++
 		}
 	}
+	out[0] += in.Evictions
 	return out
 }
 
@@ -212,6 +234,9 @@ func ExpectedEnd(in Injected) (End, error) {
 			return End{}, fmt.Errorf("expected end: a PodClique deleted in replica %v of %d", in.DeletedPodCliques, in.Replicas)
 		}
 	}
+	if in.FailureRules {
+		return failureRulesEnd(in)
+	}
 	end, err := trainingEnd(in.FailuresPerReplica(), in.MaxRestarts, in.OutlivesMaxRuntime)
 	if err != nil || in.Kind == KindPodCliqueSet {
 		return end, err
@@ -223,6 +248,30 @@ func ExpectedEnd(in Injected) (End, error) {
 		return End{State: StateFailed, Reason: ReasonReachedMaxRestarts, RestartCount: end.RestartCount}, nil
 	}
 	return End{}, fmt.Errorf("expected end: a TrainJob's runtime has no maxRuntime, yet it would end %s", end)
+}
+
+// failureRulesEnd is the end docs/training.md's failure rules prescribe:
+// exit 42 fails at once (FailedByRule; a TrainJob in JobSet's words,
+// FailJobSetFailurePolicyAction) whatever the budget; each eviction
+// restarts without spending maxRestarts while maxUncountedRestarts lasts,
+// and the one after fails the workload (MaxUncountedRestartsExceeded).
+func failureRulesEnd(in Injected) (End, error) {
+	trainJob := in.Kind == KindTrainJob
+	switch {
+	case in.BugExit && in.Evictions > 0, in.FailedRuns > 0 && !in.BugExit:
+		return End{}, errors.New("expected end: a failure-rules workload either exits 42 or is evicted, nothing else")
+	case in.BugExit && trainJob:
+		return End{State: StateFailed, Reason: jobsetconstants.FailJobSetActionReason}, nil
+	case in.BugExit:
+		return End{State: StateFailed, Reason: copsev1alpha1.ReasonFailedByRule}, nil
+	case in.Evictions > int(in.MaxUncounted) && trainJob:
+		return End{}, errors.New("expected end: JobSet restarts without a bound; a TrainJob is not planned to run out of uncounted restarts")
+	case in.Evictions > int(in.MaxUncounted):
+		return End{State: StateFailed, Reason: copsev1alpha1.ReasonMaxUncountedRestartsExceeded, RestartCount: in.MaxUncounted, Uncounted: in.MaxUncounted}, nil
+	case trainJob:
+		return End{State: StateComplete, Reason: ReasonAllJobsCompleted, RestartCount: int32(in.Evictions), Uncounted: int32(in.Evictions)}, nil
+	}
+	return End{State: StateSucceeded, RestartCount: int32(in.Evictions), Uncounted: int32(in.Evictions)}, nil
 }
 
 // trainingEnd is the rule of docs/training.md for a Training workload whose

@@ -58,11 +58,16 @@ const (
 	FeatureTopology Feature = "topology"
 	// FeatureLongName: names at their kind's length limit, and one longer.
 	FeatureLongName Feature = "long-name"
+	// FeatureFailureRules: failure rules (trainingSpec.failurePolicy, a
+	// TrainJob runtime's JobSet rules and pod failure policy) with
+	// evictions (DisruptionTarget) that restart without counting, until
+	// the uncounted restarts run out, and an exit code that fails at once.
+	FeatureFailureRules Feature = "failure-rules"
 )
 
 // AllFeatures in the order of the report.
 var AllFeatures = []Feature{FeatureTraining, FeatureTrainJob, FeatureKueue, FeatureSuspend, FeatureStartOrder,
-	FeatureSuccessPolicy, FeatureDeletedChild, FeatureTopology, FeatureLongName}
+	FeatureSuccessPolicy, FeatureDeletedChild, FeatureTopology, FeatureLongName, FeatureFailureRules}
 
 // Kind is the object the user creates for a workload.
 type Kind string
@@ -131,6 +136,10 @@ const (
 
 	VariantAtLimit   = "at-limit"
 	VariantOverLimit = "over-limit"
+
+	VariantDisruption         = "disruption"          // rules: pods evicted, each an uncounted restart, then success
+	VariantUncountedExhausted = "uncounted-exhausted" // rules: one eviction more than maxUncountedRestarts
+	VariantBugExit            = "bug-exit"            // rules: the first run exits 42, which fails at once
 )
 
 // cell is one case a full plan covers: a feature, the kind (and backend)
@@ -186,6 +195,10 @@ func allCells() []cell {
 	for _, b := range []trainerv1alpha1.RuntimeBackend{jobSetBackend, pcsBackend} {
 		tj(FeatureLongName, b, VariantAtLimit, VariantOverLimit)
 	}
+	pcs(FeatureFailureRules, VariantDisruption, VariantUncountedExhausted, VariantBugExit)
+	for _, b := range []trainerv1alpha1.RuntimeBackend{jobSetBackend, pcsBackend} {
+		tj(FeatureFailureRules, b, VariantDisruption, VariantBugExit)
+	}
 	return cells
 }
 
@@ -236,8 +249,10 @@ type Clique struct {
 	// until the pod is deleted (or until the harness makes it exit).
 	RunFor time.Duration
 	// FailedRuns: the pods of the clique's first FailedRuns runs (attempts
-	// 0 .. FailedRuns-1 of their replica) exit 1, later runs exit 0.
-	FailedRuns int
+	// 0 .. FailedRuns-1 of their replica) exit 1 (FailExitCode when set),
+	// later runs exit 0.
+	FailedRuns   int
+	FailExitCode int32
 	// Grouped: the clique belongs to the workload's scaling group.
 	Grouped bool
 	// GPUs each pod asks for.
@@ -337,6 +352,9 @@ const (
 	// StepReactivate sets it to true again once no pod of the workload
 	// holds a node.
 	StepReactivate StepKind = "reactivate"
+	// StepEvict evicts one running pod of the target through the Eviction
+	// API (DisruptionTarget, as a node drain does).
+	StepEvict StepKind = "evict"
 	// StepRelease makes, from then on, every running pod of the workload
 	// that the previous step did not act on exit 0 (every pod but a
 	// deleted PodClique's, and those the workload's suspension, eviction or
@@ -395,11 +413,16 @@ type Workload struct {
 	MaxRestarts        int32
 	MaxRuntime         time.Duration
 	GracePeriodSeconds int64
-	Victim             *Victim
-	Queue              *Queue
-	Topology           *Topology
-	Steps              []Step
-	Expected           End
+	// FailureRules: the workload has the recommended failure rules (an
+	// eviction restarts without counting, within MaxUncounted; exit 42
+	// fails at once).
+	FailureRules bool
+	MaxUncounted int32
+	Victim       *Victim
+	Queue        *Queue
+	Topology     *Topology
+	Steps        []Step
+	Expected     End
 }
 
 // Kill is one planned SIGKILL of the operator.
@@ -758,5 +781,9 @@ func (c Clique) ExitCodesByAttempt() string {
 	if c.FailedRuns == 0 {
 		return ""
 	}
-	return strings.Repeat("1,", c.FailedRuns) + "0"
+	code := c.FailExitCode
+	if code == 0 {
+		code = 1
+	}
+	return strings.Repeat(fmt.Sprintf("%d,", code), c.FailedRuns) + "0"
 }

@@ -68,9 +68,48 @@ type WorkloadRun struct {
 	suspendedSinceStart bool
 	pcsUID              types.UID
 	restartCount        int32
+	uncounted           int32
 	failedReason        string
 	trainJobEnd         End
 	backendRestarts     int32
+	backendUncounted    int32
+	// rulesAtSuccess is the number of failures the failure rules decided
+	// when SuccessCriteriaMet was first seen (-1 before).
+	rulesAtSuccess int32
+}
+
+// maxUncounted is the workload's failurePolicy.maxUncountedRestarts: 0
+// without failure rules.
+func (run *WorkloadRun) maxUncounted() int32 {
+	if !run.FailureRules {
+		return 0
+	}
+	return run.MaxUncounted
+}
+
+// observeRulesAfterSuccess checks that no failure rule decides anything
+// once the success criteria are met: status.failureRuleMatches stops
+// growing, and no restart starts after the condition.
+func (run *WorkloadRun) observeRulesAfterSuccess(pcs *copsev1alpha1.PodCliqueSet) {
+	met := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
+	if met == nil || met.Status != metav1.ConditionTrue {
+		return
+	}
+	var decided int32
+	for _, m := range pcs.Status.FailureRuleMatches {
+		decided += m.Count
+	}
+	if run.rulesAtSuccess >= 0 && decided > run.rulesAtSuccess {
+		run.violate(InvariantStatus, "failure rules decided %d failures after SuccessCriteriaMet (had %d)", decided, run.rulesAtSuccess)
+	}
+	run.rulesAtSuccess = decided
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		restart := rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart || rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart
+		if restart && rec.StartedAt.After(met.LastTransitionTime.Time) {
+			run.violate(InvariantStatus, "replica %d restarted (%s) at %s, after SuccessCriteriaMet at %s", rec.ReplicaIndex, rec.Reason,
+				rec.StartedAt.UTC().Format(time.RFC3339), met.LastTransitionTime.UTC().Format(time.RFC3339))
+		}
+	}
 }
 
 func (run *WorkloadRun) violate(invariant, format string, args ...any) {
@@ -152,7 +191,7 @@ func Run(ctx context.Context, env *framework.Env, cfg Config, out io.Writer) (*R
 	slots := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	for _, w := range plan.Workloads {
-		run := &WorkloadRun{Workload: w, Events: map[string]int{}}
+		run := &WorkloadRun{Workload: w, Events: map[string]int{}, rulesAtSuccess: -1}
 		for _, k := range plan.Kills {
 			if k.Workload == w.Index {
 				run.kills = append(run.kills, k)
@@ -443,7 +482,7 @@ func (r *runner) monitor(ctx context.Context, run *WorkloadRun) bool {
 		if ended {
 			run.Ended = time.Now()
 			if run.Kind == KindTrainJob {
-				end.RestartCount = run.backendRestarts
+				end.RestartCount, end.Uncounted = run.backendRestarts, run.backendUncounted
 			}
 			run.Observed = end
 			if run.Victim != nil && run.InjectedPod == "" {
@@ -487,9 +526,10 @@ func (run *WorkloadRun) observe(st unitState) {
 			run.violate(InvariantStatus, "the backend's restarts went down from %d to %d", run.backendRestarts, restarts)
 		}
 		run.backendRestarts = restarts
+		run.backendUncounted = st.backendUncounted()
 	}
 	if end, ok := st.terminal(run.unit); ok {
-		end.RestartCount = 0
+		end.RestartCount, end.Uncounted = 0, 0
 		if run.trainJobEnd.State != "" && end != run.trainJobEnd {
 			run.violate(InvariantStatus, "the TrainJob's end changed from %s to %s", run.trainJobEnd, end)
 		}
@@ -526,10 +566,18 @@ func (run *WorkloadRun) observePodCliqueSet(pcs *copsev1alpha1.PodCliqueSet) {
 	if st.RestartCount < run.restartCount {
 		run.violate(InvariantStatus, "restartCount went down from %d to %d", run.restartCount, st.RestartCount)
 	}
-	if st.RestartCount > run.MaxRestarts && st.RestartCount != run.restartCount {
-		run.violate(InvariantStatus, "restartCount %d is above maxRestarts %d", st.RestartCount, run.MaxRestarts)
+	counted := st.RestartCount - st.UncountedRestarts
+	if counted > run.MaxRestarts && st.RestartCount != run.restartCount {
+		run.violate(InvariantStatus, "%d restarts counted towards maxRestarts %d (restartCount %d)", counted, run.MaxRestarts, st.RestartCount)
 	}
-	run.restartCount = st.RestartCount
+	if st.RestartsCountTowardsMax != counted {
+		run.violate(InvariantStatus, "restartsCountTowardsMax %d is not restartCount %d minus uncountedRestarts %d", st.RestartsCountTowardsMax, st.RestartCount, st.UncountedRestarts)
+	}
+	if maxUncounted := run.maxUncounted(); st.UncountedRestarts > maxUncounted || st.UncountedRestarts < run.uncounted {
+		run.violate(InvariantStatus, "uncountedRestarts went from %d to %d (maxUncountedRestarts %d)", run.uncounted, st.UncountedRestarts, maxUncounted)
+	}
+	run.restartCount, run.uncounted = st.RestartCount, st.UncountedRestarts
+	run.observeRulesAfterSuccess(pcs)
 	if reason := failedReason(pcs); reason != run.failedReason {
 		if run.failedReason != "" {
 			run.violate(InvariantStatus, "the Failed reason changed from %s to %q", run.failedReason, reason)

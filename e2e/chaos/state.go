@@ -143,7 +143,21 @@ func failedReason(pcs *copsev1alpha1.PodCliqueSet) string {
 }
 
 func endOf(pcs *copsev1alpha1.PodCliqueSet) End {
-	return End{State: string(pcs.Status.Phase), Reason: failedReason(pcs), RestartCount: pcs.Status.RestartCount}
+	return End{State: string(pcs.Status.Phase), Reason: failedReason(pcs), RestartCount: pcs.Status.RestartCount,
+		Uncounted: pcs.Status.UncountedRestarts}
+}
+
+// backendUncounted is the part of backendRestarts that spent no unit of
+// maxRestarts (JobSet's restarts minus its restartsCountTowardsMax), -1
+// when the TrainJob has no backend.
+func (s unitState) backendUncounted() int32 {
+	switch {
+	case s.PCS != nil:
+		return s.PCS.Status.UncountedRestarts
+	case s.JobSet != nil:
+		return s.JobSet.Status.Restarts - s.JobSet.Status.RestartsCountTowardsMax
+	}
+	return -1
 }
 
 // backendRestarts is the restarts the TrainJob's backend reports, -1 when
