@@ -77,6 +77,24 @@ func (b backend) replacementsOf(ctx context.Context, ns string, first []corev1.P
 	return out
 }
 
+// restartThenComplete runs a TrainJob of 2 nodes on the ruled runtime
+// with maxRestarts, fails its first node pod with fail, lets the
+// replacements exit 0, and expects Complete with want restarts (every
+// restart, and those counted towards maxRestarts).
+func (b backend) restartThenComplete(ctx context.Context, namespace string, maxRestarts int32, fail func(*corev1.Pod), want [2]int32) {
+	GinkgoHelper()
+	ns := env.NewNamespace(ctx, namespace)
+	b.ruledTorchRuntime(ctx, ns, maxRestarts)
+	tj := torchTrainJob(ns, 2)
+	Expect(env.Client.Create(ctx, tj)).To(Succeed())
+	first := b.runningPods(ctx, ns, trainjob.NodeName, 2)
+	fail(&first[0])
+
+	finish(ctx, tj, b.replacementsOf(ctx, ns, first, 2))
+	Eventually(func(g Gomega) [2]int32 { return b.restartsOf(ctx, g, tj) }).
+		WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Equal(want), "restarts, counted towards maxRestarts")
+}
+
 // finish makes pods exit 0 and waits for Complete.
 func finish(ctx context.Context, tj *trainerv1alpha1.TrainJob, pods []corev1.Pod) {
 	GinkgoHelper()
@@ -92,16 +110,7 @@ var failureRuleScenarios = []struct {
 	run  func(ctx context.Context, b backend)
 }{
 	{"restarts without spending maxRestarts (0) when a node pod is evicted (DisruptionTarget), then completes", func(ctx context.Context, b backend) {
-		ns := env.NewNamespace(ctx, "rules-disrupted")
-		b.ruledTorchRuntime(ctx, ns, 0)
-		tj := torchTrainJob(ns, 2)
-		Expect(env.Client.Create(ctx, tj)).To(Succeed())
-		first := b.runningPods(ctx, ns, trainjob.NodeName, 2)
-		env.EvictPod(ctx, &first[0])
-
-		finish(ctx, tj, b.replacementsOf(ctx, ns, first, 2))
-		Eventually(func(g Gomega) [2]int32 { return b.restartsOf(ctx, g, tj) }).
-			WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Equal([2]int32{1, 0}), "restarts, counted towards maxRestarts")
+		b.restartThenComplete(ctx, "rules-disrupted", 0, func(p *corev1.Pod) { env.EvictPod(ctx, p) }, [2]int32{1, 0})
 	}},
 	{"fails at once with FailJobSetFailurePolicyAction when a node exits 42, restarts left", func(ctx context.Context, b backend) {
 		ns := env.NewNamespace(ctx, "rules-bug")
@@ -117,16 +126,7 @@ var failureRuleScenarios = []struct {
 		b.expectNoPodsRunning(ctx, ns)
 	}},
 	{"restarts and counts a failure no rule matches (exit 1), then completes", func(ctx context.Context, b backend) {
-		ns := env.NewNamespace(ctx, "rules-crash")
-		b.ruledTorchRuntime(ctx, ns, 1)
-		tj := torchTrainJob(ns, 2)
-		Expect(env.Client.Create(ctx, tj)).To(Succeed())
-		first := b.runningPods(ctx, ns, trainjob.NodeName, 2)
-		env.MakePodExit(ctx, &first[1], "1")
-
-		finish(ctx, tj, b.replacementsOf(ctx, ns, first, 2))
-		Eventually(func(g Gomega) [2]int32 { return b.restartsOf(ctx, g, tj) }).
-			WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Equal([2]int32{1, 1}), "restarts, counted towards maxRestarts")
+		b.restartThenComplete(ctx, "rules-crash", 1, func(p *corev1.Pod) { env.MakePodExit(ctx, p, "1") }, [2]int32{1, 1})
 	}},
 }
 
