@@ -44,11 +44,12 @@ type stepProgress struct {
 
 // targetPods are the unit's pods of the step's target: the clique (a
 // TrainJob's job) in the replica (a TrainJob has one), of every run; for a
-// StepExit only those the previous step did not see.
+// StepExit and a StepEvict only those the previous step did not see (an
+// eviction after an eviction waits for the run it restarted).
 func targetPods(u unit, s Step, st unitState, seen map[types.UID]bool) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range st.Pods {
-		if s.Kind == StepExit && seen[p.UID] {
+		if (s.Kind == StepExit || s.Kind == StepEvict) && seen[p.UID] {
 			continue
 		}
 		if u.jobSetPods() {
@@ -223,7 +224,7 @@ func (r *runner) act(ctx context.Context, run *WorkloadRun, s Step, st unitState
 		pcs := &copsev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.ObjectName}}
 		return client.IgnoreNotFound(c.Delete(ctx, pcs))
 	case StepEvict:
-		for _, p := range targetPods(run.unit, s, st, nil) {
+		for _, p := range targetPods(run.unit, s, st, run.steps.seen) {
 			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 				continue
 			}

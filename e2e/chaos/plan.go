@@ -726,21 +726,28 @@ func (w Workload) Shape() string {
 // History describes the injected history in one line.
 func (w Workload) History() string {
 	var parts []string
-	switch w.Scenario {
-	case ScenarioRestartThenSucceed, ScenarioBudgetExceeded:
+	switch {
+	case w.FailureRules:
+		parts = append(parts, fmt.Sprintf("rules, maxUncountedRestarts %d", w.MaxUncounted))
+		for _, c := range w.Cliques {
+			if c.FailedRuns > 0 {
+				parts = append(parts, fmt.Sprintf("%s fails %d run(s) (codes %s)", c.Name, c.FailedRuns, c.ExitCodesByAttempt()))
+			}
+		}
+	case w.Scenario == ScenarioRestartThenSucceed, w.Scenario == ScenarioBudgetExceeded:
 		for _, c := range w.Cliques {
 			if c.FailedRuns > 0 {
 				parts = append(parts, fmt.Sprintf("%s fails %d run(s) after %s (codes %s)", c.Name, c.FailedRuns, c.RunFor, c.ExitCodesByAttempt()))
 			}
 		}
-	case ScenarioRuntimeExceeded:
+	case w.Scenario == ScenarioRuntimeExceeded:
 		for _, c := range w.Cliques {
 			if c.RunFor == 0 {
 				parts = append(parts, c.Name+" runs until deleted")
 				break
 			}
 		}
-	case ScenarioToleratedFailure:
+	case w.Scenario == ScenarioToleratedFailure:
 		parts = append(parts, fmt.Sprintf("%s pod %d fails once, tolerated; all exit 0 once it is replaced", w.Victim.Clique, w.Victim.Index))
 	default:
 		parts = append(parts, "all exit 0")

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/cluster"
 	"github.com/copse-dev/copse/e2e/framework"
 	"github.com/copse-dev/copse/internal/labels"
 )
@@ -253,6 +254,36 @@ var _ = Describe("Training failure rules", Label("training"), func() {
 			And(HaveField("ReplicaIndex", int32(0)), HaveField("Reason", copsev1alpha1.RecreationReasonUncountedRestart)),
 			And(HaveField("ReplicaIndex", int32(1)), HaveField("Reason", copsev1alpha1.RecreationReasonTrainingRestart))))
 		expectRuleMatches(got, map[string]int32{ruleInfrastructure: 1})
+	})
+})
+
+var _ = Describe("Failure rules on a lost node", Label("training"), func() {
+	It("restarts without counting when the node of a pod is deleted (the pod GC marks the pod DisruptionTarget)", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "rule-node-gone")
+		pool := map[string]string{"e2e.copse.dev/pool": ns}
+		nodes, err := env.Cluster.AddNodes(ctx, cluster.NodeGroup{Zone: 7, Block: 0, Rack: 0, Count: 2, Labels: pool})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) {
+			for _, name := range nodes {
+				_ = client.IgnoreNotFound(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+			}
+		})
+		pcs := ruledWorkers(ns, 1, 1, 0, 1)
+		pcs.Spec.Template.Cliques[0].Spec.PodSpec.NodeSelector = pool
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		pods := runningPods(ctx, ns, "job", "0", "0", 1)
+
+		By("deleting the node the pod runs on")
+		Expect(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pods[0].Spec.NodeName}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(restartsOf(got)).To(Equal(restarts{total: 1, counted: 0, uncounted: 1}))
+			g.Expect(got.Status.LastFailure).To(HaveValue(And(HaveField("Rule", ruleInfrastructure), HaveField("Node", pods[0].Spec.NodeName))))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
+
+		finishAttempt(ctx, ns, "0", "1", 1)
+		got := waitEnd(ctx, ns, copsev1alpha1.PodCliqueSetPhaseSucceeded)
+		Expect(restartsOf(got)).To(Equal(restarts{total: 1, counted: 0, uncounted: 1}))
 	})
 })
 
