@@ -35,7 +35,7 @@ const (
 // AllInvariants in the order of the report, with what each checks.
 var AllInvariants = []struct{ Name, Rule string }{
 	{InvariantEnd, fmt.Sprintf("ends as its injected history implies, or says why it cannot progress, within %s of its creation", workloadDeadline)},
-	{InvariantStatus, "phase, startTime, restartCount and terminal conditions only move forward"},
+	{InvariantStatus, "phase, startTime, restartCount and terminal conditions only move forward; counted and uncounted restarts stay within their limits; no failure rule after SuccessCriteriaMet"},
 	{InvariantAfterEnd, "once ended, no pod runs or is created, keeps the outcome finalizer or lacks its PodClique"},
 	{InvariantRuns, "runs of a replica never overlap, no gang before the old run is gone, exit 0 is final, no two pods share a hostname, replacements counted once"},
 	{InvariantQuota, fmt.Sprintf("quota Kueue reserved is released within %s once its workload is not running and has no pod left", quotaReleaseBound)},

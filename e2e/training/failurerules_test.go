@@ -257,6 +257,48 @@ var _ = Describe("Training failure rules", Label("training"), func() {
 	})
 })
 
+var _ = Describe("Failure rules admission", Label("training"), func() {
+	It("refuses bad rules, naming the field and the rule (CEL in the CRD, and the webhook)", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "rule-admission")
+		rule := func(name string, action copsev1alpha1.FailureRuleAction) copsev1alpha1.FailureRule {
+			return copsev1alpha1.FailureRule{Name: name, Action: action}
+		}
+		for _, tc := range []struct {
+			name   string
+			change func(*copsev1alpha1.PodCliqueSet)
+			want   []string
+		}{
+			{"two rules of one name", func(p *copsev1alpha1.PodCliqueSet) {
+				p.Spec.TrainingSpec.FailurePolicy.Rules = append(p.Spec.TrainingSpec.FailurePolicy.Rules, rule(ruleBug, copsev1alpha1.FailureActionRestartReplica))
+			}, []string{"spec.trainingSpec.failurePolicy.rules", "rules[].name must be unique"}},
+			{"exit code 0 with In", func(p *copsev1alpha1.PodCliqueSet) {
+				p.Spec.TrainingSpec.FailurePolicy.Rules[1].OnExitCodes.Values = []int32{0, 42}
+			}, []string{"onExitCodes.values", "must not contain 0 with operator In"}},
+			{"Ignore without maxRuntime", func(p *copsev1alpha1.PodCliqueSet) {
+				p.Spec.TrainingSpec.MaxRuntime = nil
+				p.Spec.TrainingSpec.FailurePolicy.Rules = append(p.Spec.TrainingSpec.FailurePolicy.Rules, rule("flaky", copsev1alpha1.FailureActionIgnore))
+			}, []string{"spec.trainingSpec.maxRuntime", "required when a failurePolicy rule has action Ignore"}},
+			{"Ignore on a gang clique", func(p *copsev1alpha1.PodCliqueSet) {
+				p.Spec.TrainingSpec.FailurePolicy.Rules = append(p.Spec.TrainingSpec.FailurePolicy.Rules, rule("flaky", copsev1alpha1.FailureActionIgnore))
+			}, []string{"spec.trainingSpec.failurePolicy.rules[2].action", "Ignore applies only to cliques that tolerate failures", `clique "worker" has minAvailable 2 of 2`}},
+			{"a target that is no clique", func(p *copsev1alpha1.PodCliqueSet) {
+				p.Spec.TrainingSpec.FailurePolicy.Rules[0].TargetCliques = []string{"trainer"}
+			}, []string{"spec.trainingSpec.failurePolicy.rules[0].targetCliques[0]", "must name a clique of spec.template.cliques"}},
+			{"an unknown action", func(p *copsev1alpha1.PodCliqueSet) {
+				p.Spec.TrainingSpec.FailurePolicy.Rules[0].Action = "RestartNode"
+			}, []string{"spec.trainingSpec.failurePolicy.rules[0].action", "Unsupported value"}},
+		} {
+			pcs := ruledWorkers(ns, 1, 2, 0, 1)
+			tc.change(pcs)
+			err := env.Client.Create(ctx, pcs)
+			Expect(err).To(HaveOccurred(), tc.name)
+			for _, want := range tc.want {
+				Expect(err.Error()).To(ContainSubstring(want), tc.name)
+			}
+		}
+	})
+})
+
 var _ = Describe("Failure rules on a lost node", Label("training"), func() {
 	It("restarts without counting when the node of a pod is deleted (the pod GC marks the pod DisruptionTarget)", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "rule-node-gone")
