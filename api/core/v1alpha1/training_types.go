@@ -76,7 +76,7 @@ type TrainingSpec struct {
 
 // TrainingFailurePolicy holds the failure rules of a Training workload.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(r, self.rules.exists_one(o, o.name == r.name))",message="spec.trainingSpec.failurePolicy.rules[].name must be unique",fieldPath=".rules",reason=FieldValueDuplicate
+// +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(r, self.rules.exists_one(o, o.name == r.name))",message="spec.trainingSpec.failurePolicy.rules[].name must be unique",fieldPath=".rules",reason=FieldValueInvalid
 type TrainingFailurePolicy struct {
 	// Rules are tried in order against a failed pod; the first that matches
 	// decides, and a failure no rule matches restarts its replica and counts
