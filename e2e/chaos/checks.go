@@ -257,7 +257,7 @@ func (r *runner) finish(ctx context.Context, stopSampling context.CancelFunc, sa
 			rep.Events[reason] += n
 		}
 	}
-	for _, reason := range ImpliedEventReasons(r.plan.Workloads) {
+	for _, reason := range ImpliedEventReasons(r.plan.Workloads, r.plan.Kills) {
 		if rep.Events[reason] == 0 {
 			rep.violate("no workload got a %s event, which the plan's histories imply", reason)
 		}

@@ -306,11 +306,21 @@ var EventReasons = []string{"PodCliqueFailed", "ReplicaRestarting", "MaxRestarts
 // WorkloadSucceeded; one that restarts, ReplicaRestarting; failed runs,
 // PodCliqueFailed; a spent budget, MaxRestartsExceeded; a passed runtime,
 // MaxRuntimeExceeded. (TrainJobs' PodCliqueSets record them too, but a
-// TrainJob is checked by its own conditions.)
-func ImpliedEventReasons(workloads []Workload) []string {
+// TrainJob is checked by its own conditions.) A workload that a kill aims
+// at the moment of such a transition (a restart, the termination of a
+// failed workload, a pod's exit 0) implies none: the operator records an
+// event after the status write that makes the transition durable, and a
+// SIGKILL in between loses it, as events are not state.
+func ImpliedEventReasons(workloads []Workload, kills []Kill) []string {
+	killedAtTransition := map[int]bool{}
+	for _, k := range kills {
+		if k.Trigger == TriggerRestart || k.Trigger == TriggerTerminating || k.Trigger == TriggerExit0 {
+			killedAtTransition[k.Workload] = true
+		}
+	}
 	implied := map[string]bool{}
 	for _, w := range workloads {
-		if w.Kind != KindPodCliqueSet || w.Expected.State == StateRefused || w.Expected.State == StateBlocked {
+		if w.Kind != KindPodCliqueSet || w.Expected.State == StateRefused || w.Expected.State == StateBlocked || killedAtTransition[w.Index] {
 			continue
 		}
 		e := w.Expected

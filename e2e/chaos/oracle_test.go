@@ -157,10 +157,18 @@ func TestImpliedEventReasons(t *testing.T) {
 			End{State: StateFailed, Reason: copsev1alpha1.ReasonMaxRuntimeExceeded}), []string{"MaxRestartsExceeded", "MaxRuntimeExceeded"}},
 		{"refusals, waits and TrainJobs imply none", append(plan(End{State: StateRefused}, End{State: StateBlocked}),
 			Workload{Kind: KindTrainJob, Expected: End{State: StateComplete}}), nil},
+		{"a passed runtime (none when a kill aims at its transition, below)", plan(End{State: StateFailed, Reason: copsev1alpha1.ReasonMaxRuntimeExceeded}),
+			[]string{"MaxRuntimeExceeded"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ImpliedEventReasons(tc.workloads); !slices.Equal(got, tc.want) {
+			if got := ImpliedEventReasons(tc.workloads, nil); !slices.Equal(got, tc.want) {
 				t.Errorf("ImpliedEventReasons = %v, want %v", got, tc.want)
+			}
+			// Every workload of plan() has index 0: a kill at its
+			// transition leaves a one-workload plan implying nothing.
+			killed := []Kill{{Trigger: TriggerTerminating, Workload: 0}}
+			if got := ImpliedEventReasons(tc.workloads, killed); len(tc.workloads) == 1 && len(got) > 0 {
+				t.Errorf("ImpliedEventReasons with a kill at the transition = %v, want none", got)
 			}
 		})
 	}

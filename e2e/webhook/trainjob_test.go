@@ -557,11 +557,17 @@ var _ = Describe("TrainJob admission", Label("webhook"), func() {
 		Entry("a trainer step without its node container", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Name = "trainer"
 		}, `spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: Invalid value: ["trainer"]: must contain the required container for the ancestor: trainer`),
-		Entry("on the PodCliqueSet backend, a JobSet failure rule", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+		Entry("on the PodCliqueSet backend, a JobSet failure rule that restarts one job", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
 			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 3, Rules: []jobsetv1alpha2.FailurePolicyRule{
-				{Name: "failFast", Action: jobsetv1alpha2.FailJobSet}}}
-		}, "spec.template.spec.failurePolicy.rules: Forbidden: not expressible on the PodCliqueSet backend"),
+				{Name: "failFast", Action: jobsetv1alpha2.FailJobSet}, {Name: "retryJob", Action: jobsetv1alpha2.RestartJob}}}
+		}, "spec.template.spec.failurePolicy.rules[1].action: Forbidden: not expressible on the PodCliqueSet backend: a PodCliqueSet restarts the whole replica, not one job"),
+		Entry("on the PodCliqueSet backend, a pod failure rule that Ignores", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
+			s.Template.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+				{Action: batchv1.PodFailurePolicyActionIgnore,
+					OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+		}, "spec.template.spec.replicatedJobs[0].template.spec.podFailurePolicy.rules[0].action: Forbidden: not expressible on the PodCliqueSet backend"),
 		Entry("on the PodCliqueSet backend, Job pod retries", true, func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Backend = trainerv1alpha1.RuntimeBackendPodCliqueSet
 			s.Template.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = ptr.To[int32](6)
