@@ -91,7 +91,7 @@ func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 	// decided from, not from a cache that may not have their last status yet
 	// (a Complete TrainJob whose jobsStatus counts no succeeded job).
 	reader := client.Reader(r.Client)
-	if pcsEnded(pcs) && !finished(tj.Status) && r.APIReader != nil {
+	if pcs.Status.Phase.IsTerminal() && !finished(tj.Status) && r.APIReader != nil {
 		reader = r.APIReader
 	}
 	pclqs := &copsev1alpha1.PodCliqueList{}
@@ -109,11 +109,6 @@ func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 	}
 	f.PodsNotEnded = podsNotEnded(pods.Items)
 	return nil
-}
-
-// pcsEnded tells whether a PodCliqueSet reached a terminal phase.
-func pcsEnded(pcs *copsev1alpha1.PodCliqueSet) bool {
-	return pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded || pcs.Status.Phase == copsev1alpha1.PodCliqueSetPhaseFailed
 }
 
 // recordedPodCliqueSet is the PodCliqueSet status.backend records, nil when
