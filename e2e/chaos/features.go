@@ -68,6 +68,7 @@ func newWorkload(rng *rand.Rand, index int, c cell) (Workload, error) {
 	default:
 		return Workload{}, fmt.Errorf("plan workload %s: unknown feature %q", w.Name, c.Feature)
 	}
+	withRulesSometimes(rng, &w)
 	var err error
 	if w.Expected, err = ExpectedEnd(w.Injected()); err != nil {
 		return Workload{}, fmt.Errorf("plan workload %s (%s %s): %w", w.Name, w.Feature, w.Variant, err)
@@ -375,6 +376,19 @@ func planDeletedChild(rng *rand.Rand, w *Workload) {
 	victim := w.Cliques[rng.IntN(len(w.Cliques))]
 	untilReleased(w)
 	w.Steps = []Step{{Kind: StepDeletePodClique, Replica: rng.Int32N(w.Replicas), Clique: victim.Name}, {Kind: StepRelease}}
+}
+
+// withRulesSometimes gives some PodCliqueSets of the other features the
+// recommended failure rules, so that rules meet suspensions, Kueue
+// evictions, start order, success policies, tolerated failures, deleted
+// PodCliques and crashes. None of those histories evicts a pod or exits 42:
+// the rules must change nothing of their ends (failed runs exit 1, which no
+// rule matches; copse's own deletions carry no DisruptionTarget).
+func withRulesSometimes(rng *rand.Rand, w *Workload) {
+	if w.Kind != KindPodCliqueSet || w.FailureRules || w.Feature == FeatureLongName || rng.Float64() >= 0.3 {
+		return
+	}
+	w.FailureRules, w.MaxUncounted = true, rng.Int32N(3)
 }
 
 // planFailureRules draws a workload with the recommended failure rules:

@@ -234,7 +234,7 @@ func ExpectedEnd(in Injected) (End, error) {
 			return End{}, fmt.Errorf("expected end: a PodClique deleted in replica %v of %d", in.DeletedPodCliques, in.Replicas)
 		}
 	}
-	if in.FailureRules {
+	if in.FailureRules && (in.Evictions > 0 || in.BugExit) {
 		return failureRulesEnd(in)
 	}
 	end, err := trainingEnd(in.FailuresPerReplica(), in.MaxRestarts, in.OutlivesMaxRuntime)

@@ -717,6 +717,9 @@ func (w Workload) Shape() string {
 	if w.MaxRuntime > 0 {
 		fmt.Fprintf(&b, " rt%s", w.MaxRuntime)
 	}
+	if w.FailureRules {
+		fmt.Fprintf(&b, " rules/u%d", w.MaxUncounted)
+	}
 	if len(w.ObjectName) > 20 {
 		fmt.Fprintf(&b, " name%d", len(w.ObjectName))
 	}
