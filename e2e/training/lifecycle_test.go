@@ -38,10 +38,15 @@ var _ = Describe("Training lifecycle (GREP-0285 test plan)", Label("training"), 
 			Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded))
 			Expect(p.Status.ContainerStatuses[0].State.Terminated.ExitCode).To(BeZero())
 		}
-		pclq := &copsev1alpha1.PodClique{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-worker"}, pclq)).To(Succeed())
-		Expect(pclq.Status.Conditions).To(ContainElement(And(
-			HaveField("Type", copsev1alpha1.ConditionTypeSucceeded), HaveField("Status", metav1.ConditionTrue))))
+		// The PodCliqueSet judges completion from the pods as well as from
+		// its PodCliques' conditions, so the PodClique controller may write
+		// Succeeded a moment after the phase.
+		Eventually(func(g Gomega) {
+			pclq := &copsev1alpha1.PodClique{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job-0-worker"}, pclq)).To(Succeed())
+			g.Expect(pclq.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", copsev1alpha1.ConditionTypeSucceeded), HaveField("Status", metav1.ConditionTrue))))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(env.Pods(ctx, g, ns, "job")).To(HaveLen(3))
 			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "job").Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
