@@ -57,6 +57,11 @@ type Options struct {
 	// and the ComputeDomain controller. Its binary is built from the working
 	// tree on first use unless Binaries names one.
 	NVIDIADRA bool
+	// RealNodes starts that many real nodes (realnode.go) next to the
+	// simulated ones: a kubelet, containerd and runc each, running real
+	// containers. Start fails, saying why, on a host that cannot run them
+	// (RealNodeSupport).
+	RealNodes int
 }
 
 // Cluster is a running (or, after Load, previously started) local cluster.
@@ -116,6 +121,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	} else if bins, err = ensureBinaries(ctx, out); err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
+	if opts.RealNodes > 0 {
+		if err := RealNodeSupport(); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
+	}
 	if opts.NVIDIADRA && bins.NVIDIADRASim == "" {
 		if bins.NVIDIADRASim, err = EnsureNVIDIADRASimBinary(ctx, out); err != nil {
 			return nil, fmt.Errorf("start cluster: %w", err)
@@ -152,7 +162,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}()
 
-	ids, kwokConfigs, err := writeClusterFiles(l)
+	if c.state.RealNodes, err = planRealNodes(dir, opts.RealNodes); err != nil {
+		return c, err
+	}
+	ids, kwokConfigs, err := writeClusterFiles(l, c.state.RealNodes)
 	if err != nil {
 		return c, err
 	}
@@ -177,20 +190,23 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.waitDefaultServiceAccount(ctx, timeout); err != nil {
 		return c, err
 	}
-	fmt.Fprintf(out, "cluster ready in %s: %d nodes, API server %s\n",
-		time.Since(began).Round(100*time.Millisecond), len(topo.Placements()), c.state.APIServerURL)
+	if err := c.startRealNodes(ctx, ids, timeout); err != nil {
+		return c, err
+	}
+	fmt.Fprintf(out, "cluster ready in %s: %d nodes (%d real), API server %s\n",
+		time.Since(began).Round(100*time.Millisecond), len(topo.Placements())+len(c.state.RealNodes), len(c.state.RealNodes), c.state.APIServerURL)
 	return c, nil
 }
 
 // writeClusterFiles creates the directory layout and everything the
 // components read at start: credentials, kwok's configuration and stages.
-func writeClusterFiles(l layout) (map[string]identity, []string, error) {
+func writeClusterFiles(l layout, realNodes []realNodeState) (map[string]identity, []string, error) {
 	for _, d := range l.dirs() {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	ids, err := newIdentities()
+	ids, err := newIdentities(realNodes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -554,10 +570,13 @@ func (c *Cluster) CheckHealthy() error {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		c.resumePaused()
+		var errs []error
+		if err := c.stopRealNodes(); err != nil {
+			errs = append(errs, err)
+		}
 		c.procsMu.Lock()
 		procs := slices.Clone(c.procs)
 		c.procsMu.Unlock()
-		var errs []error
 		for i := len(procs) - 1; i >= 0; i-- {
 			if err := procs[i].Stop(10 * time.Second); err != nil {
 				errs = append(errs, err)
@@ -575,6 +594,7 @@ func (c *Cluster) Stop() error {
 
 // abort stops whatever a failed Start had launched, keeping the directory.
 func (c *Cluster) abort() {
+	_ = c.stopRealNodes()
 	c.procsMu.Lock()
 	defer c.procsMu.Unlock()
 	for i := len(c.procs) - 1; i >= 0; i-- {

@@ -23,7 +23,7 @@ type identity struct {
 // user its bootstrap RBAC role is bound to; the controller-manager gets its
 // per-controller service-account credentials from that same user, as under
 // kubeadm; kwok and the admin need everything.
-func newIdentities() (map[string]identity, error) {
+func newIdentities(realNodes []realNodeState) (map[string]identity, error) {
 	ids := map[string]identity{
 		"admin":                   {user: "copse-admin", groups: []string{"system:masters"}},
 		"kube-controller-manager": {user: "system:kube-controller-manager"},
@@ -33,6 +33,9 @@ func newIdentities() (map[string]identity, error) {
 		// publishes ResourceSlices: cluster-admin work, as the real driver's
 		// Helm chart grants.
 		NVIDIADRASim: {user: "copse-nvidia-dra-sim", groups: []string{"system:masters"}},
+	}
+	for _, n := range realNodes {
+		ids[realNodeIdentityKey(n.Name)] = realNodeIdentity(n.Name)
 	}
 	for name, id := range ids {
 		token, err := randomToken()

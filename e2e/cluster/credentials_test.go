@@ -84,7 +84,7 @@ func TestServiceAccountKeys(t *testing.T) {
 }
 
 func TestTokenFile(t *testing.T) {
-	ids, err := newIdentities()
+	ids, err := newIdentities(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,11 @@ type state struct {
 	Binaries     Binaries  `json:"binaries"`
 	Topology     Topology  `json:"topology"`
 	// NVIDIADRA says the simulated NVIDIA DRA driver runs (Options.NVIDIADRA).
-	NVIDIADRA  bool             `json:"nvidiaDRA,omitempty"`
+	NVIDIADRA bool `json:"nvidiaDRA,omitempty"`
+	// RealNodes are the real nodes (Options.RealNodes) and NodeImages the
+	// images made for them.
+	RealNodes  []realNodeState  `json:"realNodes,omitempty"`
+	NodeImages NodeImages       `json:"nodeImages,omitzero"`
 	Components []componentState `json:"components"`
 }
 

@@ -36,6 +36,12 @@ const (
 	ToolTrainerOracle = "trainer-oracle"
 	ToolKueue         = "kueue"
 	ToolGolangciLint  = "golangci-lint"
+	// The real nodes' parts (realnode.go): the kubelet, containerd, runc
+	// and the CNI plugins.
+	ToolKubelet    = "kubelet"
+	ToolContainerd = "containerd"
+	ToolRunc       = "runc"
+	ToolCNIPlugins = "cni-plugins"
 )
 
 // Tool is one pinned tool: a tools module under hack/tools, built as a unit
@@ -58,6 +64,11 @@ type Tool struct {
 	// linkerFlags returns the -ldflags of the build, from the tools
 	// module's go.mod and the tool's version; nil when the build needs none.
 	linkerFlags func(gomod []byte, version string) ([]string, error)
+	// tags are the build tags.
+	tags []string
+	// buildEnv returns variables the go command needs besides the
+	// caller's (cgo's flags for a C library fetched first), or nil.
+	buildEnv func(ctx context.Context, progress io.Writer) ([]string, error)
 }
 
 // Tools is every pinned tool; `make tools` (`copse-cluster build`) builds
@@ -148,6 +159,80 @@ var Tools = []Tool{
 		Binaries:  map[string]string{"golangci-lint": "github.com/golangci/golangci-lint/v2/cmd/golangci-lint"},
 		ColdBuild: 3 * time.Minute,
 	},
+	{
+		// The real nodes' kubelet, at the control plane's version; a module
+		// of its own so that the control plane's cache entry stays valid.
+		Name:        ToolKubelet,
+		Module:      "k8s.io/kubernetes",
+		Binaries:    map[string]string{"kubelet": "k8s.io/kubernetes/cmd/kubelet"},
+		ColdBuild:   4 * time.Minute,
+		linkerFlags: kubernetesLinkerFlags,
+	},
+	{
+		// containerd with its CRI plugin, the runc shim it starts per pod,
+		// and ctr, which imports the images made here.
+		Name:   ToolContainerd,
+		Module: "github.com/containerd/containerd/v2",
+		Binaries: map[string]string{
+			"containerd":              "github.com/containerd/containerd/v2/cmd/containerd",
+			"containerd-shim-runc-v2": "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+			"ctr":                     "github.com/containerd/containerd/v2/cmd/ctr",
+		},
+		ColdBuild: 3 * time.Minute,
+	},
+	{
+		// runc, static and with seccomp (as its own release binaries are):
+		// containerd gives a container that asks for RuntimeDefault a
+		// seccomp profile, which a runc without seccomp refuses to run.
+		Name:        ToolRunc,
+		Module:      "github.com/opencontainers/runc",
+		Binaries:    map[string]string{"runc": "github.com/opencontainers/runc"},
+		ColdBuild:   1 * time.Minute,
+		tags:        []string{"seccomp", "netgo", "osusergo"},
+		linkerFlags: func([]byte, string) ([]string, error) { return []string{"-extldflags", "-static"}, nil },
+		buildEnv:    libseccompBuildEnv,
+	},
+	{
+		Name:   ToolCNIPlugins,
+		Module: "github.com/containernetworking/plugins",
+		Binaries: map[string]string{
+			"bridge":     "github.com/containernetworking/plugins/plugins/main/bridge",
+			"host-local": "github.com/containernetworking/plugins/plugins/ipam/host-local",
+			"loopback":   "github.com/containernetworking/plugins/plugins/main/loopback",
+		},
+		ColdBuild: 1 * time.Minute,
+	},
+}
+
+// RealNodeTools are the tools only real nodes need: `make tools` builds
+// them too, but a cluster without real nodes never waits for them.
+var RealNodeTools = []string{ToolKubelet, ToolContainerd, ToolRunc, ToolCNIPlugins}
+
+// libseccompBuildEnv points cgo at Debian's libseccomp-dev, extracted into
+// the cache (EnsureDebianPackage), through pkg-config: the package's .pc
+// file says /usr, which the sysroot redirects into the extracted tree. Its
+// shared library link is removed there, so the linker takes the static one.
+func libseccompBuildEnv(ctx context.Context, progress io.Writer) ([]string, error) {
+	dir, err := EnsureDebianPackage(ctx, debLibseccompDev, progress)
+	if err != nil {
+		return nil, err
+	}
+	pcFiles, _ := filepath.Glob(filepath.Join(dir, "usr", "lib", "*", "pkgconfig", "libseccomp.pc"))
+	if len(pcFiles) != 1 {
+		return nil, fmt.Errorf("%s in %s: found %d libseccomp.pc files, want 1", debLibseccompDev, dir, len(pcFiles))
+	}
+	libDir := filepath.Dir(filepath.Dir(pcFiles[0]))
+	if _, err := os.Stat(filepath.Join(libDir, "libseccomp.a")); err != nil {
+		return nil, fmt.Errorf("%s: no static library: %w", debLibseccompDev, err)
+	}
+	if err := os.Remove(filepath.Join(libDir, "libseccomp.so")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", debLibseccompDev, err)
+	}
+	return []string{
+		"CGO_ENABLED=1",
+		"PKG_CONFIG_PATH=" + filepath.Dir(pcFiles[0]),
+		"PKG_CONFIG_SYSROOT_DIR=" + dir,
+	}, nil
 }
 
 // kubernetesLinkerFlags stamps the version Kubernetes' own build stamps.
@@ -312,7 +397,23 @@ type pinned struct {
 	srcDir  string
 	version string
 	ldflags []string
+	tags    []string
+	env     []string
 	key     string
+}
+
+// withEnv adds the build's environment to p, and to its cache key, so
+// that a new version of what the environment points at rebuilds the tool.
+func (p pinned) withEnv(env []string) pinned {
+	if len(env) == 0 {
+		return p
+	}
+	h := sha256.New()
+	h.Write([]byte(p.key))
+	h.Write([]byte(strings.Join(env, "\x00")))
+	p.env = env
+	p.key = fmt.Sprintf("%s-%s", p.key, hex.EncodeToString(h.Sum(nil))[:8])
+	return p
 }
 
 // pin reads the tools module under root.
@@ -330,7 +431,7 @@ func (t Tool) pin(root string) (pinned, error) {
 	if err != nil {
 		return pinned{}, fmt.Errorf("tools module %s: %w", t.Name, err)
 	}
-	p := pinned{srcDir: srcDir, version: version}
+	p := pinned{srcDir: srcDir, version: version, tags: t.tags}
 	if t.linkerFlags != nil {
 		if p.ldflags, err = t.linkerFlags(gomod, version); err != nil {
 			return pinned{}, fmt.Errorf("tools module %s: %w", t.Name, err)
@@ -346,6 +447,10 @@ func (t Tool) pin(root string) (pinned, error) {
 	if len(p.ldflags) > 0 {
 		h.Write([]byte{0})
 		h.Write([]byte(strings.Join(p.ldflags, " ")))
+	}
+	if len(p.tags) > 0 {
+		h.Write([]byte{0})
+		h.Write([]byte("tags " + strings.Join(p.tags, ",")))
 	}
 	for _, bin := range slices.Sorted(maps.Keys(t.Binaries)) {
 		if pkg := t.Binaries[bin]; strings.HasPrefix(pkg, "./") {
@@ -394,6 +499,13 @@ func (t Tool) Ensure(ctx context.Context, progress io.Writer) (BuiltTool, error)
 	p, err := t.pin(root)
 	if err != nil {
 		return BuiltTool{}, err
+	}
+	if t.buildEnv != nil {
+		env, err := t.buildEnv(ctx, progress)
+		if err != nil {
+			return BuiltTool{}, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		p = p.withEnv(env)
 	}
 	built := BuiltTool{Tool: t, Version: p.version, Dir: filepath.Join(cache, "bin", p.key), SourceDir: p.srcDir}
 	names := slices.Sorted(maps.Keys(t.Binaries))
@@ -478,6 +590,9 @@ func isExecutable(file string) bool {
 // and renamed to the names in Binaries.
 func (t Tool) build(ctx context.Context, p pinned, outDir string) error {
 	args := []string{"build"}
+	if len(p.tags) > 0 {
+		args = append(args, "-tags", strings.Join(p.tags, ","))
+	}
 	if len(p.ldflags) > 0 {
 		args = append(args, "-ldflags", strings.Join(p.ldflags, " "))
 	}
@@ -490,7 +605,7 @@ func (t Tool) build(ctx context.Context, p pinned, outDir string) error {
 			args = append(args, t.Binaries[bin])
 		}
 	}
-	if _, err := goCommand(ctx, p.srcDir, args...); err != nil {
+	if _, err := goCommandEnv(ctx, p.srcDir, p.env, args...); err != nil {
 		return err
 	}
 	if len(names) == 1 {
@@ -553,6 +668,11 @@ func (t Tool) DependencySource(ctx context.Context, module string) (string, erro
 // goCommand runs the go command in a tools module and returns its standard
 // output; an error carries the end of its output.
 func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return goCommandEnv(ctx, dir, nil, args...)
+}
+
+// goCommandEnv is goCommand with env added to the environment.
+func goCommandEnv(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return nil, fmt.Errorf("the go command is needed to build the pinned tools: %w", err)
@@ -561,7 +681,7 @@ func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) 
 	cmd.Dir = dir
 	// A go.work at the repository root would pull the tools module into the
 	// workspace and resolve its dependencies against copse's own.
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

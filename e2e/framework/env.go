@@ -51,6 +51,13 @@ type Options struct {
 	// (cluster.Options.NVIDIADRA): ComputeDomains, their channel claim
 	// templates and channel devices on every GPU node.
 	NVIDIADRA bool
+	// RealNodes starts that many real nodes (cluster.Options.RealNodes):
+	// kubelets running real containers, tainted so that only pods placed
+	// with cluster.RealNodePlacement land there. The operator's startup
+	// gate then uses the workload image the nodes hold (it has a shell).
+	// SetupSuite skips the suite, saying why, on a host that cannot run
+	// them (cluster.RealNodeSupport).
+	RealNodes int
 }
 
 // Env is one suite's cluster with copse's CRDs installed.
@@ -95,6 +102,7 @@ func (env *Env) setup(ctx context.Context, opts Options) error {
 		Out:       ginkgo.GinkgoWriter,
 		KeepDir:   os.Getenv(KeepEnvVar) != "",
 		NVIDIADRA: opts.NVIDIADRA,
+		RealNodes: opts.RealNodes,
 	})
 	if err != nil {
 		return fmt.Errorf("start local cluster for suite %s: %w", opts.Name, err)

@@ -111,16 +111,23 @@ func StartOperator(ctx context.Context, env *Env, opts OperatorOptions) (*Operat
 	}
 	certDir := filepath.Join(dir, "certs")
 	var caPEM []byte
-	configure := opts.Configure
-	if opts.SelfManagedCertificates {
-		configure = func(cfg *configv1alpha1.OperatorConfiguration) {
-			useSelfManagedCertificates(cfg, opts.Name)
-			if opts.Configure != nil {
-				opts.Configure(cfg)
-			}
+	gateImage := env.Cluster.NodeImages().Workload
+	configure := func(cfg *configv1alpha1.OperatorConfiguration) {
+		if gateImage != "" {
+			// Real nodes pull nothing: the gate runs the image they hold.
+			cfg.StartupGate.Image = gateImage
 		}
-	} else if caPEM, err = WriteServingCertificate(certDir, "copse-operator-webhook"); err != nil {
-		return nil, fmt.Errorf("start operator: %w", err)
+		if opts.SelfManagedCertificates {
+			useSelfManagedCertificates(cfg, opts.Name)
+		}
+		if opts.Configure != nil {
+			opts.Configure(cfg)
+		}
+	}
+	if !opts.SelfManagedCertificates {
+		if caPEM, err = WriteServingCertificate(certDir, "copse-operator-webhook"); err != nil {
+			return nil, fmt.Errorf("start operator: %w", err)
+		}
 	}
 	cfg := operatorConfiguration(ports, certDir, configure)
 	if cfg.Server.HealthProbes.BindAddress == "0" {

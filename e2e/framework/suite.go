@@ -2,10 +2,14 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+
+	"github.com/copse-dev/copse/e2e/cluster"
+	"github.com/copse-dev/copse/e2e/process"
 )
 
 // RunSuite runs the Ginkgo specs of the package as the test t, with
@@ -32,6 +36,14 @@ func RunSuite(t *testing.T, description string) {
 func SetupSuite(opts Options, ready func(ctx context.Context, env *Env)) *Env {
 	env := &Env{}
 	ginkgo.BeforeSuite(func(ctx context.Context) {
+		if opts.RealNodes > 0 {
+			if err := cluster.RealNodeSupport(); err != nil {
+				// Said on standard output, where copse-test reads it and
+				// reports the suite as skipped rather than passed.
+				fmt.Printf("%s%s: %v\n", process.SkipMarker, opts.Name, err)
+				ginkgo.Skip("this host cannot run real nodes: " + err.Error())
+			}
+		}
 		gomega.Expect(env.setup(ctx, opts)).To(gomega.Succeed())
 		ginkgo.DeferCleanup(env.Teardown)
 		if ready != nil {

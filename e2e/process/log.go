@@ -9,6 +9,24 @@ import (
 // logTailBytes is how much of the end of a log LogTail reads.
 const logTailBytes = 64 << 10
 
+// SkipMarker starts the line a test prints when the machine cannot run it
+// (e2e/framework's SetupSuite, for a suite that needs real nodes). The test
+// itself passes, having run nothing; e2e/cmd/copse-test finds the line in
+// the job's log and reports the job as skipped, with the reason that
+// follows the marker, never as passed.
+const SkipMarker = "copse-test: SKIPPED: "
+
+// SkipReason is the reason of the first line of a log that starts with
+// SkipMarker, or "".
+func SkipReason(log string) string {
+	for line := range strings.SplitSeq(log, "\n") {
+		if reason, ok := strings.CutPrefix(line, SkipMarker); ok {
+			return strings.TrimSpace(reason)
+		}
+	}
+	return ""
+}
+
 // LogTail is the last n lines of the log at path (read from its last 64 KiB),
 // or why it cannot be read: errors quote it, and a missing log must not hide
 // the error it was meant to explain.

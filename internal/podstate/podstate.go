@@ -148,7 +148,7 @@ func Of(pod *corev1.Pod) Summary {
 		HasIndex:      hasIndex,
 		Replica:       replica,
 		Attempt:       attempt,
-		Phase:         pod.Status.Phase,
+		Phase:         phaseOf(pod),
 		Terminating:   pod.DeletionTimestamp != nil,
 		Node:          pod.Spec.NodeName,
 		Scheduled:     pod.Spec.NodeName != "",
@@ -181,7 +181,7 @@ func Of(pod *corev1.Pod) Summary {
 		s.FinishedAt = lastConditionChange(pod)
 	}
 	switch {
-	case pod.Status.Phase == corev1.PodFailed:
+	case s.Phase == corev1.PodFailed:
 		f := failureOf(pod)
 		f.Exits = exitsOf(pod)
 		f.Conditions = conditionsOf(pod)
@@ -193,6 +193,46 @@ func Of(pod *corev1.Pod) Summary {
 		}
 	}
 	return s
+}
+
+// phaseOf is the pod's phase, or the one its kubelet is about to write.
+// A real kubelet reports a pod's last container terminated in one status
+// update (phase still Running, Ready False) and the pod's terminal phase in
+// the next, a moment later; read alone, the first looks like a running pod
+// that lost its readiness, which a gang would count as a breach rather than
+// as the success or failure it is. So, as the kubelet's own phase rule
+// does: once every regular container has terminated and none will be
+// restarted, the pod has Succeeded when all exited 0, and Failed otherwise
+// under restartPolicy Never. A container with a restart policy of its own
+// (container restart rules) leaves the phase to the kubelet.
+func phaseOf(pod *corev1.Pod) corev1.PodPhase {
+	phase := pod.Status.Phase
+	// An unset policy is Always: the API server defaults it so.
+	if phase != corev1.PodRunning || pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" ||
+		len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) || len(pod.Spec.Containers) == 0 {
+		return phase
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.RestartPolicy != nil {
+			return phase
+		}
+	}
+	allZero := true
+	for _, cs := range pod.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil {
+			return phase
+		}
+		allZero = allZero && t.ExitCode == 0
+	}
+	switch {
+	case allZero:
+		return corev1.PodSucceeded
+	case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+		return corev1.PodFailed
+	default:
+		return phase // OnFailure: the kubelet restarts the failed containers
+	}
 }
 
 // disruption is the pod's DisruptionTarget condition when it is True.

@@ -274,7 +274,7 @@ func TestOfFailure(t *testing.T) {
 		wantString string
 	}{
 		{
-			name: "a running pod whose container exited non-zero has no failure yet",
+			name: "a running pod whose container exited non-zero has no failure yet (restartPolicy Always: restarted)",
 			pod:  corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{terminated("main", 1, "Error", 1, 2)}},
 		},
 		{
@@ -407,4 +407,78 @@ func TestOfDisrupted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPhaseOf: the phase a real kubelet is about to write once every
+// regular container has terminated, which it writes an update after the
+// container statuses (seen on a real node, e2e/realnode); otherwise the
+// pod's own phase.
+func TestPhaseOf(t *testing.T) {
+	two := []corev1.Container{{Name: "a"}, {Name: "b"}}
+	one := []corev1.Container{{Name: "main"}}
+	tests := []struct {
+		name     string
+		policy   corev1.RestartPolicy
+		phase    corev1.PodPhase
+		spec     []corev1.Container
+		statuses []corev1.ContainerStatus
+		want     corev1.PodPhase
+	}{
+		{"Never, the only container exited 3: Failed", corev1.RestartPolicyNever, corev1.PodRunning, one,
+			[]corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}, corev1.PodFailed},
+		{"Never, every container exited 0: Succeeded", corev1.RestartPolicyNever, corev1.PodRunning, two,
+			[]corev1.ContainerStatus{terminated("a", 0, "Completed", 1, 2), terminated("b", 0, "Completed", 1, 3)}, corev1.PodSucceeded},
+		{"Never, one exited 0, one exited 1: Failed", corev1.RestartPolicyNever, corev1.PodRunning, two,
+			[]corev1.ContainerStatus{terminated("a", 0, "Completed", 1, 2), terminated("b", 1, "Error", 1, 3)}, corev1.PodFailed},
+		{"Never, one still runs: Running", corev1.RestartPolicyNever, corev1.PodRunning, two,
+			[]corev1.ContainerStatus{terminated("a", 3, "Error", 1, 2), running("b", 1)}, corev1.PodRunning},
+		{"Never, a container not reported yet: Running", corev1.RestartPolicyNever, corev1.PodRunning, two,
+			[]corev1.ContainerStatus{terminated("a", 0, "Completed", 1, 2)}, corev1.PodRunning},
+		{"OnFailure, exited 0: Succeeded", corev1.RestartPolicyOnFailure, corev1.PodRunning, one,
+			[]corev1.ContainerStatus{terminated("main", 0, "Completed", 1, 2)}, corev1.PodSucceeded},
+		{"OnFailure, exited 3: Running, the kubelet restarts it", corev1.RestartPolicyOnFailure, corev1.PodRunning, one,
+			[]corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}, corev1.PodRunning},
+		{"Always, exited 0: Running", corev1.RestartPolicyAlways, corev1.PodRunning, one,
+			[]corev1.ContainerStatus{terminated("main", 0, "Completed", 1, 2)}, corev1.PodRunning},
+		{"unset policy (Always once defaulted): Running", "", corev1.PodRunning, one,
+			[]corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}, corev1.PodRunning},
+		{"Pending stays Pending", corev1.RestartPolicyNever, corev1.PodPending, one,
+			[]corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}, corev1.PodPending},
+		{"the kubelet's own terminal phase stands", corev1.RestartPolicyNever, corev1.PodFailed, one,
+			[]corev1.ContainerStatus{terminated("main", 0, "Completed", 1, 2)}, corev1.PodFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				Spec:   corev1.PodSpec{RestartPolicy: tt.policy, Containers: tt.spec},
+				Status: corev1.PodStatus{Phase: tt.phase, ContainerStatuses: tt.statuses},
+			}
+			if got := Of(pod).Phase; got != tt.want {
+				t.Errorf("phase %s, want %s", got, tt.want)
+			}
+		})
+	}
+	t.Run("a container with a restart policy of its own leaves the phase to the kubelet", func(t *testing.T) {
+		pod := &corev1.Pod{
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}},
+		}
+		if got := Of(pod).Phase; got != corev1.PodRunning {
+			t.Errorf("phase %s, want Running", got)
+		}
+	})
+	t.Run("the inferred failure is described like the kubelet's", func(t *testing.T) {
+		pod := &corev1.Pod{
+			Spec:   corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: one},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}},
+		}
+		s := Of(pod)
+		if s.Failure == nil || s.Failure.String() != "container main exited 3, Error" {
+			t.Errorf("failure %v", s.Failure)
+		}
+		if !s.Terminal() || !s.FinishedAt.Equal(at(2).Time) {
+			t.Errorf("terminal %v, finishedAt %v", s.Terminal(), s.FinishedAt)
+		}
+	})
 }

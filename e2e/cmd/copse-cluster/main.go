@@ -2,7 +2,7 @@
 // docs/local-cluster.md) in the background, for manual work against the same
 // control plane the e2e suites use.
 //
-//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N] [--nvidia-dra] [--kueue]
+//	copse-cluster up [--dir D] [--zones N --blocks-per-zone N --racks-per-block N --nodes-per-rack N --gpus-per-node N] [--nvidia-dra] [--kueue] [--real-nodes N]
 //	copse-cluster status [--dir D]
 //	copse-cluster down [--dir D]
 //	copse-cluster build [--parallel N]
@@ -101,6 +101,7 @@ func up(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long each component may take to become healthy")
 	nvidiaDRA := fs.Bool("nvidia-dra", false, "run the simulated NVIDIA DRA driver: ComputeDomain CRD, channel DeviceClass, channel ResourceSlices per GPU node, ComputeDomain controller")
 	withKueue := fs.Bool("kueue", false, "run Kueue (sigs.k8s.io/kueue, pinned in hack/tools/kueue) with its CRDs and webhooks: integrations batch/job, JobSet and TrainJob")
+	realNodes := fs.Int("real-nodes", 0, "real nodes to start next to the simulated ones: a kubelet, containerd and runc each, running real containers (root, cgroups and overlayfs needed; docs/local-cluster.md)")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		return errors.New("no --dir given and no user cache directory to default to")
@@ -116,6 +117,7 @@ func up(ctx context.Context, args []string) error {
 		Detach:           true,
 		ComponentTimeout: *timeout,
 		NVIDIADRA:        *nvidiaDRA,
+		RealNodes:        *realNodes,
 	})
 	if errors.Is(err, cluster.ErrAlreadyRunning) {
 		return fmt.Errorf("%w\nit stays usable (KUBECONFIG=%s); to replace it run: copse-cluster down --dir %s",

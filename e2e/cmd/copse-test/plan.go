@@ -51,6 +51,7 @@ var typical = map[string]time.Duration{
 	"e2e/cluster":                         85 * time.Second,
 	"e2e/core":                            85 * time.Second,
 	"e2e/chaos":                           80 * time.Second,
+	"e2e/realnode":                        80 * time.Second,
 	"e2e/webhook":                         55 * time.Second,
 	"e2e/helm":                            55 * time.Second,
 	"e2e/trainerparity":                   35 * time.Second,

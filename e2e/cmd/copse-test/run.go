@@ -25,11 +25,26 @@ type result struct {
 	// failed or the run was interrupted before it started.
 	err     error
 	logPath string
+	// skipped is why a job that passed ran nothing (process.SkipMarker in
+	// its log): the summary reports it as skipped, not as ok.
+	skipped string
 }
 
 var errNotRun = errors.New("not run")
 
 func (r result) duration() time.Duration { return r.end.Sub(r.start) }
+
+// outcome is how the job went in a word or two: ok, SKIPPED (why), FAILED.
+func (r result) outcome() string {
+	switch {
+	case r.err != nil:
+		return "FAILED"
+	case r.skipped != "":
+		return "SKIPPED (" + r.skipped + ")"
+	default:
+		return "ok"
+	}
+}
 
 // runner runs stages of jobs, parallel at a time, each with its output in a
 // log file of its own, and reports to out: a line when a job starts, and
@@ -96,6 +111,11 @@ func (r *runner) run(ctx context.Context, j job) result {
 		}
 	}
 	res.end, res.err = time.Now(), err
+	if err == nil {
+		if log, rerr := os.ReadFile(res.logPath); rerr == nil {
+			res.skipped = process.SkipReason(string(log))
+		}
+	}
 	r.report(res)
 	return res
 }
@@ -108,7 +128,7 @@ func (r *runner) report(res result) {
 		_, _ = io.Copy(r.out, f)
 		_ = f.Close()
 	}
-	outcome := "ok"
+	outcome := res.outcome()
 	if res.err != nil {
 		outcome = "FAILED (" + res.err.Error() + ")"
 	}

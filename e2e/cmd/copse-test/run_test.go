@@ -116,3 +116,25 @@ func TestRunStageStopsWhenInterrupted(t *testing.T) {
 		t.Errorf("the job after it: %v, want not run", results[1].err)
 	}
 }
+
+// A job that passed but printed process.SkipMarker ran nothing: it is
+// reported as skipped, with its reason, never as ok.
+func TestRunStageReportsASkippedJobAsSkipped(t *testing.T) {
+	r, out := newRunner(t, 1)
+	results := r.runStage(context.Background(), []job{
+		shellJob("e2e/realnode", "echo 'copse-test: SKIPPED: realnode: real nodes need root'; exit 0"),
+	})
+	if results[0].err != nil || results[0].skipped != "realnode: real nodes need root" {
+		t.Fatalf("result %+v, want skipped with its reason", results[0])
+	}
+	if !regexp.MustCompile(`\] SKIPPED \(realnode: real nodes need root\) e2e/realnode in`).MatchString(out.String()) {
+		t.Errorf("output lacks the skip line:\n%s", out.String())
+	}
+	began := results[0].start
+	got := summary(results, began, results[0].end, 1)
+	for _, want := range []string{"ok; SKIPPED: e2e/realnode", "SKIPPED (realnode: real nodes need root)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func summary(results []result, began, ended time.Time, parallel int) string {
 			continue
 		}
 		from, to, busy, ran := time.Time{}, time.Time{}, time.Duration(0), 0
-		var failed []string
+		var failed, skipped []string
 		for _, r := range jobs {
 			if errors.Is(r.err, errNotRun) {
 				failed = append(failed, r.job.name+" (not run)")
@@ -46,10 +46,16 @@ func summary(results []result, began, ended time.Time, parallel int) string {
 			if r.err != nil {
 				failed = append(failed, r.job.name)
 			}
+			if r.err == nil && r.skipped != "" {
+				skipped = append(skipped, r.job.name)
+			}
 		}
 		outcome := "ok"
 		if len(failed) > 0 {
 			outcome = "FAILED: " + strings.Join(failed, ", ")
+		}
+		if len(skipped) > 0 {
+			outcome += "; SKIPPED: " + strings.Join(skipped, ", ")
 		}
 		if ran == 0 {
 			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t%s\n", tier, len(jobs), outcome)
@@ -66,10 +72,7 @@ func summary(results []result, began, ended time.Time, parallel int) string {
 	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tTIER\tFROM\tTO\tTIME\tRESULT")
 	for _, r := range ran {
-		outcome := "ok"
-		if r.err != nil {
-			outcome = "FAILED"
-		}
+		outcome := r.outcome()
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.job.name, r.job.tier,
 			formatDuration(r.start.Sub(began)), formatDuration(r.end.Sub(began)), formatDuration(r.duration()), outcome)
 	}

@@ -1,0 +1,104 @@
+package realnode_test
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/labels"
+)
+
+// lastSeen records the last state of every pod of a namespace before it
+// was removed: the kubelet writes a deleted pod's final container
+// statuses just before it lets the API server remove the pod.
+type lastSeen struct {
+	mu   sync.Mutex
+	pods map[types.UID]*corev1.Pod
+}
+
+func watchPods(ctx context.Context, namespace string) *lastSeen {
+	GinkgoHelper()
+	seen := &lastSeen{pods: map[types.UID]*corev1.Pod{}}
+	w, err := env.Clientset.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		defer GinkgoRecover()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				seen.mu.Lock()
+				seen.pods[pod.UID] = pod
+				seen.mu.Unlock()
+			}
+		}
+	}()
+	return seen
+}
+
+// deleted returns the last state of the deleted pods of a clique.
+func (s *lastSeen) deleted(clique string) []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range s.pods {
+		if p.Labels[labels.CliqueTemplateKey] == clique && p.DeletionTimestamp != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Termination grace on a real node", Label("realnode"), func() {
+	It("lets a restart's deleted pods end within their grace period: SIGTERM first, SIGKILL at its end", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "grace")
+		seen := watchPods(ctx, ns)
+		// One pod fails; the replica's restart deletes the other two: one
+		// ends within its 10 s grace on SIGTERM (exit 143 after 2 s), the
+		// other outlasts its 2 s grace and is killed (exit 137).
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 1,
+			clique("failer", 1, realNodePod(5, workload("main", "--sleep", "5s", "--exit", "3"))),
+			clique("graceful", 1, realNodePod(10, workload("main", "--sleep", "300s", "--linger-on-term", "2s"))),
+			clique("stubborn", 1, realNodePod(2, workload("main", "--sleep", "300s", "--linger-on-term", "60s"))))
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "job").Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseFailed))
+			g.Expect(env.Pods(ctx, g, ns, "job", client.MatchingLabels{labels.CliqueTemplateKey: "graceful"})).To(BeEmpty())
+			g.Expect(env.Pods(ctx, g, ns, "job", client.MatchingLabels{labels.CliqueTemplateKey: "stubborn"})).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
+		Expect(env.GetPodCliqueSet(ctx, Default, ns, "job").Status.RestartCount).To(Equal(int32(1)))
+
+		By("reading, for both attempts, the final statuses the kubelet wrote before the pods went")
+		for _, c := range []struct {
+			clique   string
+			grace    time.Duration
+			exitCode int32
+			atLeast  time.Duration
+			before   time.Duration
+		}{
+			{clique: "graceful", grace: 10 * time.Second, exitCode: 143, atLeast: time.Second, before: 10 * time.Second},
+			{clique: "stubborn", grace: 2 * time.Second, exitCode: 137, atLeast: time.Second, before: 30 * time.Second},
+		} {
+			pods := seen.deleted(c.clique)
+			Expect(pods).To(HaveLen(2), "clique %s: one pod per attempt, deleted by the restart and by the failure", c.clique)
+			for _, pod := range pods {
+				status := expectWrittenByKubelet(Default, pod, "main", c.exitCode)
+				// The API server sets deletionTimestamp to the time of the
+				// deletion plus the grace period.
+				deletedAt := pod.DeletionTimestamp.Add(-c.grace)
+				took := status.FinishedAt.Sub(deletedAt)
+				Expect(took).To(BeNumerically(">=", c.atLeast), "pod %s ended %s after its deletion: SIGTERM was not honoured", pod.Name, took)
+				Expect(took).To(BeNumerically("<", c.before), "pod %s ended %s after its deletion", pod.Name, took)
+			}
+		}
+	})
+})
