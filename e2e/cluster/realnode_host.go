@@ -52,6 +52,51 @@ func RealNodeSupport() error {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return fmt.Errorf("real nodes need iproute2's ip to remove a node's bridge: %w", err)
 	}
+	return probeRealNodeHost()
+}
+
+// probeRealNodeHost tries, and undoes, what a real node does to its host:
+// a cgroup in every hierarchy, an overlay mount, a bridge, and the
+// namespaces runc makes for a container. Root with every file in place may
+// still be refused these (a sandboxed machine); it is then a host that
+// cannot run real nodes, said here, rather than a cluster that fails to
+// start.
+func probeRealNodeHost() error {
+	id := fmt.Sprintf("copse-probe-%d", os.Getpid())
+	if err := createCgroupRoot("/" + id); err != nil {
+		_ = removeCgroupRoot("/" + id)
+		return fmt.Errorf("real nodes need to create cgroups: %w", err)
+	}
+	if err := removeCgroupRoot("/" + id); err != nil {
+		return fmt.Errorf("real nodes need to remove cgroups: %w", err)
+	}
+	dir, err := os.MkdirTemp("", id)
+	if err != nil {
+		return fmt.Errorf("real node probe: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	for _, d := range []string{"lower", "upper", "work", "merged"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("real node probe: %w", err)
+		}
+	}
+	options := fmt.Sprintf("lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", dir, dir, dir)
+	if err := syscall.Mount("overlay", filepath.Join(dir, "merged"), "overlay", 0, options); err != nil {
+		return fmt.Errorf("real nodes need overlay mounts (containerd's snapshotter): %w", err)
+	}
+	_ = syscall.Unmount(filepath.Join(dir, "merged"), syscall.MNT_DETACH)
+	bridge := fmt.Sprintf("cprobe%d", os.Getpid()%100000000)
+	if out, err := exec.Command("ip", "link", "add", bridge, "type", "bridge").CombinedOutput(); err != nil {
+		return fmt.Errorf("real nodes need to create a bridge for their pods: ip link add: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	if err := deleteLink(bridge); err != nil {
+		return fmt.Errorf("real node probe: %w", err)
+	}
+	if unshare, err := exec.LookPath("unshare"); err == nil {
+		if out, err := exec.Command(unshare, "--fork", "--pid", "--mount", "--net", "--ipc", "--uts", "true").CombinedOutput(); err != nil {
+			return fmt.Errorf("real nodes need the namespaces runc makes for a container: unshare: %w: %s", err, strings.TrimSpace(string(out)))
+		}
+	}
 	return nil
 }
 
