@@ -27,8 +27,9 @@ const EnvRealNodes = "COPSE_REAL_NODES"
 // RealNodeSupport says why this host cannot run real nodes, or nil if it
 // can: root (the kubelet, containerd and runc mount filesystems and make
 // namespaces and cgroups), cgroups (v1 with the cpu, memory and pids
-// controllers, or v2), overlayfs (containerd's snapshotter), and iproute2's
-// ip (to remove a node's bridge).
+// controllers, or v2), overlayfs (containerd's snapshotter), iproute2's ip
+// (to remove a node's bridge), and apt (EnsureDebianPackage); then it tries
+// what a node does to its host (probeRealNodeHost).
 func RealNodeSupport() error {
 	if v := os.Getenv(EnvRealNodes); v == "off" {
 		return fmt.Errorf("real nodes are turned off (%s=off)", EnvRealNodes)
@@ -51,6 +52,11 @@ func RealNodeSupport() error {
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		return fmt.Errorf("real nodes need iproute2's ip to remove a node's bridge: %w", err)
+	}
+	for _, tool := range []string{"apt-get", "apt-cache", "dpkg-deb"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("real nodes need Debian's packages libseccomp-dev and busybox-static, fetched with apt (a Debian or Ubuntu host): %w", err)
+		}
 	}
 	return probeRealNodeHost()
 }

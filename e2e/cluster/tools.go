@@ -338,11 +338,19 @@ func (b BuiltTool) Path(binary string) string { return filepath.Join(b.Dir, bina
 // parallel at a time and the longest builds first, and returns them in the
 // order of Tools. One go build leaves a core idle much of the time (module
 // downloads, the linker, long dependency chains), so two builds at once fill
-// a 2-core machine.
+// a 2-core machine. On a host that cannot run real nodes (RealNodeSupport)
+// their tools are left out, saying why: nothing there could run them, and
+// runc's build needs what such a host may lack (Debian's packages).
 func EnsureTools(ctx context.Context, parallel int, progress io.Writer) ([]BuiltTool, error) {
-	order := make([]int, len(Tools))
-	for i := range order {
-		order[i] = i
+	var order []int
+	unsupported := RealNodeSupport()
+	if unsupported != nil {
+		fmt.Fprintf(progress, "not building the real nodes' tools (%s): %v\n", strings.Join(RealNodeTools, ", "), unsupported)
+	}
+	for i, t := range Tools {
+		if unsupported == nil || !slices.Contains(RealNodeTools, t.Name) {
+			order = append(order, i)
+		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(Tools[b].ColdBuild, Tools[a].ColdBuild) })
 	built := make([]BuiltTool, len(Tools))
@@ -362,7 +370,7 @@ func EnsureTools(ctx context.Context, parallel int, progress io.Writer) ([]Built
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return built, nil
+	return slices.DeleteFunc(built, func(b BuiltTool) bool { return b.Dir == "" }), nil
 }
 
 // EnsureTool returns the tool called name (a row of Tools), building it into
