@@ -82,6 +82,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			lifecycle.OutcomeFinalizer(),
 			blueprint.SharedClaims(),
 			blueprint.StartupGate(cfg.StartupGate.Image),
+			blueprint.RestartAgent(cfg.StartupGate.Image),
 		}, append(mnnvlParts.decorators, kueueDecorators(cfg.Kueue)...)...),
 		MaxConcurrentReconciles: int(cfg.Controllers.PodClique.ConcurrentSyncs),
 		WriteBudget:             int(cfg.Controllers.MaxWritesPerReconcile),

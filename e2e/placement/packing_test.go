@@ -288,6 +288,36 @@ var _ = Describe("Topology packing of PodCliqueSet gangs", Label("placement"), f
 		expectPodGroupKey(ctx, namespace, "train-0", "1", cluster.LabelRack)
 	})
 
+	It("restarts a packed MNNVL replica in place: the kept pods on their nodes, the rack, the PodGroup and the ComputeDomain unchanged", func(ctx context.Context) {
+		pcs := inMNNVLGroup(rackPackedTraining(namespace, "inplace", binding, 4))
+		pcs.Spec.TrainingSpec.RestartStrategy = copsev1alpha1.TrainingRestartInPlace
+		createPCS(ctx, pcs)
+
+		first := boundPods(ctx, namespace, pcs.Name, 4, client.MatchingLabels{labels.AttemptKey: "0"})
+		Expect(domainsOf(ctx, first, cluster.LabelRack)).To(HaveLen(1))
+		domain := waitComputeDomains(ctx, namespace, "inplace-0-fabric")["inplace-0-fabric"]
+		gang := &schedulingv1beta1.PodGroup{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-0"}, gang)).To(Succeed())
+
+		By("a worker exits 1: the replica restarts in place")
+		env.MakePodExit(ctx, &first[0], "1")
+		Eventually(func(g Gomega) {
+			got := env.GetPodCliqueSet(ctx, g, namespace, pcs.Name)
+			g.Expect(got.Status.ReplicaRecreations).To(ConsistOf(And(HaveField("InPlace", BeTrue()), HaveField("BarrierLiftedAt", Not(BeNil())))))
+		}).WithContext(ctx).WithTimeout(packingWait).Should(Succeed())
+		second := boundPods(ctx, namespace, pcs.Name, 4, client.MatchingLabels{labels.AttemptKey: "1"})
+		for _, was := range first[1:] {
+			Expect(second).To(ContainElement(And(HaveField("UID", was.UID), HaveField("Spec.NodeName", was.Spec.NodeName))), "pod %s kept on its node", was.Name)
+		}
+		Expect(domainsOf(ctx, second, cluster.LabelRack)).To(Equal(domainsOf(ctx, first, cluster.LabelRack)), "the replica stays in its rack")
+		now := waitComputeDomains(ctx, namespace, "inplace-0-fabric")["inplace-0-fabric"]
+		Expect(now.GetUID()).To(Equal(domain.GetUID()), "the ComputeDomain is kept")
+		expectChannelOf(ctx, second, now)
+		kept := &schedulingv1beta1.PodGroup{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-0"}, kept)).To(Succeed())
+		Expect(kept.UID).To(Equal(gang.UID), "the PodGroup is kept")
+	})
+
 	It("reports a binding deleted under a PodCliqueSet and leaves its level off the next attempt's gang", func(ctx context.Context) {
 		pcs := rackPackedTraining(namespace, "orphaned", binding, 2)
 		createPCS(ctx, pcs)

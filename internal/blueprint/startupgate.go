@@ -13,7 +13,7 @@ import (
 
 // Names of what the startup gate adds to a pod.
 const (
-	StartupGateContainer = "copse-startup-gate"
+	StartupGateContainer = labels.StartupGateContainer
 	startupGateVolume    = "copse-startup-gate"
 	startupGateDir       = "/etc/copse/startup-gate"
 	startupGateFile      = "state"

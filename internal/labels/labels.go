@@ -41,6 +41,10 @@ const (
 // a downward-API volume and lets the pod's containers start once it is open.
 const StartupGateAnnotation = "copse.dev/startup-gate"
 
+// StartupGateContainer is the name of the startup gate's init container,
+// whose status tells whether a pod's containers are held at the gate.
+const StartupGateContainer = "copse-startup-gate"
+
 // TemplateReplicasAnnotation, on a PodClique or PodCliqueScalingGroup,
 // holds the replica count of the PodCliqueSet template that copse last
 // applied to it. A template count different from it is a change of the

@@ -40,6 +40,12 @@ type ReplicaState struct {
 	// RunCreated: every PodClique and PodCliqueScalingGroup of the Training
 	// replica's current run has existed (status.createdReplicaIndexes).
 	RunCreated bool
+	// InPlace: the replica's current run began with a restart in place;
+	// its PodCliques adopt the pods the restart kept.
+	InPlace bool
+	// Barrier (InPlace): a pod of the replica may still run the previous
+	// attempt, so the current run's startup gates stay closed.
+	Barrier bool
 }
 
 // Reason is why a replica may not get new pods: a condition reason
@@ -141,6 +147,8 @@ func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) R
 		if attempt >= 0 && attempt < int(rec.Attempt) {
 			s.Superseded = true
 		}
+		s.InPlace = rec.InPlace
+		s.Barrier = rec.InPlace && rec.BarrierLiftedAt == nil
 	}
 	return s
 }
@@ -180,8 +188,8 @@ func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
 // to cur, can change what MayCreatePods answers for any of its replicas: a
 // deletion started, the Training workload ended, spec.suspend changed (or,
 // while suspended, whether it waits for Kueue's admission), a replica
-// succeeded or had its whole run, or a recreation was recorded or
-// completed. The PodClique controller is woken by such changes
+// succeeded or had its whole run, or a recreation was recorded, completed
+// or (in place) lifted its barrier. The PodClique controller is woken by such changes
 // only: a clique that was refused pods because its replica was still being
 // recreated gets them as soon as the recreation completes, with no other
 // event needed.
@@ -197,7 +205,8 @@ func MayCreatePodsChanged(old, cur *copsev1alpha1.PodCliqueSet) bool {
 	}
 	for i, was := range old.Status.ReplicaRecreations {
 		now := cur.Status.ReplicaRecreations[i]
-		if was.ReplicaIndex != now.ReplicaIndex || was.Attempt != now.Attempt || (was.CompletedAt == nil) != (now.CompletedAt == nil) {
+		if was.ReplicaIndex != now.ReplicaIndex || was.Attempt != now.Attempt || (was.CompletedAt == nil) != (now.CompletedAt == nil) ||
+			(was.BarrierLiftedAt == nil) != (now.BarrierLiftedAt == nil) {
 			return true
 		}
 	}

@@ -52,6 +52,12 @@ type Summary struct {
 	// StartupGate is the pod's startup gate state (labels.StartupGateAnnotation):
 	// "closed", "open", or "" for a pod without a gate.
 	StartupGate string
+	// GateHolding: the pod has a startup gate and its containers are held
+	// there: the gate init container has not completed (it waits, or has
+	// not started yet). After a restart in place the kubelet runs the gate
+	// again, so a pod adopted into a new attempt holds there once its old
+	// containers are gone.
+	GateHolding bool
 	// FinishedAt is when the last container of an ended pod terminated
 	// (zero when unknown or not ended).
 	FinishedAt time.Time
@@ -155,6 +161,7 @@ func Of(pod *corev1.Pod) Summary {
 		ScheduleGated: len(pod.Spec.SchedulingGates) > 0,
 		Ready:         podReady(pod),
 		StartupGate:   pod.Annotations[labels.StartupGateAnnotation],
+		GateHolding:   gateHolding(pod),
 		TemplateHash:  pod.Labels[labels.PodTemplateHashKey],
 		Gang:          pod.Labels[labels.PodGangKey],
 	}
@@ -204,7 +211,8 @@ func Of(pod *corev1.Pod) Summary {
 // does: once every regular container has terminated and none will be
 // restarted, the pod has Succeeded when all exited 0, and Failed otherwise
 // under restartPolicy Never. A container with a restart policy of its own
-// (container restart rules) leaves the phase to the kubelet.
+// (container restart rules), or a restart of every container in place,
+// leaves the phase to the kubelet.
 func phaseOf(pod *corev1.Pod) corev1.PodPhase {
 	phase := pod.Status.Phase
 	// An unset policy is Always: the API server defaults it so.
@@ -216,6 +224,9 @@ func phaseOf(pod *corev1.Pod) corev1.PodPhase {
 		if c.RestartPolicy != nil {
 			return phase
 		}
+	}
+	if restartingAllContainers(pod) {
+		return phase
 	}
 	allZero := true
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -234,6 +245,48 @@ func phaseOf(pod *corev1.Pod) corev1.PodPhase {
 		return phase // OnFailure: the kubelet restarts the failed containers
 	}
 }
+
+// gateHolding reports whether the pod's startup gate holds its containers:
+// it has the gate, and the gate init container has not terminated (with no
+// status of the gate yet: no other container has started either).
+func gateHolding(pod *corev1.Pod) bool {
+	if pod.Annotations[labels.StartupGateAnnotation] == "" {
+		return false
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name == labels.StartupGateContainer {
+			return cs.State.Terminated == nil
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// restartingAllContainers reports whether the kubelet is restarting every
+// container of the pod in place (RestartAllContainers): the pod's
+// AllContainersRestarting condition is True, or a container was stopped
+// for it. Its containers look terminated, and the pod is not ending.
+func restartingAllContainers(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.AllContainersRestarting && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.Reason == ReasonRestartingAllContainers {
+			return true
+		}
+	}
+	return false
+}
+
+// ReasonRestartingAllContainers is the reason the kubelet gives a container
+// it stops to restart every container of its pod in place.
+const ReasonRestartingAllContainers = "RestartingAllContainers"
 
 // disruption is the pod's DisruptionTarget condition when it is True.
 func disruption(pod *corev1.Pod) *corev1.PodCondition {

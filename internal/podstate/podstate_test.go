@@ -413,6 +413,35 @@ func TestOfDisrupted(t *testing.T) {
 // regular container has terminated, which it writes an update after the
 // container statuses (seen on a real node, e2e/realnode); otherwise the
 // pod's own phase.
+func TestGateHolding(t *testing.T) {
+	gate := func(state corev1.ContainerState) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: labels.StartupGateContainer, State: state}}
+	}
+	tests := []struct {
+		name       string
+		annotation string
+		statuses   []corev1.ContainerStatus
+		want       bool
+	}{
+		{"no gate", "", nil, false},
+		{"a gate not started yet holds", "closed", nil, true},
+		{"a waiting gate holds", "closed", gate(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}), true},
+		{"a running gate holds", "closed", gate(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}), true},
+		{"a gate that completed holds no more", "closed", gate(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Status: corev1.PodStatus{InitContainerStatuses: tt.statuses}}
+			if tt.annotation != "" {
+				pod.Annotations = map[string]string{labels.StartupGateAnnotation: tt.annotation}
+			}
+			if got := Of(pod).GateHolding; got != tt.want {
+				t.Errorf("GateHolding %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPhaseOf(t *testing.T) {
 	two := []corev1.Container{{Name: "a"}, {Name: "b"}}
 	one := []corev1.Container{{Name: "main"}}
@@ -446,6 +475,8 @@ func TestPhaseOf(t *testing.T) {
 			[]corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}, corev1.PodPending},
 		{"the kubelet's own terminal phase stands", corev1.RestartPolicyNever, corev1.PodFailed, one,
 			[]corev1.ContainerStatus{terminated("main", 0, "Completed", 1, 2)}, corev1.PodFailed},
+		{"Never, stopped to restart every container in place: Running", corev1.RestartPolicyNever, corev1.PodRunning, one,
+			[]corev1.ContainerStatus{terminated("main", 137, ReasonRestartingAllContainers, 1, 2)}, corev1.PodRunning},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -463,6 +494,17 @@ func TestPhaseOf(t *testing.T) {
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "main", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{terminated("main", 3, "Error", 1, 2)}},
+		}
+		if got := Of(pod).Phase; got != corev1.PodRunning {
+			t.Errorf("phase %s, want Running", got)
+		}
+	})
+	t.Run("a pod whose containers all restart in place is not ending", func(t *testing.T) {
+		pod := &corev1.Pod{
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: one},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions:        []corev1.PodCondition{{Type: corev1.AllContainersRestarting, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{terminated("main", 0, "Completed", 1, 2)}},
 		}
 		if got := Of(pod).Phase; got != corev1.PodRunning {
 			t.Errorf("phase %s, want Running", got)

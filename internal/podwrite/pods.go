@@ -58,3 +58,16 @@ func DeleteAndRelease(ctx context.Context, c client.Client, namespace string, po
 	}
 	return ReleaseOutcome(ctx, c, namespace, pod)
 }
+
+// DeleteFromLostNode deletes a pod whose node is gone at once (grace period
+// 0, as the pod garbage collector does): no kubelet is left to stop its
+// containers, so a grace period would only keep it terminating. Its
+// outcome finalizer is released.
+func DeleteFromLostNode(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+	uid := pod.UID
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod.Name, UID: uid}}
+	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s/%s of a lost node: %w", namespace, pod.Name, err)
+	}
+	return ReleaseOutcome(ctx, c, namespace, pod)
+}

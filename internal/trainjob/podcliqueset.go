@@ -87,7 +87,8 @@ func PodCliqueSetObjectsOf(plan *Plan) *PodCliqueSetObjects {
 // and annotations go on the clique, under the pod template's.
 //
 // The JobSet's policies become the PodCliqueSet's: failurePolicy.maxRestarts
-// is trainingSpec.maxRestarts; its rules and the Jobs' podFailurePolicy are
+// is trainingSpec.maxRestarts, restartStrategy InPlaceRestart is
+// trainingSpec.restartStrategy InPlace; its rules and the Jobs' podFailurePolicy are
 // trainingSpec.failurePolicy.rules (failureRulesFrom); successPolicy is trainingSpec.successPolicy
 // with the replicated jobs as target cliques; startupPolicy InOrder is
 // cliqueStartupType InOrder; dependsOn Ready is cliqueStartupType Explicit
@@ -101,6 +102,11 @@ func BuildPodCliqueSet(p *Plan) *copsev1alpha1.PodCliqueSet {
 	training := &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To[int32](0)}
 	if fp := p.Spec.FailurePolicy; fp != nil {
 		training.MaxRestarts = ptr.To(fp.MaxRestarts)
+		if fp.RestartStrategy == jobsetv1alpha2.InPlaceRestart {
+			// JobSet's in-place restart (KEP-467) is copse's: healthy pods
+			// restart where they run, behind a barrier; the rest are made anew.
+			training.RestartStrategy = copsev1alpha1.TrainingRestartInPlace
+		}
 	}
 	if rules, _ := failureRulesFrom(&jobSet.Spec, field.NewPath("spec")); len(rules) > 0 {
 		training.FailurePolicy = &copsev1alpha1.TrainingFailurePolicy{Rules: rules}

@@ -46,11 +46,6 @@ func podCliqueSetRefusals(spec *jobsetv1alpha2.JobSetSpec, podGroupPolicy *train
 	specPath := field.NewPath("spec", "template", "spec")
 	_, ruleErrs := failureRulesFrom(spec, specPath)
 	errs = append(errs, ruleErrs...)
-	if fp := spec.FailurePolicy; fp != nil {
-		if fp.RestartStrategy == jobsetv1alpha2.InPlaceRestart {
-			refuse(specPath.Child("failurePolicy", "restartStrategy"), "a restart recreates every pod of the replica")
-		}
-	}
 	if spec.Coordinator != nil {
 		refuse(specPath.Child("coordinator"), "no coordinator annotation is written")
 	}

@@ -180,6 +180,24 @@ func TestBuildPodCliqueSetPolicies(t *testing.T) {
 					t.Errorf("maxRestarts %d, want 3", got)
 				}
 			}},
+		{"failurePolicy.restartStrategy InPlaceRestart is trainingSpec.restartStrategy InPlace",
+			twoJobs(func(s *jobsetv1alpha2.JobSetSpec) {
+				s.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2, RestartStrategy: jobsetv1alpha2.InPlaceRestart}
+			}),
+			func(t *testing.T, pcs *copsev1alpha1.PodCliqueSet) {
+				if got := pcs.Spec.TrainingSpec.RestartStrategy; got != copsev1alpha1.TrainingRestartInPlace {
+					t.Errorf("restartStrategy %q, want InPlace", got)
+				}
+			}},
+		{"failurePolicy.restartStrategy Recreate keeps the default",
+			twoJobs(func(s *jobsetv1alpha2.JobSetSpec) {
+				s.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2, RestartStrategy: jobsetv1alpha2.Recreate}
+			}),
+			func(t *testing.T, pcs *copsev1alpha1.PodCliqueSet) {
+				if got := pcs.Spec.TrainingSpec.RestartStrategy; got != "" {
+					t.Errorf("restartStrategy %q, want unset (Recreate)", got)
+				}
+			}},
 		{"successPolicy targets become target cliques (Kubeflow's MPI runtimes: the launcher)",
 			twoJobs(func(s *jobsetv1alpha2.JobSetSpec) {
 				s.SuccessPolicy = &jobsetv1alpha2.SuccessPolicy{Operator: jobsetv1alpha2.OperatorAll, TargetReplicatedJobs: []string{"launcher"}}
@@ -428,9 +446,9 @@ func TestPodCliqueSetRefusals(t *testing.T) {
 			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{Rules: []jobsetv1alpha2.FailurePolicyRule{{Name: "r", Action: jobsetv1alpha2.FailJobSet,
 				OnJobFailureReasons: []string{"PodFailurePolicy"}, OnJobFailureMessagePatterns: []string{"pod default/"}}}}
 		}, "spec.template.spec.failurePolicy.rules"},
-		{"restartStrategy InPlaceRestart", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
+		{"restartStrategy InPlaceRestart (restartStrategy InPlace)", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{RestartStrategy: jobsetv1alpha2.InPlaceRestart}
-		}, "spec.template.spec.failurePolicy.restartStrategy"},
+		}, ""},
 		{"coordinator", func(s *trainerv1alpha1.TrainingRuntimeSpec) {
 			s.Template.Spec.Coordinator = &jobsetv1alpha2.Coordinator{ReplicatedJob: "node"}
 		}, "spec.template.spec.coordinator"},

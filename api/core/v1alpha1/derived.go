@@ -110,6 +110,12 @@ func (pcs *PodCliqueSet) FailurePolicy() *TrainingFailurePolicy {
 	return pcs.Spec.TrainingSpec.FailurePolicy
 }
 
+// RestartsInPlace reports whether a Training workload restarts its
+// replicas in place (trainingSpec.restartStrategy InPlace).
+func (pcs *PodCliqueSet) RestartsInPlace() bool {
+	return pcs.IsTraining() && pcs.Spec.TrainingSpec != nil && pcs.Spec.TrainingSpec.RestartStrategy == TrainingRestartInPlace
+}
+
 // MaxUncountedRestarts is failurePolicy.maxUncountedRestarts, its default
 // when unset.
 func (pcs *PodCliqueSet) MaxUncountedRestarts() int32 {

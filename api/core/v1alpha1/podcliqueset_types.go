@@ -289,4 +289,20 @@ type ReplicaRecreation struct {
 	// +optional
 	// +listType=set
 	Deleting []types.UID `json:"deleting,omitempty"`
+	// InPlace: the restart keeps the replica's pods that can be kept
+	// (trainingSpec.restartStrategy InPlace when it was decided). The
+	// recorded PodCliques and scaling groups are deleted orphaning their
+	// pods, the gangs and ComputeDomains stay, and the new run's PodCliques
+	// adopt the kept pods, whose containers restart in place; only the old
+	// run's pods that ended, are being deleted or lost their node are
+	// deleted. CompletedAt is set when the recorded objects are gone and
+	// those pods with them.
+	// +optional
+	InPlace bool `json:"inPlace,omitempty"`
+	// BarrierLiftedAt (InPlace) is when no pod of the replica ran the old
+	// attempt any more: every pod was adopted into the new run and held at
+	// its startup gate, or made anew. The new run's startup gates open only
+	// after it is set.
+	// +optional
+	BarrierLiftedAt *metav1.Time `json:"barrierLiftedAt,omitempty"`
 }

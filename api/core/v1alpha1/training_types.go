@@ -72,7 +72,31 @@ type TrainingSpec struct {
 	// Unset: every failure restarts its replica and counts.
 	// +optional
 	FailurePolicy *TrainingFailurePolicy `json:"failurePolicy,omitempty"`
+
+	// RestartStrategy is how a replica restarts. Recreate (the default)
+	// deletes every pod of the replica, its gangs and ComputeDomains, and
+	// creates them again. InPlace keeps the replica where it is: the
+	// containers of its healthy pods restart in their pods, on their nodes
+	// (the kubelet's RestartAllContainers), with the same gangs and
+	// ComputeDomains; only pods that ended, are being deleted or lost their
+	// node are made again. A barrier (every pod's startup gate) holds the new
+	// attempt's containers until no pod of the replica runs the old one.
+	// Suspensions and gang terminations always recreate.
+	// +optional
+	RestartStrategy TrainingRestartStrategy `json:"restartStrategy,omitempty"`
 }
+
+// TrainingRestartStrategy says how a Training replica restarts.
+// +kubebuilder:validation:Enum=Recreate;InPlace
+type TrainingRestartStrategy string
+
+const (
+	// TrainingRestartRecreate deletes the replica's pods and makes them again.
+	TrainingRestartRecreate TrainingRestartStrategy = "Recreate"
+	// TrainingRestartInPlace restarts the containers of the replica's pods
+	// where they run, and remakes only the pods that cannot be kept.
+	TrainingRestartInPlace TrainingRestartStrategy = "InPlace"
+)
 
 // TrainingFailurePolicy holds the failure rules of a Training workload.
 //
@@ -368,6 +392,10 @@ const (
 	// ReasonPredecessorsDone: the cliques it starts after are Ready (or
 	// have succeeded).
 	ReasonPredecessorsDone = "PredecessorsDone"
+	// ReasonWaitingForPreviousAttempt: the replica restarts in place and a
+	// pod of it still runs the previous attempt; the clique's startup gates
+	// stay closed (the barrier between attempts).
+	ReasonWaitingForPreviousAttempt = "WaitingForPreviousAttempt"
 )
 
 // OutcomeFinalizer is on every pod of a Training PodClique until the pod's

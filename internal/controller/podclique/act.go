@@ -37,6 +37,11 @@ func (r *Reconciler) act(ctx context.Context, pclq *copsev1alpha1.PodClique, o *
 			"Replacing %d failed pod(s) (%s); %d replaced so far", len(plan.replace), describeFailures(plan.replace), pclq.Status.PodReplacements)
 	}
 	var errs []error
+	adopted, err := r.adoptPods(ctx, pclq, o.adopt)
+	errs = append(errs, err)
+	for _, p := range o.discard {
+		plan.delete = append(plan.delete, podDeletion{pod: p, cause: causeNotAdoptable})
+	}
 	deleted, err := r.deletePods(ctx, pclq, o.key, plan.delete)
 	errs = append(errs, err)
 	released, err := r.releaseRecorded(ctx, pclq, o.workload, o.owned, o.strays, plan.delete, r.writeBudget()-deleted-len(plan.create))
@@ -51,7 +56,7 @@ func (r *Reconciler) act(ctx context.Context, pclq *copsev1alpha1.PodClique, o *
 	errs = append(errs, err)
 
 	result := claimsResult
-	if plan.truncated || released.truncated || open.truncated || opened < len(open.pods) {
+	if plan.truncated || released.truncated || open.truncated || opened < len(open.pods) || adopted < len(o.adopt) {
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: requeue.Soon})
 	}
 	if !plan.retryAt.IsZero() {

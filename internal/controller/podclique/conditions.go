@@ -21,6 +21,10 @@ import (
 // one that lost its pods, or its gang would be terminated before it ever ran.
 const ConditionReasonNeverAvailable = "NeverAvailable"
 
+// ConditionReasonRestartingInPlace is the reason of MinAvailableBreached=
+// Unknown while the clique's replica restarts in place (the barrier is up).
+const ConditionReasonRestartingInPlace = "RestartingInPlace"
+
 // ConditionReasonPodsFailed is the reason of MinAvailableBreached=True in a
 // Training workload when pods failed (exited non-zero, or were evicted) and
 // too few healthy pods are left. A failed training pod is a breach at once,
@@ -39,6 +43,10 @@ type breachInput struct {
 	minAvailable int
 	// succeeded is true when the clique has the Succeeded condition.
 	succeeded bool
+	// restarting: the replica restarts in place and a pod of it may still
+	// run the previous attempt (the barrier is up); the clique's pods are
+	// held at their gates on purpose.
+	restarting bool
 }
 
 // minAvailableBreachedCondition computes MinAvailableBreached from the
@@ -54,6 +62,9 @@ type breachInput struct {
 //     >= minAvailable.
 //   - Training, at least one pod Failed: True (PodsFailed), whatever the
 //     previous condition. The message names the failed pods.
+//   - Unknown (RestartingInPlace) while its replica restarts in place and
+//     the barrier is up, unless a pod failed: the pods kept lose their
+//     readiness as their containers restart. The clique is then as new.
 //   - Unknown (NeverAvailable) until the clique is available for the first
 //     time.
 //   - True once it was available and no longer is; the reason says whether
@@ -84,6 +95,13 @@ func minAvailableBreachedCondition(previous *metav1.Condition, in breachInput) m
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = copsev1alpha1.ReasonAllPodsSucceeded
 		cond.Message = "The clique completed: every pod exited 0"
+	case in.restarting && !in.counts.BrokenByFailures(in.minAvailable):
+		// As for a clique that was never available: the pods the restart
+		// kept lose their readiness as their containers restart, and that
+		// is no breach.
+		cond.Status = metav1.ConditionUnknown
+		cond.Reason = ConditionReasonRestartingInPlace
+		cond.Message = "The replica restarts in place; the clique's pods wait at their startup gates until no pod of the replica runs the previous attempt: " + counts
 	case in.counts.Available(training, in.minAvailable):
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = groveconstants.ConditionReasonSufficientReadyPods

@@ -45,6 +45,8 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 		fewScheduled   = groveconstants.ConditionReasonInsufficientScheduledPods
 		podsFailed     = ConditionReasonPodsFailed
 		allSucceeded   = copsev1alpha1.ReasonAllPodsSucceeded
+
+		restartingInPlace = ConditionReasonRestartingInPlace
 	)
 	cases := []struct {
 		name       string
@@ -95,6 +97,12 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 		{"training: a succeeded clique is never breached, even without pods", training, breach(isFalse), nil, 3, true, isFalse, allSucceeded, ""},
 		{"training: a succeeded clique is never breached, even with a stray failure", training, breach(isTrue), pods(failed), 3, true, isFalse, allSucceeded, ""},
 		{"inference ignores the succeeded flag", inference, breach(isFalse), nil, 3, true, isTrue, fewScheduled, ""},
+
+		// Training restarted in place: while the barrier is up, the kept
+		// pods lose their readiness on purpose.
+		{"in place: adopted pods still ready from the old attempt are not yet available", training, nil, pods(running, running, running), 3, false, unknown, restartingInPlace, "previous attempt"},
+		{"in place: pods held at their gates are no breach", training, breach(isFalse), pods(notReady, notReady, unscheduled), 3, false, unknown, restartingInPlace, ""},
+		{"in place: a failure is still a breach", training, breach(unknown), pods(notReady, notReady, failed), 3, false, isTrue, podsFailed, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,6 +111,7 @@ func TestMinAvailableBreachedCondition(t *testing.T) {
 				counts:       countFor(c.workload, c.pods),
 				minAvailable: c.minAvail,
 				succeeded:    c.succeeded,
+				restarting:   strings.HasPrefix(c.name, "in place"),
 			})
 			if got.Type != groveconstants.ConditionTypeMinAvailableBreached || got.Status != c.wantStatus || got.Reason != c.wantReason {
 				t.Errorf("got %s=%s (%s), want %s (%s); message %q", got.Type, got.Status, got.Reason, c.wantStatus, c.wantReason, got.Message)

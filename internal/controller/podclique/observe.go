@@ -48,6 +48,11 @@ type observation struct {
 	// ignored (Training) are the failed pods a failure rule with action
 	// Ignore matches: replaced without breaching the clique.
 	ignored map[types.UID]bool
+	// adopt are the pods a restart in place kept, orphaned from the old
+	// run's PodClique, that this one takes over (already in owned, as they
+	// will be once adopted); discard those kept that it cannot take (their
+	// index is out of range or taken), deleted.
+	adopt, discard []podstate.Summary
 }
 
 // observe gathers the PodClique's pods (syncing the expectations), its
@@ -75,6 +80,9 @@ func (r *Reconciler) observe(ctx context.Context, key string, pclq *copsev1alpha
 			return nil, err
 		}
 	}
+	o.startOrder.inPlace, o.startOrder.barrier = o.pcs.RestartsInPlace(), replica.Barrier
+	o.adopt, o.discard, o.strays = adoptionOf(pclq, o.id.Attempt, replica.InPlace && o.idErr == nil, o.owned, o.strays)
+	o.owned = append(o.owned, o.adopt...)
 	o.creation = creationState{
 		going:             pclq.DeletionTimestamp != nil,
 		replica:           lifecycle.MayCreatePods(replica),

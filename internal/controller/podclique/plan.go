@@ -19,6 +19,9 @@ const (
 	causeReplaced       deletionCause = "replaced"
 	causeDuplicateIndex deletionCause = "duplicate-index"
 	causeNoIndex        deletionCause = "no-index"
+	// causeNotAdoptable: a pod a restart in place kept that the new run's
+	// PodClique cannot take (adoptionOf).
+	causeNotAdoptable deletionCause = "not-adoptable"
 )
 
 type podDeletion struct {

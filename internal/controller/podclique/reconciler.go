@@ -39,6 +39,7 @@ const (
 	EventReasonPodsReplaced       = "PodsReplaced"
 	EventReasonInvalidPodClique   = "InvalidPodClique"
 	EventReasonStartupGatesOpened = "StartupGatesOpened"
+	EventReasonPodsAdopted        = "PodsAdopted"
 )
 
 // retryMissingPodCliqueSet is how soon a PodClique whose PodCliqueSet is

@@ -38,6 +38,12 @@ type startOrder struct {
 	// its pods is created; waitingForSuccess are those not succeeded yet.
 	successGated      bool
 	waitingForSuccess []string
+	// inPlace: the workload restarts its replicas in place, so every pod
+	// carries a startup gate, the barrier between attempts.
+	inPlace bool
+	// barrier: a pod of the replica may still run an earlier attempt
+	// (lifecycle.ReplicaState.Barrier); the gates stay closed.
+	barrier bool
 }
 
 // startOrderInput is what decideStartOrder reads.
@@ -67,9 +73,9 @@ func decideStartOrder(in startOrderInput) startOrder {
 // the clique's pods have no gate.
 func (o startOrder) gateForNewPods() string {
 	switch {
-	case !o.gated:
+	case !o.gated && !o.inPlace:
 		return ""
-	case len(o.waitingForReady) > 0:
+	case len(o.waitingForReady) > 0 || o.barrier:
 		return blueprint.StartupGateClosed
 	default:
 		return blueprint.StartupGateOpen
@@ -84,11 +90,13 @@ type gateOpening struct {
 }
 
 // gatesToOpen are the pods whose closed gate may open now: every
-// predecessor is Ready or done. A gate once open is never closed again, and a pod
-// that is terminating or ended is left alone. At most budget are opened.
+// predecessor is Ready or done, and no pod of the replica runs an earlier
+// attempt. Within an attempt a gate once open is never closed again (only
+// the adoption into a new attempt closes it), and a pod that is
+// terminating or ended is left alone. At most budget are opened.
 func gatesToOpen(o startOrder, pods []podstate.Summary, budget int) gateOpening {
 	var out gateOpening
-	if !o.gated || len(o.waitingForReady) > 0 {
+	if (!o.gated && !o.inPlace) || len(o.waitingForReady) > 0 || o.barrier {
 		return out
 	}
 	for _, p := range pods {
@@ -116,6 +124,10 @@ func startupBlockedCondition(o startOrder) *metav1.Condition {
 		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue,
 			Reason:  copsev1alpha1.ReasonWaitingForReady,
 			Message: fmt.Sprintf("the pods' containers start once clique(s) %s of the replica are Ready (minAvailable pods ready or exited 0)", strings.Join(o.waitingForReady, ", "))}
+	case o.barrier:
+		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue,
+			Reason:  copsev1alpha1.ReasonWaitingForPreviousAttempt,
+			Message: "the replica restarts in place: the pods' containers start once no pod of the replica runs the previous attempt (every kept pod restarted to its startup gate)"}
 	case o.gated || o.successGated:
 		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionFalse,
 			Reason: copsev1alpha1.ReasonPredecessorsDone, Message: "the cliques this clique starts after are done"}
@@ -208,7 +220,7 @@ func (r *Reconciler) openGates(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 	if opened > 0 {
 		ctrl.LoggerFrom(ctx).Info("opened startup gates", "opened", opened, "planned", len(pods))
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonStartupGatesOpened, "OpenStartupGates",
-			"Opened the startup gate of %d pod(s): the cliques this clique starts after are Ready or done", opened)
+			"Opened the startup gate of %d pod(s): the cliques this clique starts after are Ready or done, and no pod of the replica runs an earlier attempt", opened)
 	}
 	if err != nil {
 		return opened, fmt.Errorf("opening startup gates of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)

@@ -105,6 +105,7 @@ func computeStatus(pclq *copsev1alpha1.PodClique, in statusInput) copsev1alpha1.
 			counts:       counts,
 			minAvailable: minAvail,
 			succeeded:    alreadySucceeded || newlySucceeded,
+			restarting:   in.startOrder.barrier,
 		}),
 	}
 	if cond := startupBlockedCondition(in.startOrder); cond != nil {

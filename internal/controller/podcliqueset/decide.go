@@ -30,19 +30,30 @@ type recreationProgress struct {
 	// remaining counts, per replica in progress, the objects and pods of the
 	// old run still present.
 	remaining map[int]int
+	// barrierLifted holds the replicas restarted in place whose barrier
+	// lifts now: the recreation completed, and no pod runs the old attempt.
+	barrierLifted map[int]bool
 }
 
 // assessRecreations checks each recorded, unfinished recreation against
 // what exists. A recreation is finished only when the old run's pods are
 // gone too, not just its PodCliques and gangs: the new run's pods never
 // meet the old run's, and the new gang never counts a dying pod.
+//
+// A restart in place moves the pods it keeps to the new attempt (they are
+// no old-run pods then) and deletes the rest, so it finishes by the same
+// rule. Its barrier lifts once it is finished and no pod runs the old
+// attempt (barrierLifted).
 func assessRecreations(recs []copsev1alpha1.ReplicaRecreation, objectUIDs map[types.UID]bool, pods []podstate.Summary) recreationProgress {
-	p := recreationProgress{inProgress: map[int]bool{}, finished: map[int]bool{}, remaining: map[int]int{}}
+	p := recreationProgress{inProgress: map[int]bool{}, finished: map[int]bool{}, remaining: map[int]int{}, barrierLifted: map[int]bool{}}
 	for _, rec := range recs {
+		replica := int(rec.ReplicaIndex)
 		if rec.CompletedAt != nil {
+			if rec.InPlace && rec.BarrierLiftedAt == nil && barrierLifted(replicaPods(pods, replica), rec.Attempt) {
+				p.barrierLifted[replica] = true
+			}
 			continue
 		}
-		replica := int(rec.ReplicaIndex)
 		p.inProgress[replica] = true
 		remaining := 0
 		for _, uid := range rec.Deleting {
@@ -58,6 +69,17 @@ func assessRecreations(recs []copsev1alpha1.ReplicaRecreation, objectUIDs map[ty
 		}
 	}
 	return p
+}
+
+// replicaPods are the replica's pods, of every attempt.
+func replicaPods(pods []podstate.Summary, replica int) []podstate.Summary {
+	var out []podstate.Summary
+	for _, pod := range pods {
+		if pod.Replica == replica {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 // oldRunPods are the replica's pods of attempts before attempt.

@@ -530,7 +530,7 @@ func FuzzMergeRecreations(f *testing.F) {
 		now := t0.Add(time.Hour)
 		previousCopy, addedCopy := deepCopyRecreations(previous), deepCopyRecreations(added)
 
-		got := mergeRecreations(previous, added, finished, now)
+		got := mergeRecreations(previous, added, recreationProgress{finished: finished}, now)
 
 		if !reflect.DeepEqual(previous, previousCopy) || !reflect.DeepEqual(added, addedCopy) {
 			t.Fatalf("mergeRecreations changed its inputs")

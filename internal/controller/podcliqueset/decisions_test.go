@@ -103,7 +103,7 @@ func TestMergeRecreations(t *testing.T) {
 		{ReplicaIndex: 1, Attempt: 2, StartedAt: metav1.NewTime(t0), Deleting: []types.UID{"b"}},
 	}
 	added := []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 2, Attempt: 1, StartedAt: metav1.NewTime(t0), Deleting: []types.UID{"c"}}}
-	got := mergeRecreations(previous, added, map[int]bool{1: true}, t0.Add(time.Minute))
+	got := mergeRecreations(previous, added, recreationProgress{finished: map[int]bool{1: true}}, t0.Add(time.Minute))
 	if len(got) != 3 {
 		t.Fatalf("got %d entries, want 3: %+v", len(got), got)
 	}
@@ -124,7 +124,7 @@ func TestMergeRecreations(t *testing.T) {
 	}
 
 	// A new recreation of a replica replaces its previous entry.
-	replaced := mergeRecreations(got, []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 3}}, nil, t0)
+	replaced := mergeRecreations(got, []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 3}}, recreationProgress{}, t0)
 	if len(replaced) != 3 || replaced[1].Attempt != 3 || replaced[1].CompletedAt != nil {
 		t.Errorf("replacement of replica 1: %+v", replaced)
 	}

@@ -16,9 +16,12 @@ import (
 // Event reasons (GREP-0285's, plus Grove-style gang termination and stuck
 // terminations).
 const (
-	EventGangTermination      = "GangTermination"
-	EventPodCliqueFailed      = "PodCliqueFailed"
-	EventReplicaRestarting    = "ReplicaRestarting"
+	EventGangTermination   = "GangTermination"
+	EventPodCliqueFailed   = "PodCliqueFailed"
+	EventReplicaRestarting = "ReplicaRestarting"
+	// EventRestartBarrierLifted: a restart in place reached the point where
+	// every pod of the replica is in the new attempt.
+	EventRestartBarrierLifted = "RestartBarrierLifted"
 	EventMaxRestartsExceeded  = "MaxRestartsExceeded"
 	EventMaxRuntimeExceeded   = "MaxRuntimeExceeded"
 	EventWorkloadSucceeded    = "WorkloadSucceeded"
@@ -68,10 +71,25 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 		if rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart {
 			budget = fmt.Sprintf("uncounted restart %d of %d allowed, maxRestarts not spent", current.UncountedRestarts, pcs.MaxUncountedRestarts())
 		}
+		how := ""
+		if rec.InPlace {
+			how = " in place (its running pods keep their nodes and restart their containers; ended pods are made again)"
+		}
 		out = append(out, podCliqueFailed(replicas, replica),
 			transitionEvent{corev1.EventTypeNormal, EventReplicaRestarting, "Restart", fmt.Sprintf(
-				"restarting replica %d as attempt %d; %s%s%s",
-				replica, rec.Attempt, budget, verdictNote(replicas, replica), rootCause(replicas, replica))})
+				"restarting replica %d as attempt %d%s; %s%s%s",
+				replica, rec.Attempt, how, budget, verdictNote(replicas, replica), rootCause(replicas, replica))})
+	}
+	liftedBefore := map[int32]bool{}
+	for _, rec := range previous.ReplicaRecreations {
+		liftedBefore[rec.ReplicaIndex] = rec.BarrierLiftedAt != nil
+	}
+	for _, rec := range current.ReplicaRecreations {
+		if rec.BarrierLiftedAt != nil && !liftedBefore[rec.ReplicaIndex] {
+			out = append(out, transitionEvent{corev1.EventTypeNormal, EventRestartBarrierLifted, "Restart", fmt.Sprintf(
+				"replica %d: no pod runs an attempt before %d any more; the startup gates of attempt %d open",
+				rec.ReplicaIndex, rec.Attempt, rec.Attempt)})
+		}
 	}
 
 	was := meta.FindStatusCondition(previous.Conditions, copsev1alpha1.ConditionTypeFailed)

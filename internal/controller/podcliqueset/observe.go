@@ -52,6 +52,9 @@ type observed struct {
 	// deletedMembers holds, per Training replica, the members of its whole
 	// run that were deleted from outside (observeDeletedMembers).
 	deletedMembers map[int]deletedMembers
+	// lostNodes holds the nodes of the pods restarts in place in progress
+	// would keep, true for those gone or being deleted (observeLostNodes).
+	lostNodes map[string]bool
 }
 
 // runObjects are the observed objects and pods of one replica, of one run

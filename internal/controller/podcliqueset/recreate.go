@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
 )
 
@@ -31,9 +33,12 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 			Reason:       reason,
 			Attempt:      lifecycle.CurrentAttempt(pcs, replica) + 1,
 			StartedAt:    metav1.NewTime(now),
+			InPlace:      restartsInPlace(pcs, reason),
 		}
 		for _, row := range r.resources() {
-			if !row.DeletedBy(reason) {
+			if !row.DeletedBy(reason) || (rec.InPlace && !row.MakesPods) {
+				// A restart in place keeps what makes no pods (the gangs,
+				// the ComputeDomains), as a suspension does.
 				continue
 			}
 			for _, obj := range obs.children.Of(row.Kind, replica) {
@@ -53,20 +58,41 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 // acted on, so each deletion follows a durable decision; UID preconditions
 // keep it from touching anything created afterwards.
 func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, budget *children.Budget) error {
+	// Read now, from the status as written: a restart in place decided in
+	// this pass moves its pods in this pass.
+	if err := r.observeLostNodes(ctx, pcs, obs); err != nil {
+		return fmt.Errorf("check the nodes of the pods restarted in place: %w", err)
+	}
 	var errs []error
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if rec.CompletedAt != nil {
 			continue
 		}
 		replica := int(rec.ReplicaIndex)
-		pods := children.Cut(budget, oldRunPods(obs.replica(replica).pods, replica, rec.Attempt))
+		pods := oldRunPods(obs.replica(replica).pods, replica, rec.Attempt)
+		var kept []podstate.Summary
+		if rec.InPlace {
+			kept = slices.DeleteFunc(slices.Clone(pods), func(p podstate.Summary) bool { return !keptInPlace(p, obs.lostNodes) })
+			pods = slices.DeleteFunc(pods, func(p podstate.Summary) bool { return keptInPlace(p, obs.lostNodes) })
+			errs = append(errs, r.moveKeptPods(ctx, pcs, rec, children.Cut(budget, kept)))
+		}
+		pods = children.Cut(budget, pods)
 		if len(pods) > 0 {
-			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods))
+			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods), "inPlace", rec.InPlace)
 		}
 		_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+			if obs.lostNodes[pods[i].Node] {
+				return podwrite.DeleteFromLostNode(ctx, r.Client, pcs.Namespace, pods[i])
+			}
 			return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 		})
 		errs = append(errs, err)
+		if len(kept) > 0 {
+			// The recorded objects go once no kept pod names them as its
+			// controller any more: deleting them earlier would have the
+			// garbage collector delete the kept pods with them.
+			continue
+		}
 
 		doomed := map[types.UID]bool{}
 		for _, uid := range rec.Deleting {

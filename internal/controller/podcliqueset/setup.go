@@ -108,7 +108,10 @@ func podProgressed() predicate.Funcs {
 		was, is := podstate.Of(oldPod), podstate.Of(newPod)
 		// Scheduling is progress too: PodGangsScheduled is read from
 		// whether each pod was placed or refused by the scheduler.
+		// A restart in place waits for its kept pods to be orphaned, adopted
+		// into the new attempt and held at their gates.
 		return was.Phase != is.Phase || was.Started != is.Started || was.Ready != is.Ready || was.Terminating != is.Terminating ||
-			was.Scheduled != is.Scheduled || (was.Unschedulable == "") != (is.Unschedulable == "")
+			was.Scheduled != is.Scheduled || (was.Unschedulable == "") != (is.Unschedulable == "") ||
+			was.ControllerUID != is.ControllerUID || was.Attempt != is.Attempt || was.GateHolding != is.GateHolding
 	})
 }

@@ -67,7 +67,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	status.Conditions = slices.Clone(status.Conditions)
 	status.ObservedGeneration = ptr.To(pcs.Generation)
 	status.Selector = ptr.To(labels.SelectPodCliqueSet(pcs.Name).String())
-	status.ReplicaRecreations = mergeRecreations(pcs.Status.ReplicaRecreations, in.newRecreations, in.progress.finished, in.now)
+	status.ReplicaRecreations = mergeRecreations(pcs.Status.ReplicaRecreations, in.newRecreations, in.progress, in.now)
 
 	status.Replicas = 0
 	for r := range int(pcs.Spec.Replicas) {
@@ -307,17 +307,21 @@ func breachCondition(pcs *copsev1alpha1.PodCliqueSet, available int32, breachedR
 }
 
 // mergeRecreations returns the recreation list after this pass: finished
-// entries get their completion time, new entries replace the replica's
-// previous one.
-func mergeRecreations(previous, added []copsev1alpha1.ReplicaRecreation, finished map[int]bool, now time.Time) []copsev1alpha1.ReplicaRecreation {
+// entries get their completion time, restarts in place whose barrier lifted
+// the time of that, new entries replace the replica's previous one.
+func mergeRecreations(previous, added []copsev1alpha1.ReplicaRecreation, progress recreationProgress, now time.Time) []copsev1alpha1.ReplicaRecreation {
 	byReplica := map[int32]copsev1alpha1.ReplicaRecreation{}
 	var order []int32
 	for _, rec := range previous {
 		rec = *rec.DeepCopy()
-		if rec.CompletedAt == nil && finished[int(rec.ReplicaIndex)] {
+		if rec.CompletedAt == nil && progress.finished[int(rec.ReplicaIndex)] {
 			completed := metav1.NewTime(now)
 			rec.CompletedAt = &completed
 			rec.Deleting = nil
+		}
+		if rec.CompletedAt != nil && rec.BarrierLiftedAt == nil && progress.barrierLifted[int(rec.ReplicaIndex)] {
+			lifted := metav1.NewTime(now)
+			rec.BarrierLiftedAt = &lifted
 		}
 		if _, seen := byReplica[rec.ReplicaIndex]; !seen {
 			order = append(order, rec.ReplicaIndex)

@@ -1,0 +1,89 @@
+package realnode_test
+
+import (
+	"context"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// inPlaceScript appends each start's attempt to a file of the pod's
+// emptyDir; in attempt 0, index 0 exits 3 after 2 s and the others run on
+// (until the restart in place stops them); in attempt 1 every container
+// prints the file and exits 0.
+const inPlaceScript = `echo "$ATTEMPT" >> /work/starts
+if [ "$ATTEMPT" = 0 ] && [ "$GROVE_PCLQ_POD_INDEX" = 0 ]; then sleep 2; exit 3; fi
+if [ "$ATTEMPT" = 0 ]; then sleep 300; fi
+cat /work/starts; sleep 1; exit 0`
+
+var _ = Describe("A Training PodCliqueSet restarted in place on a real node", Label("realnode"), func() {
+	It("restarts the pod that ran in its pod, its emptyDir kept, through the kubelet's RestartAllContainers, and makes the failed one anew", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "inplace")
+		main := shell("main", inPlaceScript)
+		main.Env = []corev1.EnvVar{{Name: "ATTEMPT", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + labels.AttemptKey + "']"}}}}
+		main.VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+		spec := realNodePod(5, main)
+		spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 1, clique("worker", 2, spec))
+		pcs.Spec.TrainingSpec.RestartStrategy = copsev1alpha1.TrainingRestartInPlace
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+
+		var first []corev1.Pod
+		Eventually(func(g Gomega) {
+			first = env.Pods(ctx, g, ns, "job")
+			g.Expect(first).To(HaveLen(2))
+			for _, p := range first {
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+			}
+		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
+		var kept corev1.Pod
+		for _, p := range first {
+			if p.Labels[labels.PodIndexKey] == "1" {
+				kept = p
+			}
+		}
+		Expect(kept.Name).NotTo(BeEmpty())
+
+		final := &copsev1alpha1.PodCliqueSet{}
+		Eventually(func(g Gomega) {
+			final = expectPhase(ctx, g, ns, "job", copsev1alpha1.PodCliqueSetPhaseSucceeded)
+		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
+		Expect(final.Status.RestartCount).To(Equal(int32(1)))
+		Expect(final.Status.ReplicaRecreations).To(ConsistOf(And(HaveField("InPlace", BeTrue()), HaveField("BarrierLiftedAt", Not(BeNil())))))
+
+		By("reading the kept pod: the same pod on the same node, every container restarted once by the kubelet, its volume kept")
+		var pods []corev1.Pod
+		Eventually(func(g Gomega) {
+			pods = env.Pods(ctx, g, ns, "job")
+			g.Expect(pods).To(HaveLen(2))
+			for _, p := range pods {
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded), "pod %s", p.Name)
+			}
+		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
+		var after corev1.Pod
+		for _, p := range pods {
+			if p.UID == kept.UID {
+				after = p
+			}
+		}
+		Expect(after.Name).To(Equal(kept.Name), "the pod that ran was kept")
+		Expect(after.Spec.NodeName).To(Equal(kept.Spec.NodeName))
+		Expect(after.Labels[labels.AttemptKey]).To(Equal("1"))
+		for _, statuses := range [][]corev1.ContainerStatus{after.Status.InitContainerStatuses, after.Status.ContainerStatuses} {
+			for _, cs := range statuses {
+				Expect(cs.RestartCount).To(Equal(int32(1)), "container %s", cs.Name)
+				Expect(cs.LastTerminationState.Terminated).NotTo(BeNil(), "container %s", cs.Name)
+				Expect(cs.LastTerminationState.Terminated.Reason).To(Equal(podstate.ReasonRestartingAllContainers), "container %s", cs.Name)
+			}
+		}
+		Expect(strings.Fields(logs(ctx, Default, &after, "main"))).To(HaveExactElements("0", "1"), "the emptyDir holds both starts")
+	})
+})

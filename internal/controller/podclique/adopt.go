@@ -1,0 +1,108 @@
+package podclique
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/podwrite"
+)
+
+// adoptionOf sorts the strays of a PodClique whose replica restarted in
+// place (inPlace): the pods the restart kept, which the PodCliqueSet
+// controller moved to this run's attempt without a controller, are adopted,
+// one per index below spec.replicas that no pod of its own holds; the kept
+// pods it cannot take are discarded (deleted), so none is left without an
+// owner. adopt are summarised as they will be once adopted. rest are the
+// strays left, whose outcome finalizers are released as before.
+func adoptionOf(pclq *copsev1alpha1.PodClique, attempt int, inPlace bool, owned, strays []podstate.Summary) (adopt, discard, rest []podstate.Summary) {
+	if !inPlace {
+		return nil, nil, strays
+	}
+	taken := map[int]bool{}
+	for _, p := range owned {
+		if p.HasIndex && !p.Terminal() {
+			taken[p.Index] = true
+		}
+	}
+	for _, p := range strays {
+		kept := p.ControllerUID == "" && p.Attempt == attempt && p.Active()
+		switch {
+		case !kept:
+			rest = append(rest, p)
+		case !p.HasIndex || p.Index >= int(pclq.Spec.Replicas) || taken[p.Index]:
+			discard = append(discard, p)
+		default:
+			taken[p.Index] = true
+			p.ControllerUID = pclq.UID
+			adopt = append(adopt, p)
+		}
+	}
+	return adopt, discard, rest
+}
+
+// adoptPods makes the PodClique the controller of the pods a restart in
+// place kept, in one write per pod with an optimistic lock, and puts the
+// outcome finalizer back (the old PodClique's strays lose it).
+func (r *Reconciler) adoptPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podstate.Summary) (int, error) {
+	if len(pods) == 0 {
+		return 0, nil
+	}
+	gvk, err := apiutil.GVKForObject(pclq, r.Scheme)
+	if err != nil {
+		return 0, fmt.Errorf("resolving the PodClique kind: %w", err)
+	}
+	owner := *metav1.NewControllerRef(pclq, gvk)
+	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
+	adopted, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+		return r.adoptPod(ctx, pclq.Namespace, pods[i], owner)
+	})
+	if adopted > 0 {
+		ctrl.LoggerFrom(ctx).Info("adopted the pods a restart in place kept", "adopted", adopted, "planned", len(pods), "attempt", pods[0].Attempt)
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsAdopted, "AdoptPods",
+			"Adopted %d pod(s) the replica's restart in place kept, moved to attempt %d; their containers restart where they are", adopted, pods[0].Attempt)
+	}
+	if err != nil {
+		return adopted, fmt.Errorf("adopting the kept pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
+	}
+	return adopted, nil
+}
+
+func (r *Reconciler) adoptPod(ctx context.Context, namespace string, p podstate.Summary, owner metav1.OwnerReference) error {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Name}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.UID != p.UID {
+		return nil
+	}
+	orig := pod.DeepCopy()
+	refs := pod.OwnerReferences[:0:0]
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			refs = append(refs, ref)
+		}
+	}
+	pod.OwnerReferences = append(refs, owner)
+	controllerutil.AddFinalizer(pod, copsev1alpha1.OutcomeFinalizer)
+	err := r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Gone, or changed since the cache saw it: the next pass (the
+		// pod's update wakes it) decides again from what it is now.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("adopting pod %s: %w", p.Name, err)
+	}
+	return nil
+}
