@@ -33,6 +33,10 @@ const (
 	ScenarioRestart    = "restart"
 	ScenarioCompletion = "completion"
 	ScenarioContention = "contention"
+	// ScenarioRestartInPlace is the restart scenario for a PodCliqueSet
+	// restarted in place (trainingSpec.restartStrategy InPlace), against
+	// the restart scenario's JobSet (Recreate) and copse's recreation.
+	ScenarioRestartInPlace = "restart-inplace"
 	// ScenarioTrainJobRestart is the restart scenario for a TrainJob, on
 	// its PodCliqueSet backend against its JobSet backend.
 	ScenarioTrainJobRestart = "trainjob-restart"
@@ -132,7 +136,7 @@ func (o *Options) setDefaults() {
 		o.Repetitions = 3
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioCompletion, ScenarioContention, ScenarioTrainJobRestart, ScenarioQueuedStart}
+		o.Scenarios = []string{ScenarioCreation, ScenarioRestart, ScenarioRestartInPlace, ScenarioCompletion, ScenarioContention, ScenarioTrainJobRestart, ScenarioQueuedStart}
 	}
 	if o.RestartPods == 0 {
 		o.RestartPods = 64

@@ -122,6 +122,9 @@ type Run struct {
 	Repetition int `json:"repetition"`
 	// Seconds are the measured durations, by name (see the scenarios).
 	Seconds map[string]float64 `json:"seconds,omitempty"`
+	// Kept is what a restart in place kept of the replica's placement
+	// (restart-inplace scenario).
+	Kept *KeptPlacement `json:"kept,omitempty"`
 	// Writes is the operator's API writes (copse runs only).
 	Writes *WriteCost `json:"writes,omitempty"`
 	// StatusWrites counts status changes seen by watches, by kind.

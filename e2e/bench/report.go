@@ -54,6 +54,11 @@ func (b *Bench) Run(ctx context.Context) *Results {
 			n := o.RestartPods
 			pair(rep, func() { b.restartCopse(ctx, rep, n) }, func() { b.restartJobSet(ctx, rep, n) })
 		}
+		if o.has(ScenarioRestartInPlace) {
+			// The references are the restart scenario's runs (JobSet's
+			// Recreate, copse's recreation) of the same repetition.
+			b.restartCopseInPlace(ctx, rep, o.RestartPods)
+		}
 		if o.has(ScenarioCompletion) {
 			n := o.CompletionPods
 			pair(rep, func() { b.completionCopse(ctx, rep, n) }, func() { b.completionJobSet(ctx, rep, n) })
@@ -441,6 +446,25 @@ func (b *Bench) report(ctx context.Context) *Results {
 		}
 		add(row(timeSec, fmt.Sprintf("  409 conflicts per restart, restart %d (API server, grove.io objects)", n), "requests",
 			b.series(ScenarioRestart, SystemCopse, n, apiConflicts), "", nil, ""))
+	}
+	if o.has(ScenarioRestartInPlace) {
+		n := o.RestartPods
+		rep.Notes = append(rep.Notes, fmt.Sprintf("restart in place: the restart scenario's Training replica of %d pods with trainingSpec.restartStrategy InPlace; one pod exits 1; measured to every pod of the replica seen running the new attempt's workload (Running, every main container running, its startup gate open), against the restart scenario's JobSet (Recreate, replacements Running) and copse's own recreation (replacements Running) of the same repetition", n))
+		add(row(timeSec, fmt.Sprintf("restart in place %d: failure -> every pod running the new attempt", n), "s",
+			b.series(ScenarioRestartInPlace, SystemCopse, n, seconds(MeasureInPlaceAllRunning)), jobset+" Recreate",
+			b.series(ScenarioRestart, SystemJobSet, n, seconds(MeasureReplacementsRunning)), ""))
+		add(row(timeSec, fmt.Sprintf("restart in place %d vs copse's recreation: failure -> all Running", n), "s",
+			b.series(ScenarioRestartInPlace, SystemCopse, n, seconds(MeasureInPlaceAllRunning)), "copse Recreate",
+			b.series(ScenarioRestart, SystemCopse, n, seconds(MeasureReplacementsRunning)), ""))
+		add(row(timeSec, "  failure -> barrier lifted", "s",
+			b.series(ScenarioRestartInPlace, SystemCopse, n, seconds(MeasureInPlaceBarrierLifted)), "", nil, ""))
+		add(row(timeSec, fmt.Sprintf("  share of the running pods kept on their node, restart in place %d", n), "ratio",
+			b.series(ScenarioRestartInPlace, SystemCopse, n, keptOnNodeShare), "", nil, "1 = every pod that ran restarted in its pod, on its node"))
+		add(row(timeSec, fmt.Sprintf("  PodGroup kept (same UID), restart in place %d", n), "ratio",
+			b.series(ScenarioRestartInPlace, SystemCopse, n, podGroupKept), "", nil,
+			"1 = kept; the bench's pods ask for no GPU, so no ComputeDomain: e2e/placement checks its UID across a restart in place"))
+		add(row(timeSec, fmt.Sprintf("  409 conflicts per restart, restart in place %d (API server, grove.io objects)", n), "requests",
+			b.series(ScenarioRestartInPlace, SystemCopse, n, apiConflicts), "", nil, ""))
 	}
 	if o.has(ScenarioTrainJobRestart) {
 		n := o.RestartPods

@@ -19,6 +19,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/copse-dev/copse/e2e/framework"
+	copselabels "github.com/copse-dev/copse/internal/labels"
 )
 
 // Watches time everything: an event's time is when this process received
@@ -92,6 +93,29 @@ type podRecord struct {
 	// Deleting is when the pod was first seen with a deletionTimestamp,
 	// Deleted when it was seen gone.
 	Deleting, Deleted time.Time
+	// Node is the node the pod was bound to.
+	Node string
+	// WorkloadRunning is, per value of its copse.dev/attempt label, when
+	// the pod was first seen Running with every main container running
+	// and its startup gate (if any) open: the attempt's workload runs.
+	WorkloadRunning map[string]time.Time
+}
+
+// workloadRunning: the pod is Running, every main container runs, and its
+// startup gate is not closed (a pod moved to a new attempt by a restart in
+// place keeps its old containers running, gate closed, until the kubelet
+// restarts them).
+func workloadRunning(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || pod.Annotations[copselabels.StartupGateAnnotation] == "closed" ||
+		len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // podTracker records the pods of one namespace.
@@ -162,6 +186,16 @@ func (t *podTracker) observeLocked(pod *corev1.Pod, now time.Time) {
 	r.Labels = pod.Labels
 	if pod.Spec.NodeName != "" {
 		setOnce(&r.Scheduled, now)
+		r.Node = pod.Spec.NodeName
+	}
+	if workloadRunning(pod) {
+		if r.WorkloadRunning == nil {
+			r.WorkloadRunning = map[string]time.Time{}
+		}
+		attempt := pod.Labels[copselabels.AttemptKey]
+		if _, seen := r.WorkloadRunning[attempt]; !seen {
+			r.WorkloadRunning[attempt] = now
+		}
 	}
 	switch pod.Status.Phase {
 	case corev1.PodRunning:
@@ -235,6 +269,9 @@ type objRecord struct {
 	Available time.Time
 	// Deleted is when the object was seen gone.
 	Deleted time.Time
+	// BarrierLifted is when a restart in place was first seen with its
+	// barrier lifted (PodCliqueSets: status.replicaRecreations[].barrierLiftedAt).
+	BarrierLifted time.Time
 
 	status any
 }
@@ -309,6 +346,12 @@ func (t *objTracker) observe(u *unstructured.Unstructured, now time.Time) {
 	want, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 	if available, found, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas"); found && want > 0 && available >= want {
 		setOnce(&r.Available, now)
+	}
+	recreations, _, _ := unstructured.NestedSlice(u.Object, "status", "replicaRecreations")
+	for _, rec := range recreations {
+		if m, ok := rec.(map[string]any); ok && m["barrierLiftedAt"] != nil {
+			setOnce(&r.BarrierLifted, now)
+		}
 	}
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conditions {

@@ -96,6 +96,9 @@ func (w Workload) PodCliqueSet(namespace string) *copsev1alpha1.PodCliqueSet {
 	pcs.Labels = w.workloadLabels()
 	pcs.Spec.WorkloadType = copsev1alpha1.WorkloadTypeTraining
 	pcs.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{MaxRestarts: ptr.To(w.MaxRestarts), StartsAfterSucceeded: afterSucceeded}
+	if w.RestartInPlace {
+		pcs.Spec.TrainingSpec.RestartStrategy = copsev1alpha1.TrainingRestartInPlace
+	}
 	if w.MaxRuntime > 0 {
 		pcs.Spec.TrainingSpec.MaxRuntime = &metav1.Duration{Duration: w.MaxRuntime}
 	}

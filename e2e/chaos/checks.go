@@ -130,13 +130,21 @@ func (r *runner) checkEnd(ctx context.Context, run *WorkloadRun) {
 
 // checkAttempts checks a succeeded workload's recreations: each replica
 // restarted exactly as often as its injected breaches, each restart
-// completed, and restartCount is their sum.
+// completed (in place for a workload that restarts in place, its barrier
+// lifted), and restartCount is their sum.
 func (run *WorkloadRun) checkAttempts(pcs *copsev1alpha1.PodCliqueSet) {
 	attempts := map[int32]int32{}
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		attempts[rec.ReplicaIndex] = rec.Attempt
 		if rec.CompletedAt == nil {
 			run.violate(InvariantRuns, "replica %d: the restart to attempt %d never completed", rec.ReplicaIndex, rec.Attempt)
+		}
+		restart := rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart || rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart
+		switch {
+		case restart && rec.InPlace != run.RestartInPlace:
+			run.violate(InvariantRuns, "replica %d: the restart to attempt %d was in place: %v, the workload's strategy says %v", rec.ReplicaIndex, rec.Attempt, rec.InPlace, run.RestartInPlace)
+		case rec.InPlace && rec.BarrierLiftedAt == nil:
+			run.violate(InvariantRuns, "replica %d: the restart in place to attempt %d never lifted its barrier", rec.ReplicaIndex, rec.Attempt)
 		}
 	}
 	var sum int32

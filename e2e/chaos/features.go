@@ -69,6 +69,7 @@ func newWorkload(rng *rand.Rand, index int, c cell) (Workload, error) {
 		return Workload{}, fmt.Errorf("plan workload %s: unknown feature %q", w.Name, c.Feature)
 	}
 	withRulesSometimes(rng, &w)
+	withInPlaceSometimes(rng, &w)
 	var err error
 	if w.Expected, err = ExpectedEnd(w.Injected()); err != nil {
 		return Workload{}, fmt.Errorf("plan workload %s (%s %s): %w", w.Name, w.Feature, w.Variant, err)
@@ -389,6 +390,17 @@ func withRulesSometimes(rng *rand.Rand, w *Workload) {
 		return
 	}
 	w.FailureRules, w.MaxUncounted = true, rng.Int32N(3)
+}
+
+// withInPlaceSometimes makes half the PodCliqueSets restart in place, so
+// every feature meets both restart strategies (TrainJobs keep JobSet's
+// Recreate: its in-place restart needs JobSet's alpha gate on the JobSet
+// backend).
+func withInPlaceSometimes(rng *rand.Rand, w *Workload) {
+	if w.Kind != KindPodCliqueSet || rng.Float64() >= 0.5 {
+		return
+	}
+	w.RestartInPlace = true
 }
 
 // planFailureRules draws a workload with the recommended failure rules:

@@ -418,11 +418,14 @@ type Workload struct {
 	// fails at once).
 	FailureRules bool
 	MaxUncounted int32
-	Victim       *Victim
-	Queue        *Queue
-	Topology     *Topology
-	Steps        []Step
-	Expected     End
+	// RestartInPlace: a PodCliqueSet with trainingSpec.restartStrategy
+	// InPlace; its restarts keep the pods they can.
+	RestartInPlace bool
+	Victim         *Victim
+	Queue          *Queue
+	Topology       *Topology
+	Steps          []Step
+	Expected       End
 }
 
 // Kill is one planned SIGKILL of the operator.
@@ -757,6 +760,9 @@ func (w Workload) History() string {
 	}
 	if w.StartupType != "" {
 		parts = append(parts, strings.TrimPrefix(string(w.StartupType), "CliqueStartupType"))
+	}
+	if w.RestartInPlace {
+		parts = append(parts, "restarts in place")
 	}
 	for _, c := range w.Cliques {
 		if len(c.AfterSucceeded) > 0 {

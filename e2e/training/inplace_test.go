@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -93,7 +94,7 @@ var _ = Describe("Training restart in place", Label("training"), func() {
 		replica0 := runningPods(ctx, ns, "job", "0", "0", 5)
 		replica1 := runningPods(ctx, ns, "job", "1", "0", 5)
 		for _, p := range replica1 {
-			Expect(p.Spec.InitContainers[0].Name).To(Equal(blueprint.RestartAgentContainer))
+			Expect(p.Spec.InitContainers).To(ContainElement(HaveField("Name", blueprint.RestartAgentContainer)), "pod %s has copse's restart agent", p.Name)
 		}
 		groupBefore := podGroupUID(ctx, ns, "job-1")
 
@@ -147,6 +148,33 @@ var _ = Describe("Training restart in place", Label("training"), func() {
 			g.Expect(got.Status.RestartCount).To(Equal(int32(1)))
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 		expectNoOrphans(ctx, ns, "job")
+	})
+})
+
+var _ = Describe("Training restart strategy", Label("training"), func() {
+	It("refuses to change restartStrategy once created (CEL), naming the field", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "inplace-immutable")
+		pcs := inPlaceWorkers(ns, 1, 1, 1, "")
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		// updateStrategy changes restartStrategy on a fresh copy (the
+		// operator writes the status meanwhile) and returns the refusal.
+		updateStrategy := func(name string, to copsev1alpha1.TrainingRestartStrategy) error {
+			var err error
+			Eventually(func(g Gomega) {
+				changed := env.GetPodCliqueSet(ctx, g, ns, name)
+				changed.Spec.TrainingSpec.RestartStrategy = to
+				err = env.Client.Update(ctx, changed)
+				g.Expect(apierrors.IsConflict(err)).To(BeFalse(), "a stale copy: try again")
+			}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+			return err
+		}
+		for _, to := range []copsev1alpha1.TrainingRestartStrategy{copsev1alpha1.TrainingRestartRecreate, ""} {
+			err := updateStrategy("job", to)
+			Expect(err).To(HaveOccurred(), "restartStrategy changed to %q", to)
+			Expect(err.Error()).To(And(ContainSubstring("spec.trainingSpec.restartStrategy"), ContainSubstring("immutable")))
+		}
+		Expect(env.Client.Create(ctx, framework.NewTrainingWorkers(ns, "plain", 1, 1, "", 1))).To(Succeed())
+		Expect(updateStrategy("plain", copsev1alpha1.TrainingRestartInPlace)).To(MatchError(ContainSubstring("spec.trainingSpec.restartStrategy is immutable")))
 	})
 })
 

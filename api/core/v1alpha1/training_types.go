@@ -22,6 +22,7 @@ const (
 
 // TrainingSpec bounds how long and how often a Training workload may run.
 //
+// +kubebuilder:validation:XValidation:rule="(has(self.restartStrategy) ? self.restartStrategy : 'Recreate') == (has(oldSelf.restartStrategy) ? oldSelf.restartStrategy : 'Recreate')",message="spec.trainingSpec.restartStrategy is immutable: the pods of an InPlace workload carry the restart agent and startup gate it needs",fieldPath=".restartStrategy",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.failurePolicy) || !has(self.failurePolicy.rules) || !self.failurePolicy.rules.exists(r, r.action == 'Ignore') || has(self.maxRuntime)",message="spec.trainingSpec.maxRuntime is required when a failurePolicy rule has action Ignore: ignored failures are replaced without limit, and maxRuntime bounds them",fieldPath=".maxRuntime",reason=FieldValueRequired
 type TrainingSpec struct {
 	// MaxRuntime is the longest the workload may run, measured from

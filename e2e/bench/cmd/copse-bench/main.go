@@ -36,7 +36,7 @@ func run() int {
 	var (
 		sizes       = flag.String("sizes", "64,512,1024,4096", "pod counts of the creation scenario, comma-separated")
 		reps        = flag.Int("repetitions", 3, "repetitions of every scenario (min/median/max need 3)")
-		scenarios   = flag.String("scenarios", "creation,restart,completion,contention,trainjob-restart,queued-start", "scenarios to run, comma-separated")
+		scenarios   = flag.String("scenarios", "creation,restart,restart-inplace,completion,contention,trainjob-restart,queued-start", "scenarios to run, comma-separated")
 		outDir      = flag.String("out-dir", "bin/bench", "directory for "+bench.ResultsFile)
 		restartPods = flag.Int("restart-pods", 64, "pods of the restart scenario's replica, and nodes of the trainjob-restart scenario's TrainJob")
 		donePods    = flag.Int("completion-pods", 64, "pods of the completion scenario")
@@ -105,10 +105,10 @@ func run() int {
 	}
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case bench.ScenarioCreation, bench.ScenarioRestart, bench.ScenarioCompletion, bench.ScenarioContention, bench.ScenarioTrainJobRestart, bench.ScenarioQueuedStart:
+		case bench.ScenarioCreation, bench.ScenarioRestart, bench.ScenarioRestartInPlace, bench.ScenarioCompletion, bench.ScenarioContention, bench.ScenarioTrainJobRestart, bench.ScenarioQueuedStart:
 			opts.Scenarios = append(opts.Scenarios, s)
 		default:
-			fmt.Fprintf(os.Stderr, "copse-bench: --scenarios: unknown scenario %q (known: creation, restart, completion, contention, trainjob-restart, queued-start)\n", s)
+			fmt.Fprintf(os.Stderr, "copse-bench: --scenarios: unknown scenario %q (known: creation, restart, restart-inplace, completion, contention, trainjob-restart, queued-start)\n", s)
 			return 2
 		}
 	}
