@@ -71,3 +71,25 @@ func DeleteFromLostNode(ctx context.Context, c client.Client, namespace string, 
 	}
 	return ReleaseOutcome(ctx, c, namespace, pod)
 }
+
+// Mutate changes the pod a summary names, as the cache has it, with
+// mutate, and writes the change in one patch with an optimistic lock (the
+// cached resourceVersion): a pod gone, replaced by a namesake or changed
+// since the cache saw it is left alone, not an error. Its update wakes the
+// controllers, whose next pass decides again from what it is now.
+func Mutate(ctx context.Context, c client.Client, namespace string, p podstate.Summary, mutate func(*corev1.Pod)) error {
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Name}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.UID != p.UID {
+		return nil
+	}
+	orig := pod.DeepCopy()
+	mutate(pod)
+	err := c.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("patching pod %s/%s: %w", namespace, p.Name, err)
+	}
+	return nil
+}

@@ -3,13 +3,12 @@ package podclique
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -79,30 +78,11 @@ func (r *Reconciler) adoptPods(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 }
 
 func (r *Reconciler) adoptPod(ctx context.Context, namespace string, p podstate.Summary, owner metav1.OwnerReference) error {
-	pod := &corev1.Pod{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Name}, pod); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if pod.UID != p.UID {
-		return nil
-	}
-	orig := pod.DeepCopy()
-	refs := pod.OwnerReferences[:0:0]
-	for _, ref := range pod.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			refs = append(refs, ref)
-		}
-	}
-	pod.OwnerReferences = append(refs, owner)
-	controllerutil.AddFinalizer(pod, copsev1alpha1.OutcomeFinalizer)
-	err := r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		// Gone, or changed since the cache saw it: the next pass (the
-		// pod's update wakes it) decides again from what it is now.
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("adopting pod %s: %w", p.Name, err)
-	}
-	return nil
+	return podwrite.Mutate(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
+		pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool {
+			return ref.Controller != nil && *ref.Controller
+		})
+		pod.OwnerReferences = append(pod.OwnerReferences, owner)
+		controllerutil.AddFinalizer(pod, copsev1alpha1.OutcomeFinalizer)
+	})
 }

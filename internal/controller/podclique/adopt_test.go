@@ -64,4 +64,3 @@ func TestAdoptionOf(t *testing.T) {
 		})
 	}
 }
-

@@ -142,28 +142,12 @@ func (r *Reconciler) moveKeptPods(ctx context.Context, pcs *copsev1alpha1.PodCli
 }
 
 func (r *Reconciler) moveKeptPod(ctx context.Context, namespace string, p podstate.Summary, attempt int32, recorded map[types.UID]bool) error {
-	pod := &corev1.Pod{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Name}, pod); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if pod.UID != p.UID {
-		return nil
-	}
-	orig := pod.DeepCopy()
-	pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return recorded[ref.UID] })
-	pod.Labels[labels.AttemptKey] = strconv.Itoa(int(attempt))
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[labels.StartupGateAnnotation] = blueprint.StartupGateClosed
-	err := r.Client.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		// Gone, or changed since the cache saw it: the pod's update wakes
-		// the next pass, which decides again from what it is now.
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("moving pod %s to attempt %d: %w", p.Name, attempt, err)
-	}
-	return nil
+	return podwrite.Mutate(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
+		pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return recorded[ref.UID] })
+		pod.Labels[labels.AttemptKey] = strconv.Itoa(int(attempt))
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[labels.StartupGateAnnotation] = blueprint.StartupGateClosed
+	})
 }
