@@ -23,6 +23,11 @@ const (
 	// MeasureInPlaceBarrierLifted: to the replica's barrier lifted
 	// (status.replicaRecreations[].barrierLiftedAt seen).
 	MeasureInPlaceBarrierLifted = "inPlaceBarrierLifted"
+	// MeasureInPlaceAllMoved: to every kept pod seen in the new attempt
+	// (copse moved it); MeasureInPlaceAllHeld: to every kept pod seen held
+	// at its gate (the kubelet, here kwok, restarted its containers).
+	MeasureInPlaceAllMoved = "inPlaceAllMoved"
+	MeasureInPlaceAllHeld  = "inPlaceAllHeld"
 )
 
 // KeptPlacement is what a restart in place kept of the replica.
@@ -92,10 +97,20 @@ func (b *Bench) restartCopseInPlace(ctx context.Context, rep, n int) Run {
 			run.Seconds[MeasureInPlaceBarrierLifted] = lifted.Sub(failedSeen).Seconds()
 		}
 		kept := &KeptPlacement{Healthy: len(before) - 1}
+		var moved, held []time.Time
 		for _, r := range restarted {
-			if was, ok := before[string(r.UID)]; ok && was.Node == r.Node {
-				kept.KeptOnNode++
+			if was, ok := before[string(r.UID)]; ok {
+				moved, held = append(moved, r.AttemptSeen["1"]), append(held, r.HeldAt)
+				if was.Node == r.Node {
+					kept.KeptOnNode++
+				}
 			}
+		}
+		if last := nthTime(moved, len(moved)); !last.IsZero() {
+			run.Seconds[MeasureInPlaceAllMoved] = last.Sub(failedSeen).Seconds()
+		}
+		if last := nthTime(held, len(held)); !last.IsZero() {
+			run.Seconds[MeasureInPlaceAllHeld] = last.Sub(failedSeen).Seconds()
 		}
 		after := &schedulingv1beta1.PodGroup{}
 		if err := b.env.Client.Get(ctx, client.ObjectKeyFromObject(gang), after); err == nil {

@@ -99,6 +99,12 @@ type podRecord struct {
 	// the pod was first seen Running with every main container running
 	// and its startup gate (if any) open: the attempt's workload runs.
 	WorkloadRunning map[string]time.Time
+	// AttemptSeen is, per value of its copse.dev/attempt label, when the
+	// pod was first seen with it; HeldAt when it was first seen held at
+	// its closed startup gate (the gate container not terminated), as a
+	// pod restarted in place is once its old containers are gone.
+	AttemptSeen map[string]time.Time
+	HeldAt      time.Time
 }
 
 // workloadRunning: the pod is Running, every main container runs, and its
@@ -116,6 +122,20 @@ func workloadRunning(pod *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// heldAtGate: the pod's startup gate is closed and its gate container
+// runs or waits.
+func heldAtGate(pod *corev1.Pod) bool {
+	if pod.Annotations[copselabels.StartupGateAnnotation] != "closed" {
+		return false
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name == copselabels.StartupGateContainer {
+			return cs.State.Terminated == nil
+		}
+	}
+	return false
 }
 
 // podTracker records the pods of one namespace.
@@ -187,6 +207,17 @@ func (t *podTracker) observeLocked(pod *corev1.Pod, now time.Time) {
 	if pod.Spec.NodeName != "" {
 		setOnce(&r.Scheduled, now)
 		r.Node = pod.Spec.NodeName
+	}
+	if attempt, ok := pod.Labels[copselabels.AttemptKey]; ok {
+		if r.AttemptSeen == nil {
+			r.AttemptSeen = map[string]time.Time{}
+		}
+		if _, seen := r.AttemptSeen[attempt]; !seen {
+			r.AttemptSeen[attempt] = now
+		}
+	}
+	if heldAtGate(pod) {
+		setOnce(&r.HeldAt, now)
 	}
 	if workloadRunning(pod) {
 		if r.WorkloadRunning == nil {

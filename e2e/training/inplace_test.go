@@ -126,7 +126,7 @@ var _ = Describe("Training restart in place", Label("training"), func() {
 		for _, p := range restarted {
 			for _, cs := range p.Status.ContainerStatuses {
 				Expect(cs.State.Running).NotTo(BeNil())
-				Expect(cs.State.Running.StartedAt.Time).NotTo(BeTemporally("<", rec.BarrierLiftedAt.Time.Truncate(time.Second)),
+				Expect(cs.State.Running.StartedAt.Time).NotTo(BeTemporally("<", rec.BarrierLiftedAt.Truncate(time.Second)),
 					"pod %s container %s started before the barrier lifted", p.Name, cs.Name)
 			}
 		}
