@@ -29,5 +29,11 @@ func TestReplicaResourcesDeletedBy(t *testing.T) {
 				t.Errorf("%s deleted by %s: %v, want %v", row.Kind, reason, got, deleted)
 			}
 		}
+		// A restart in place deletes what makes pods (the pods it keeps
+		// are moved out first) and keeps the rest, as a suspension does.
+		inPlace := copsev1alpha1.ReplicaRecreation{Reason: copsev1alpha1.RecreationReasonTrainingRestart, InPlace: true}
+		if got, want := row.DeletedByRecreation(inPlace), want[row.Kind][copsev1alpha1.RecreationReasonSuspension]; got != want {
+			t.Errorf("%s deleted by a restart in place: %v, want %v (as by a suspension)", row.Kind, got, want)
+		}
 	}
 }

@@ -52,7 +52,14 @@ type Row[In any] struct {
 // suspended workload keeps its place in the scheduler's queue, and resumes
 // into the same gangs.
 func (r Row[In]) DeletedBy(reason copsev1alpha1.RecreationReason) bool {
-	if reason == copsev1alpha1.RecreationReasonSuspension && !r.MakesPods {
+	return r.DeletedByRecreation(copsev1alpha1.ReplicaRecreation{Reason: reason})
+}
+
+// DeletedByRecreation is DeletedBy for a recorded recreation: a restart in
+// place (rec.InPlace) keeps, as a suspension does, the rows that make no
+// pods (the gangs, the ComputeDomains): its kept pods stay in them.
+func (r Row[In]) DeletedByRecreation(rec copsev1alpha1.ReplicaRecreation) bool {
+	if (rec.Reason == copsev1alpha1.RecreationReasonSuspension || rec.InPlace) && !r.MakesPods {
 		return false
 	}
 	return r.RecreatedWithReplica

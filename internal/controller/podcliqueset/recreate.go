@@ -36,9 +36,7 @@ func (r *Reconciler) planRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *obser
 			InPlace:      restartsInPlace(pcs, reason),
 		}
 		for _, row := range r.resources() {
-			if !row.DeletedBy(reason) || (rec.InPlace && !row.MakesPods) {
-				// A restart in place keeps what makes no pods (the gangs,
-				// the ComputeDomains), as a suspension does.
+			if !row.DeletedByRecreation(rec) {
 				continue
 			}
 			for _, obj := range obs.children.Of(row.Kind, replica) {
