@@ -11,7 +11,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -28,15 +27,15 @@ type stepProgress struct {
 	next int
 	// acted: the next step has acted and waits to be done.
 	acted bool
-	// exited are the pods a StepExit told to exit.
-	exited map[types.UID]bool
-	// seen are the pods the last step acted on: a StepExit and a
-	// StepRelease leave them alone.
-	seen map[types.UID]bool
+	// exited are the pod runs a StepExit told to exit.
+	exited map[podRun]bool
+	// seen are the pod runs the last step acted on: a StepExit and a
+	// StepRelease leave them alone (a pod restarted in place is in a new run).
+	seen map[podRun]bool
 	// releasing: a StepRelease was reached; released are the pods told to
 	// exit since.
 	releasing bool
-	released  map[types.UID]bool
+	released  map[podRun]bool
 	// quietSince is when the harness first saw no pod of the workload
 	// holding a node (zero while one does).
 	quietSince time.Time
@@ -46,10 +45,10 @@ type stepProgress struct {
 // TrainJob's job) in the replica (a TrainJob has one), of every run; for a
 // StepExit and a StepEvict only those the previous step did not see (an
 // eviction after an eviction waits for the run it restarted).
-func targetPods(u unit, s Step, st unitState, seen map[types.UID]bool) []corev1.Pod {
+func targetPods(u unit, s Step, st unitState, seen map[podRun]bool) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range st.Pods {
-		if (s.Kind == StepExit || s.Kind == StepEvict) && seen[p.UID] {
+		if (s.Kind == StepExit || s.Kind == StepEvict) && seen[runOf(&p)] {
 			continue
 		}
 		if u.jobSetPods() {
@@ -67,7 +66,7 @@ func targetPods(u unit, s Step, st unitState, seen map[types.UID]bool) []corev1.
 
 // targetRunning: as many pods of the target as the plan gives it run and
 // are not terminating.
-func targetRunning(w Workload, u unit, s Step, st unitState, seen map[types.UID]bool) bool {
+func targetRunning(w Workload, u unit, s Step, st unitState, seen map[podRun]bool) bool {
 	c, err := w.Clique(s.Clique)
 	if err != nil {
 		return false
@@ -133,14 +132,14 @@ func (r *runner) advanceSteps(ctx context.Context, run *WorkloadRun, st unitStat
 
 // aimedAt are the pods step s acts on: a deleted PodClique's pods; every
 // pod of the workload for a step on the whole workload.
-func aimedAt(u unit, s Step, st unitState) map[types.UID]bool {
+func aimedAt(u unit, s Step, st unitState) map[podRun]bool {
 	pods := st.Pods
 	if s.Kind == StepDeletePodClique || s.Kind == StepEvict {
 		pods = targetPods(u, s, st, nil)
 	}
-	out := map[types.UID]bool{}
+	out := map[podRun]bool{}
 	for _, p := range pods {
-		out[p.UID] = true
+		out[runOf(&p)] = true
 	}
 	return out
 }
@@ -163,14 +162,14 @@ func (r *runner) release(ctx context.Context, run *WorkloadRun, st unitState) {
 		return
 	}
 	for _, pod := range st.Pods {
-		if p.seen[pod.UID] || p.released[pod.UID] || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		if p.seen[runOf(&pod)] || p.released[runOf(&pod)] || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		if err := r.env.PatchPodExit(ctx, &pod, "0"); err != nil {
 			fmt.Fprintf(r.out, "[chaos] %s: release: %v (retrying)\n", run.Name, err)
 			return
 		}
-		p.released[pod.UID] = true
+		p.released[runOf(&pod)] = true
 	}
 }
 
@@ -180,12 +179,12 @@ func stepDone(run *WorkloadRun, s Step, st unitState) bool {
 	if s.Kind != StepExit {
 		return true
 	}
-	left := map[types.UID]bool{}
-	for uid := range run.steps.exited {
-		left[uid] = true
+	left := map[podRun]bool{}
+	for r := range run.steps.exited {
+		left[r] = true
 	}
 	for _, p := range st.Pods {
-		if left[p.UID] && p.Status.Phase != corev1.PodSucceeded {
+		if left[runOf(&p)] && p.Status.Phase != corev1.PodSucceeded {
 			return false
 		}
 	}
@@ -200,21 +199,21 @@ func (r *runner) act(ctx context.Context, run *WorkloadRun, s Step, st unitState
 		return r.setSuspend(ctx, run.unit, s.Kind == StepSuspend)
 	case StepExit:
 		if run.steps.exited == nil {
-			run.steps.exited = map[types.UID]bool{}
+			run.steps.exited = map[podRun]bool{}
 		}
 		for _, p := range targetPods(run.unit, s, st, run.steps.seen) {
-			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || run.steps.exited[p.UID] {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || run.steps.exited[runOf(&p)] {
 				continue
 			}
 			if err := r.env.PatchPodExit(ctx, &p, "0"); err != nil {
 				return err
 			}
-			run.steps.exited[p.UID] = true
+			run.steps.exited[runOf(&p)] = true
 		}
 		return nil
 	case StepRelease:
 		// The pods the previous step saw are left alone: seen is kept.
-		run.steps.releasing, run.steps.released = true, map[types.UID]bool{}
+		run.steps.releasing, run.steps.released = true, map[podRun]bool{}
 		return nil
 	case StepDeletePodClique:
 		pclq := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace,

@@ -395,14 +395,10 @@ func withRulesSometimes(rng *rand.Rand, w *Workload) {
 // withInPlaceSometimes makes half the PodCliqueSets restart in place, so
 // every feature meets both restart strategies (TrainJobs keep JobSet's
 // Recreate: its in-place restart needs JobSet's alpha gate on the JobSet
-// backend).
-//
-// Not yet with evictions (FeatureFailureRules): seed 1795838819251628841
-// (10 workloads, 4 kills) left such a workload restarted in place with two
-// pods Running for good after its barrier lifted (issue 29 stays open for
-// it); mixing them in would make every clock-drawn run a lottery.
+// backend). The steps tell pod runs apart by UID and attempt (podRun), as
+// a pod kept in place is a new run of the same pod.
 func withInPlaceSometimes(rng *rand.Rand, w *Workload) {
-	if w.Kind != KindPodCliqueSet || w.Feature == FeatureFailureRules || rng.Float64() >= 0.5 {
+	if w.Kind != KindPodCliqueSet || rng.Float64() >= 0.5 {
 		return
 	}
 	w.RestartInPlace = true

@@ -12,11 +12,22 @@ import (
 
 type replicaKey struct{ pcs, replica string }
 
-// AttemptOverlaps reports every moment at which pods of two runs (attempts)
-// of one replica existed at once, terminating ones included: a restarted
-// replica's new pods must wait until every pod of the previous run is gone.
+// AttemptOverlaps reports every moment at which two runs (attempts) of one
+// replica overlapped, terminating pods included:
+//   - a pod was created for a run while a pod of another run existed (a
+//     restarted replica's new pods wait until every pod of the previous run
+//     is gone);
+//   - a pod could run its attempt's workload (its startup gate not closed)
+//     while a pod of an earlier attempt existed: the barrier of a restart
+//     in place, whose kept pods move to the next attempt with their gate
+//     closed, and whose gates open only once the old run is gone.
 func AttemptOverlaps(events []ObjectEvent) []string {
-	live := map[replicaKey]map[string]map[string]bool{} // replica -> attempt -> pod UIDs
+	type livePod struct {
+		attempt int
+		name    string
+		gate    string
+	}
+	live := map[replicaKey]map[string]livePod{} // replica -> pod UID -> its last state
 	var out []string
 	for _, e := range events {
 		if e.Kind != "Pod" || e.PodCliqueSet == "" {
@@ -24,21 +35,35 @@ func AttemptOverlaps(events []ObjectEvent) []string {
 		}
 		k := replicaKey{e.PodCliqueSet, e.Replica}
 		if live[k] == nil {
-			live[k] = map[string]map[string]bool{}
-		}
-		if live[k][e.Attempt] == nil {
-			live[k][e.Attempt] = map[string]bool{}
+			live[k] = map[string]livePod{}
 		}
 		if e.Type == watch.Deleted {
-			delete(live[k][e.Attempt], e.UID)
+			delete(live[k], e.UID)
 			continue
 		}
-		live[k][e.Attempt][e.UID] = true
-		for attempt, pods := range live[k] {
-			if attempt != e.Attempt && len(pods) > 0 {
-				out = append(out, fmt.Sprintf("%s replica %s: pod %s of attempt %s exists while %d pod(s) of attempt %s still exist (rv %s)",
-					e.PodCliqueSet, e.Replica, e.Name, e.Attempt, len(pods), attempt, e.ResourceVersion))
+		attempt, _ := strconv.Atoi(e.Attempt)
+		_, known := live[k][e.UID]
+		me := livePod{attempt: attempt, name: e.Name, gate: e.StartupGate}
+		live[k][e.UID] = me
+		for uid, other := range live[k] {
+			if uid == e.UID || other.attempt == me.attempt {
+				continue
 			}
+			older, newer := other, me
+			if other.attempt > me.attempt {
+				older, newer = me, other
+			}
+			switch {
+			case !known:
+				out = append(out, fmt.Sprintf("%s replica %s: pod %s of attempt %d created while pod %s of attempt %d still exists (rv %s)",
+					e.PodCliqueSet, e.Replica, e.Name, me.attempt, other.name, other.attempt, e.ResourceVersion))
+			case newer.gate != "closed":
+				out = append(out, fmt.Sprintf("%s replica %s: pod %s of attempt %d may run (startup gate %q) while pod %s of attempt %d still exists (rv %s)",
+					e.PodCliqueSet, e.Replica, newer.name, newer.attempt, newer.gate, older.name, older.attempt, e.ResourceVersion))
+			default:
+				continue
+			}
+			break
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,56 @@ func TestAttemptOverlaps(t *testing.T) {
 	if got := AttemptOverlaps(overlap); len(got) != 1 {
 		t.Errorf("overlap: got %v, want one violation", got)
 	}
+
+	// A restart in place moves a kept pod to the next attempt: same UID,
+	// new attempt label. It leaves its old run then.
+	inPlace := []ObjectEvent{
+		pod(watch.Added, "1", "a", "0", "0", "0", "Running"),
+		pod(watch.Added, "2", "b", "0", "0", "1", "Running"),
+		pod(watch.Deleted, "3", "b", "0", "0", "1", "Failed"), // evicted, not kept
+		pod(watch.Modified, "4", "a", "0", "1", "0", "Running"),
+		pod(watch.Added, "5", "c", "0", "1", "1", "Pending"),
+	}
+	if got := AttemptOverlaps(inPlace); len(got) != 0 {
+		t.Errorf("a restart in place reported: %v", got)
+	}
+	movedEarly := []ObjectEvent{
+		pod(watch.Added, "1", "a", "0", "0", "0", "Running"),
+		pod(watch.Added, "2", "b", "0", "0", "1", "Running"),
+		pod(watch.Modified, "3", "a", "0", "1", "0", "Running"), // b of attempt 0 still runs
+		pod(watch.Deleted, "4", "b", "0", "0", "1", "Failed"),
+	}
+	if got := AttemptOverlaps(movedEarly); len(got) != 1 {
+		t.Errorf("a pod moved with its gate open while its run still had a pod: got %v, want one violation", got)
+	}
+
+	// The barrier: kept pods move with their gates closed, one by one,
+	// while the evicted pod terminates; the gates open once it is gone.
+	barrier := []ObjectEvent{
+		gated(pod(watch.Added, "1", "a", "0", "0", "0", "Running"), "open"),
+		gated(pod(watch.Added, "2", "b", "0", "0", "1", "Running"), "open"),
+		gated(pod(watch.Added, "3", "e", "0", "0", "2", "Running"), "open"),
+		gated(pod(watch.Modified, "4", "e", "0", "0", "2", "Running"), "open"), // evicted: terminating
+		gated(pod(watch.Modified, "5", "a", "0", "1", "0", "Running"), "closed"),
+		gated(pod(watch.Modified, "6", "e", "0", "0", "2", "Failed"), "open"),
+		gated(pod(watch.Modified, "7", "b", "0", "1", "1", "Running"), "closed"),
+		gated(pod(watch.Deleted, "8", "e", "0", "0", "2", "Failed"), "open"),
+		gated(pod(watch.Added, "9", "f", "0", "1", "2", "Pending"), "closed"),
+		gated(pod(watch.Modified, "10", "a", "0", "1", "0", "Running"), "open"),
+	}
+	if got := AttemptOverlaps(barrier); len(got) != 0 {
+		t.Errorf("a barrier kept reported: %v", got)
+	}
+	barrierBroken := slices.Clone(barrier[:6])
+	barrierBroken = append(barrierBroken, gated(pod(watch.Modified, "7", "a", "0", "1", "0", "Running"), "open"))
+	if got := AttemptOverlaps(barrierBroken); len(got) != 1 {
+		t.Errorf("a gate opened while the old run's pods exist: got %v, want one violation", got)
+	}
+}
+
+func gated(e ObjectEvent, gate string) ObjectEvent {
+	e.StartupGate = gate
+	return e
 }
 
 func TestEarlyGangs(t *testing.T) {

@@ -36,6 +36,9 @@ type ObjectEvent struct {
 	Index           string
 	Phase           corev1.PodPhase
 	Terminating     bool
+	// StartupGate is a pod's copse.dev/startup-gate annotation ("closed",
+	// "open"; "" for a pod without a startup gate).
+	StartupGate string
 }
 
 // History records every pod and PodGroup event of a namespace, in the API
@@ -237,7 +240,7 @@ func eventOf(t watch.EventType, kind string, m *metav1.ObjectMeta) ObjectEvent {
 		Type: t, Kind: kind, ResourceVersion: m.ResourceVersion, Name: m.Name, UID: string(m.UID),
 		PodCliqueSet: m.Labels[labels.PartOfKey], Replica: m.Labels[labels.ReplicaKey], Attempt: m.Labels[labels.AttemptKey],
 		PodClique: m.Labels[labels.PodCliqueKey], Clique: m.Labels[labels.CliqueTemplateKey], Index: m.Labels[labels.PodIndexKey],
-		Terminating: m.DeletionTimestamp != nil,
+		Terminating: m.DeletionTimestamp != nil, StartupGate: m.Annotations[labels.StartupGateAnnotation],
 	}
 }
 

@@ -55,6 +55,19 @@ func keptInPlace(p podstate.Summary, lostNodes map[string]bool) bool {
 	return p.Active() && !lostNodes[p.Node]
 }
 
+// splitKept splits the old run's pods into those a restart in place keeps
+// and those it deletes.
+func splitKept(pods []podstate.Summary, lostNodes map[string]bool) (kept, deleted []podstate.Summary) {
+	for _, p := range pods {
+		if keptInPlace(p, lostNodes) {
+			kept = append(kept, p)
+		} else {
+			deleted = append(deleted, p)
+		}
+	}
+	return kept, deleted
+}
+
 // barrierLifted reports whether no pod of the replica runs an attempt
 // before attempt any more: every pod of an earlier attempt has ended, and
 // every pod adopted into attempt (its gate closed) is held at its gate, its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,8 +69,7 @@ func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCl
 		pods := oldRunPods(obs.replica(replica).pods, replica, rec.Attempt)
 		var kept []podstate.Summary
 		if rec.InPlace {
-			kept = slices.DeleteFunc(slices.Clone(pods), func(p podstate.Summary) bool { return !keptInPlace(p, obs.lostNodes) })
-			pods = slices.DeleteFunc(pods, func(p podstate.Summary) bool { return keptInPlace(p, obs.lostNodes) })
+			kept, pods = splitKept(pods, obs.lostNodes)
 			errs = append(errs, r.moveKeptPods(ctx, pcs, rec, children.Cut(budget, kept)))
 		}
 		pods = children.Cut(budget, pods)
