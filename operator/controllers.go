@@ -49,6 +49,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 		WriteBudget: int(cfg.Controllers.MaxWritesPerReconcile),
 
 		IncompleteGangTimeout: cfg.Scheduler.IncompleteGangTimeout.Duration,
+		InPlaceRestartTimeout: cfg.Scheduler.InPlaceRestartTimeout.Duration,
 
 		TopologyAwareScheduling: topologyAwareScheduling,
 		Kueue:                   cfg.Kueue.Enabled,

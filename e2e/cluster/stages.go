@@ -40,6 +40,10 @@ const (
 	// AnnotationUnreachable "true" puts the pod on a node that no longer
 	// answers: once deleted it stays terminating for good.
 	AnnotationUnreachable = "sim.copse.dev/unreachable"
+	// AnnotationRestartAgentLost "true" makes the pod's containers never
+	// restart in place (copse-pod-restart-all skips it), as a pod whose
+	// restart agent is gone while the pod still runs.
+	AnnotationRestartAgentLost = "sim.copse.dev/restart-agent-lost"
 )
 
 //go:embed stages/*.yaml

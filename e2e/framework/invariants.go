@@ -111,6 +111,12 @@ func RerunSuccesses(events []ObjectEvent) []string {
 		}
 		s := slot{e.PodClique, e.Attempt, e.Index}
 		if e.Phase == "Succeeded" {
+			if e.StartupGate == "closed" {
+				// A pod a restart in place moved to this attempt, whose old
+				// containers exited 0 before they were restarted: the
+				// previous attempt's exit, not this one's.
+				continue
+			}
 			if _, seen := succeeded[s]; !seen {
 				succeeded[s] = e.UID
 			}

@@ -118,6 +118,17 @@ func TestRerunSuccesses(t *testing.T) {
 	if got := RerunSuccesses(restart); len(got) != 0 {
 		t.Errorf("restart: got %v", got)
 	}
+	// A pod moved to attempt 1 (gate closed) whose old containers exit 0
+	// before their restart: attempt 0's exit; attempt 1 runs index 0 anew.
+	endedAfterMove := []ObjectEvent{
+		gated(pod(watch.Modified, "1", "a", "0", "1", "0", "Running"), "closed"),
+		gated(pod(watch.Modified, "2", "a", "0", "1", "0", "Succeeded"), "closed"),
+		gated(pod(watch.Deleted, "3", "a", "0", "1", "0", "Succeeded"), "closed"),
+		gated(pod(watch.Added, "4", "b", "0", "1", "0", "Pending"), "closed"),
+	}
+	if got := RerunSuccesses(endedAfterMove); len(got) != 0 {
+		t.Errorf("an exit behind a closed gate: got %v", got)
+	}
 }
 
 func TestHostnameOverlaps(t *testing.T) {

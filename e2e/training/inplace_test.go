@@ -151,6 +151,75 @@ var _ = Describe("Training restart in place", Label("training"), func() {
 	})
 })
 
+// inPlaceRestartTimeout is the training suite's
+// scheduler.inPlaceRestartTimeout (suite_test.go): long enough for every
+// restart in place of the suite to lift its barrier, even with the operator
+// killed meanwhile.
+const inPlaceRestartTimeout = 30 * time.Second
+
+var _ = Describe("Training restart in place whose kubelet never restarts a kept pod", Label("training"), func() {
+	AfterEach(restartOperatorIfKilled)
+
+	It("says why the gates stay closed, then recreates the replica after scheduler.inPlaceRestartTimeout without spending a restart, and succeeds", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "inplace-timeout")
+		Expect(env.Client.Create(ctx, inPlaceWorkers(ns, 1, 1, 2, ""))).To(Succeed())
+		pods := runningPods(ctx, ns, "job", "0", "0", 3)
+		var failing, agentLost *corev1.Pod
+		for i := range pods {
+			switch {
+			case pods[i].Labels[labels.CliqueTemplateKey] == "leader":
+				failing = &pods[i]
+			case agentLost == nil:
+				agentLost = &pods[i]
+			}
+		}
+		Expect(failing).NotTo(BeNil())
+		Expect(agentLost).NotTo(BeNil())
+		setAnnotation(ctx, agentLost, cluster.AnnotationRestartAgentLost, "true")
+		decided := time.Now()
+		env.MakePodExit(ctx, failing, "1")
+
+		By("holding the barrier of attempt 1, and saying so, while the pod that lost its agent runs its old containers")
+		Eventually(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(pcs.Status.ReplicaRecreations).To(ConsistOf(And(HaveField("Attempt", int32(1)), HaveField("InPlace", true),
+				HaveField("CompletedAt", Not(BeNil())), HaveField("BarrierLiftedAt", BeNil()))))
+			expectBlocked(ctx, g, ns, "job-0-leader", copsev1alpha1.ReasonWaitingForPreviousAttempt, "")
+		}).WithContext(ctx).WithTimeout(inPlaceRestartTimeout / 2).Should(Succeed())
+		stuck := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(agentLost), stuck)).To(Succeed())
+		Expect(stuck.Labels[labels.AttemptKey]).To(Equal("1"), "the pod was moved to attempt 1")
+		Expect(stuck.Status.ContainerStatuses).To(HaveEach(HaveField("RestartCount", int32(0))), "its containers were never restarted")
+
+		By("recreating the replica as attempt 2 once the barrier held for the timeout, without counting a restart")
+		var rec copsev1alpha1.ReplicaRecreation
+		Eventually(func(g Gomega) {
+			pcs := env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(pcs.Status.ReplicaRecreations).To(HaveLen(1))
+			rec = pcs.Status.ReplicaRecreations[0]
+			g.Expect(rec.Attempt).To(Equal(int32(2)))
+			g.Expect(pcs.Status.RestartCount).To(Equal(int32(1)), "the timeout spends no restart")
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		Expect(rec.Reason).To(Equal(copsev1alpha1.RecreationReasonInPlaceRestartTimeout))
+		Expect(rec.InPlace).To(BeFalse(), "the fallback recreates")
+		Expect(rec.StartedAt.Time).To(BeTemporally(">=", decided.Add(inPlaceRestartTimeout).Truncate(time.Second)))
+		Eventually(func(g Gomega) {
+			g.Expect(env.EventsWithReason(ctx, g, ns, "InPlaceRestartTimedOut")).To(HaveLen(1))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("running attempt 2 in new pods, the stuck pod gone, to success")
+		fresh := runningPods(ctx, ns, "job", "0", "2", 3)
+		for _, p := range fresh {
+			Expect(p.UID).NotTo(Equal(agentLost.UID))
+		}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(agentLost), &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound))
+		finishAttempt(ctx, ns, "0", "2", 3)
+		pcs := waitEnd(ctx, ns, copsev1alpha1.PodCliqueSetPhaseSucceeded)
+		Expect(pcs.Status.RestartCount).To(Equal(int32(1)))
+		expectNoOrphans(ctx, ns, "job")
+	})
+})
+
 var _ = Describe("Training restart strategy", Label("training"), func() {
 	It("refuses to change restartStrategy once created (CEL), naming the field", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "inplace-immutable")

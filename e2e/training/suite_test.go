@@ -19,6 +19,7 @@ var env = framework.SetupSuite(framework.Options{Name: "training", WithOperator:
 		// successor take over in seconds rather than Kubernetes' default 15.
 		framework.ShortLeases(cfg)
 		cfg.Scheduler.IncompleteGangTimeout = metav1.Duration{Duration: incompleteGangTimeout}
+		cfg.Scheduler.InPlaceRestartTimeout = metav1.Duration{Duration: inPlaceRestartTimeout}
 	},
 }}, nil)
 

@@ -33,6 +33,7 @@ const (
 	DefaultMetricsBindAddress                           = ":8080"
 	DefaultSchedulerBackend                             = SchedulerBackendAuto
 	DefaultIncompleteGangTimeout                        = 5 * time.Minute
+	DefaultInPlaceRestartTimeout                        = 5 * time.Minute
 	DefaultLogLevel                                     = LogLevelInfo
 	DefaultLogFormat                                    = LogFormatJSON
 	DefaultStartupGateImage                             = "docker.io/library/busybox:1.37.0"
@@ -97,6 +98,7 @@ func SetDefaults(cfg *OperatorConfiguration) {
 
 	setDefault(&cfg.Scheduler.Backend, DefaultSchedulerBackend)
 	setDefault(&cfg.Scheduler.IncompleteGangTimeout, metav1.Duration{Duration: DefaultIncompleteGangTimeout})
+	setDefault(&cfg.Scheduler.InPlaceRestartTimeout, metav1.Duration{Duration: DefaultInPlaceRestartTimeout})
 
 	setDefault(&cfg.Logging.Level, DefaultLogLevel)
 	setDefault(&cfg.Logging.Format, DefaultLogFormat)

@@ -400,6 +400,15 @@ type SchedulerConfiguration struct {
 	// and the gang is placed again. Default 5m.
 	// +optional
 	IncompleteGangTimeout metav1.Duration `json:"incompleteGangTimeout,omitempty"`
+	// InPlaceRestartTimeout bounds how long a restart in place
+	// (trainingSpec.restartStrategy InPlace) may hold its replica's nodes
+	// before its barrier lifts: a kept pod whose kubelet never restarts its
+	// containers (its restart agent lost while the pod still runs) would
+	// hold it for good. Once it has lasted this long since the restart was
+	// decided, copse recreates the replica (reason InPlaceRestartTimeout,
+	// without spending a Training restart). Default 5m.
+	// +optional
+	InPlaceRestartTimeout metav1.Duration `json:"inPlaceRestartTimeout,omitempty"`
 }
 
 // LogLevel is the minimum severity that is logged.

@@ -266,6 +266,9 @@ func validateScheduler(s *SchedulerConfiguration, path *field.Path) field.ErrorL
 	if s.IncompleteGangTimeout.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("incompleteGangTimeout"), s.IncompleteGangTimeout.Duration.String(), "must be a positive duration"))
 	}
+	if s.InPlaceRestartTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("inPlaceRestartTimeout"), s.InPlaceRestartTimeout.Duration.String(), "must be a positive duration"))
+	}
 	return errs
 }
 

@@ -224,6 +224,13 @@ func TestValidate(t *testing.T) {
 			wantErrors: []string{`scheduler.incompleteGangTimeout: Invalid value: "0s": must be a positive duration`},
 		},
 		{
+			name: "an in-place restart timeout that is not positive",
+			mutate: func(c *OperatorConfiguration) {
+				c.Scheduler.InPlaceRestartTimeout = metav1.Duration{Duration: -time.Second}
+			},
+			wantErrors: []string{`scheduler.inPlaceRestartTimeout: Invalid value: "-1s": must be a positive duration`},
+		},
+		{
 			name: "unknown log level and format",
 			mutate: func(c *OperatorConfiguration) {
 				c.Logging.Level = "warn"

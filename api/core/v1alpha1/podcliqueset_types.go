@@ -236,7 +236,7 @@ type FailureRuleMatch struct {
 }
 
 // RecreationReason says why a replica is recreated.
-// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;UncountedRestart;Suspension;IncompletePlacement
+// +kubebuilder:validation:Enum=GangTermination;TrainingRestart;UncountedRestart;Suspension;IncompletePlacement;InPlaceRestartTimeout
 type RecreationReason string
 
 const (
@@ -258,6 +258,11 @@ const (
 	// scheduler.incompleteGangTimeout; its pods are recreated, and placed
 	// again, without consuming a restart.
 	RecreationReasonIncompletePlacement RecreationReason = "IncompletePlacement"
+	// RecreationReasonInPlaceRestartTimeout: a restart in place did not lift
+	// its barrier within the operator's scheduler.inPlaceRestartTimeout (a
+	// kept pod's containers were never restarted); the replica is recreated
+	// without consuming a restart.
+	RecreationReasonInPlaceRestartTimeout RecreationReason = "InPlaceRestartTimeout"
 )
 
 // ReplicaRecreation is the durable record of one replica being recreated.

@@ -30,8 +30,15 @@ func TestAdoptionOf(t *testing.T) {
 			[]podstate.Summary{func() podstate.Summary { p := moved("a", 0); p.ControllerUID = "old-pclq"; return p }()}, nil, nil, []string{"a"}},
 		{"a pod of the old attempt (not moved) is not adopted", true, nil,
 			[]podstate.Summary{func() podstate.Summary { p := moved("a", 0); p.Attempt = 0; return p }()}, nil, nil, []string{"a"}},
-		{"an ended stray is not adopted", true, nil,
-			[]podstate.Summary{func() podstate.Summary { p := moved("a", 0); p.Phase = corev1.PodFailed; return p }()}, nil, nil, []string{"a"}},
+		// Its containers ended in the previous attempt's run, after the
+		// move: neither outcome is this run's, so it goes (chaos w58 left
+		// such pods orphaned beside their replacements).
+		{"a moved pod that failed before adoption is discarded", true, nil,
+			[]podstate.Summary{func() podstate.Summary { p := moved("a", 0); p.Phase = corev1.PodFailed; return p }()}, nil, []string{"a"}, nil},
+		{"a moved pod that exited 0 before adoption is discarded", true, nil,
+			[]podstate.Summary{func() podstate.Summary { p := moved("a", 0); p.Phase = corev1.PodSucceeded; return p }()}, nil, []string{"a"}, nil},
+		{"an ended pod of the old attempt stays a stray", true, nil,
+			[]podstate.Summary{func() podstate.Summary { p := moved("a", 0); p.Attempt = 0; p.Phase = corev1.PodFailed; return p }()}, nil, nil, []string{"a"}},
 		{"an index out of range is discarded", true, nil, []podstate.Summary{moved("a", 3)}, nil, []string{"a"}, nil},
 		{"an index its own pod holds is discarded", true, []podstate.Summary{{Name: "own", Index: 1, HasIndex: true, Phase: corev1.PodPending}},
 			[]podstate.Summary{moved("a", 1)}, nil, []string{"a"}, nil},

@@ -66,6 +66,10 @@ type planInput struct {
 	// deleting are the pods this controller deleted that the cache still
 	// shows alive; they count as gone.
 	deleting map[types.UID]bool
+	// vacating are the indices of pods a restart in place kept that this
+	// clique discards (adoptionOf): no new pod takes such an index while the
+	// discarded pod, which has its hostname, still exists.
+	vacating []int
 	// Training only: succeeded are the indices that exited 0 (recorded or
 	// shown by pods); replacing are the failed pods whose replacement is
 	// recorded; replacements is status.podReplacements.
@@ -185,6 +189,7 @@ func planPods(in planInput) podPlan {
 			occupied = append(occupied, index)
 		}
 		occupied = append(occupied, in.creating...)
+		occupied = append(occupied, in.vacating...)
 		plan.create = podsToCreate(in.desired, occupied)
 	}
 

@@ -21,6 +21,7 @@ func TestPlanPods(t *testing.T) {
 		blocked      bool
 		pods         []podstate.Summary
 		creating     []int
+		vacating     []int
 		deleting     []types.UID
 		recorded     string // status.succeededIndexes
 		replacing    []types.UID
@@ -55,6 +56,14 @@ func TestPlanPods(t *testing.T) {
 			pods:       []podstate.Summary{p(0)},
 			creating:   []int{1},
 			wantCreate: []int{2, 3},
+		},
+		{
+			name:       "a discarded kept pod's index waits until that pod is gone",
+			desired:    3,
+			workload:   copsev1alpha1.WorkloadTypeTraining,
+			pods:       []podstate.Summary{p(0)},
+			vacating:   []int{1},
+			wantCreate: []int{2},
 		},
 		{
 			name:       "scale-in removes the highest indices",
@@ -367,6 +376,7 @@ func TestPlanPods(t *testing.T) {
 				blocked:      c.blocked,
 				pods:         c.pods,
 				creating:     c.creating,
+				vacating:     c.vacating,
 				deleting:     map[types.UID]bool{},
 				replacing:    uidSet(c.replacing),
 				ignored:      uidSet(c.ignored),

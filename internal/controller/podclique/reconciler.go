@@ -183,6 +183,7 @@ func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, bu
 		pods:         o.owned,
 		creating:     creatingIndices(o.pending),
 		deleting:     deletingUIDs(o.pending),
+		vacating:     indicesOf(o.discard),
 		succeeded:    o.completion.Succeeded,
 		replacing:    uidSet(pclq.Status.ReplacingPods),
 		ignored:      o.ignored,
@@ -263,6 +264,17 @@ func deletingUIDs(pending expectations.Pending) map[types.UID]bool {
 	out := make(map[types.UID]bool, len(pending.Deletions))
 	for _, e := range pending.Deletions {
 		out[e.UID] = true
+	}
+	return out
+}
+
+// indicesOf are the pod indices of pods, those without one left out.
+func indicesOf(pods []podstate.Summary) []int {
+	var out []int
+	for _, p := range pods {
+		if p.HasIndex {
+			out = append(out, p.Index)
+		}
 	}
 	return out
 }

@@ -127,7 +127,7 @@ func startupBlockedCondition(o startOrder) *metav1.Condition {
 	case o.barrier:
 		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue,
 			Reason:  copsev1alpha1.ReasonWaitingForPreviousAttempt,
-			Message: "the replica restarts in place: the pods' containers start once no pod of the replica runs the previous attempt (every kept pod restarted to its startup gate)"}
+			Message: "the replica restarts in place: the pods' containers start once no pod of the replica runs the previous attempt (every kept pod restarted to its startup gate); if that takes longer than the operator's scheduler.inPlaceRestartTimeout, the replica is recreated"}
 	case o.gated || o.successGated:
 		return &metav1.Condition{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionFalse,
 			Reason: copsev1alpha1.ReasonPredecessorsDone, Message: "the cliques this clique starts after are done"}

@@ -34,6 +34,7 @@ const (
 	// matched; EventMaxUncountedRestartsExceeded: uncounted restarts ran out.
 	EventFailedByRule                 = "FailedByRule"
 	EventMaxUncountedRestartsExceeded = "MaxUncountedRestartsExceeded"
+	EventInPlaceRestartTimedOut       = "InPlaceRestartTimedOut"
 )
 
 // transitionEvent is one event to record, decided from a status transition.
@@ -59,6 +60,13 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 				"replica %d held its nodes for longer than scheduler.incompleteGangTimeout with a gang placed incomplete; "+
 					"recreating its pods as attempt %d to free the nodes and place the gang again (no restart is counted): %s",
 				replica, rec.Attempt, gangsMessage(current))})
+			continue
+		}
+		if rec.Reason == copsev1alpha1.RecreationReasonInPlaceRestartTimeout {
+			out = append(out, transitionEvent{corev1.EventTypeWarning, EventInPlaceRestartTimedOut, "Recreate", fmt.Sprintf(
+				"replica %d's restart in place held its startup gates for longer than scheduler.inPlaceRestartTimeout "+
+					"(a kept pod's containers were not restarted); recreating its pods as attempt %d (no restart is counted)",
+				replica, rec.Attempt)})
 			continue
 		}
 		if !pcs.IsTraining() {

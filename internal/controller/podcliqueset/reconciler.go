@@ -58,6 +58,10 @@ type Reconciler struct {
 	// recreated (the configuration's scheduler.incompleteGangTimeout); 0
 	// means never.
 	IncompleteGangTimeout time.Duration
+	// InPlaceRestartTimeout is how long a restart in place may keep its
+	// barrier before the replica is recreated (the configuration's
+	// scheduler.inPlaceRestartTimeout); 0 means never.
+	InPlaceRestartTimeout time.Duration
 	// TopologyAwareScheduling: topologyConstraints are applied (the
 	// operator configuration's topologyAwareScheduling.enabled, with the
 	// Workload scheduler backend); otherwise none is, and a PodCliqueSet
@@ -135,9 +139,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, r.resources()), startTime, now)
 	gangs := gangFactsOf(pcs, obs, r.gangKind(), progress.inProgress)
 	placement := decidePlacement(pcs, gangs, replicas, progress.inProgress, d, r.IncompleteGangTimeout, now)
+	barriers := decideBarriers(pcs, d, placement, r.InPlaceRestartTimeout, now)
 	newRecreations := slices.Concat(r.planRecreations(pcs, obs, d.recreate, d.reason, now),
 		r.planRecreations(pcs, obs, d.recreateUncounted, copsev1alpha1.RecreationReasonUncountedRestart, now),
-		r.planRecreations(pcs, obs, placement.recreate, copsev1alpha1.RecreationReasonIncompletePlacement, now))
+		r.planRecreations(pcs, obs, placement.recreate, copsev1alpha1.RecreationReasonIncompletePlacement, now),
+		r.planRecreations(pcs, obs, barriers.recreate, copsev1alpha1.RecreationReasonInPlaceRestartTimeout, now))
 	rolloutIn := rolloutInputsOf(pcs, obs, replicas, recreatingReplicas(progress.inProgress, newRecreations), now)
 	rollout := decideRollout(rolloutIn)
 
@@ -176,6 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter})
+	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: barriers.requeueAfter})
 	return requeue.Earliest(result, ctrl.Result{RequeueAfter: placement.requeueAfter}), nil
 }
 

@@ -261,6 +261,17 @@ func TestTransitionEvents(t *testing.T) {
 			t.Errorf("message %q", msg)
 		}
 	})
+	t.Run("a restart in place that timed out is recreated, no restart", func(t *testing.T) {
+		after := running
+		events := transitionEvents(pcs, &running, &after, nil, []copsev1alpha1.ReplicaRecreation{
+			{ReplicaIndex: 0, Attempt: 2, Reason: copsev1alpha1.RecreationReasonInPlaceRestartTimeout}})
+		if got := strings.Join(reasons(events), ","); got != "InPlaceRestartTimedOut" {
+			t.Fatalf("events %s", got)
+		}
+		if msg := events[0].message; !strings.Contains(msg, "no restart is counted") || !strings.Contains(msg, "attempt 2") {
+			t.Errorf("message %q", msg)
+		}
+	})
 	t.Run("a failure is reported once", func(t *testing.T) {
 		after := running
 		after.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonMaxRuntimeExceeded, Message: "maxRuntime 1h elapsed"}}
