@@ -25,7 +25,7 @@ CLUSTER_CLI := go run ./e2e/cmd/copse-cluster
 CLUSTER_DIR ?= $(COPSE_CACHE_DIR)/clusters/demo
 
 # Every pinned tool (controller-gen, crdgen, helm, etcd, the Kubernetes
-# binaries, kwok, the JobSet controller, trainer-oracle, Kueue, golangci-lint) is built by one
+# binaries, kwok, the JobSet controller, trainer-oracle, Kueue, golangci-lint, promtool) is built by one
 # builder, e2e/cluster (tools.go: one row per module under hack/tools, whose
 # go.mod pins the version), into $(COPSE_CACHE_DIR)/bin/<tool>-<version>-<hash>/.
 # `$(TOOL) X` prints the path of binary X, building its tool first if needed,
@@ -48,7 +48,7 @@ build: ## Build the operator binary into bin/.
 	go build -o bin/copse-operator ./operator
 
 .PHONY: tools
-tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle, Kueue, golangci-lint), two at a time, print their paths.
+tools: ## Build and cache every pinned tool (controller-gen, helm, etcd, kube binaries, kwok, JobSet, trainer-oracle, Kueue, golangci-lint, promtool), two at a time, print their paths.
 	$(CLUSTER_CLI) build
 
 .PHONY: helm

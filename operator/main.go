@@ -100,6 +100,9 @@ func run(ctx context.Context, restConfig *rest.Config, cfg *configv1alpha1.Opera
 	if err := registerControllers(mgr, cfg, decision.Backend, mnnvlParts); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
+	if err := registerStateMetrics(mgr, cfg); err != nil {
+		return err
+	}
 	if certificates != nil {
 		// Not leader-gated: every replica serves webhooks.
 		if err := mgr.Add(certificates); err != nil {

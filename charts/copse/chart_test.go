@@ -95,20 +95,24 @@ func chartDir(t *testing.T) string {
 
 // template renders the chart for values with `helm template` and returns
 // the documents by "<Kind>/<namespace>/<name>" (namespace empty for
-// cluster-scoped objects).
-func template(t *testing.T, values map[string]any) map[string]map[string]any {
+// cluster-scoped objects). apiVersions are the kinds the cluster is to
+// serve beyond the built-in ones (helm's --api-versions, "group/version/Kind").
+func template(t *testing.T, values map[string]any, apiVersions ...string) map[string]map[string]any {
 	t.Helper()
-	out, err := templateErr(t, values)
+	out, err := templateErr(t, values, apiVersions...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-func templateErr(t *testing.T, values map[string]any) (map[string]map[string]any, error) {
+func templateErr(t *testing.T, values map[string]any, apiVersions ...string) (map[string]map[string]any, error) {
 	t.Helper()
 	h := helm(t)
 	args := []string{"template", releaseName, chartDir(t), "--namespace", releaseNamespace}
+	for _, v := range apiVersions {
+		args = append(args, "--api-versions", v)
+	}
 	if values != nil {
 		data, err := yaml.Marshal(values)
 		if err != nil {
@@ -691,7 +695,8 @@ func TestDeployment(t *testing.T) {
 }
 
 func TestServices(t *testing.T) {
-	docs := template(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
+	monitorValues := map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}}
+	docs := template(t, monitorValues, serviceMonitorKind)
 	webhookSvc := &corev1.Service{}
 	get(t, docs, "Service/copse-system/copse-webhook", webhookSvc)
 	if len(webhookSvc.Spec.Ports) != 1 || webhookSvc.Spec.Ports[0].Port != 443 || webhookSvc.Spec.Ports[0].TargetPort.String() != "webhook" {
@@ -711,8 +716,11 @@ func TestServices(t *testing.T) {
 	if _, ok := docs["ServiceMonitor/copse-system/copse-operator"]; !ok {
 		t.Error("metrics.serviceMonitor.enabled renders no ServiceMonitor")
 	}
-	if _, ok := template(t, nil)["ServiceMonitor/copse-system/copse-operator"]; ok {
+	if _, ok := template(t, nil, serviceMonitorKind)["ServiceMonitor/copse-system/copse-operator"]; ok {
 		t.Error("a ServiceMonitor is rendered by default")
+	}
+	if _, ok := template(t, monitorValues)["ServiceMonitor/copse-system/copse-operator"]; ok {
+		t.Error("a ServiceMonitor is rendered on a cluster that does not serve the kind")
 	}
 }
 

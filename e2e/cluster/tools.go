@@ -36,6 +36,7 @@ const (
 	ToolTrainerOracle = "trainer-oracle"
 	ToolKueue         = "kueue"
 	ToolGolangciLint  = "golangci-lint"
+	ToolPromtool      = "promtool"
 	// The real nodes' parts (realnode.go): the kubelet, containerd, runc
 	// and the CNI plugins.
 	ToolKubelet    = "kubelet"
@@ -158,6 +159,14 @@ var Tools = []Tool{
 		Module:    "github.com/golangci/golangci-lint/v2",
 		Binaries:  map[string]string{"golangci-lint": "github.com/golangci/golangci-lint/v2/cmd/golangci-lint"},
 		ColdBuild: 3 * time.Minute,
+	},
+	{
+		// Prometheus' promtool: `make test-alerts` checks the chart's alert
+		// rules and runs their unit tests (charts/copse/alerts) with it.
+		Name:      ToolPromtool,
+		Module:    "github.com/prometheus/prometheus",
+		Binaries:  map[string]string{"promtool": "github.com/prometheus/prometheus/cmd/promtool"},
+		ColdBuild: 4 * time.Minute,
 	},
 	{
 		// The real nodes' kubelet, at the control plane's version; a module

@@ -15,6 +15,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/e2e/framework"
 	copselabels "github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
@@ -83,6 +84,14 @@ var _ = Describe("A TrainJob on the PodCliqueSet backend", Label("trainjob"), fu
 		pcs, err = podCliqueSetOf(ctx, tj)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pcs.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
+
+		By("counting it in copse_trainjobs, scraped from the operator: Complete, on the PodCliqueSet backend")
+		Eventually(func(g Gomega) {
+			m, err := framework.ScrapeMetrics(ctx, env.Operator.MetricsURL())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(m.SumBy("copse_trainjobs", map[string]string{"namespace": ns}, "backend", "state")).To(
+				Equal(map[string]float64{"PodCliqueSet/Complete": 1}))
+		}).WithContext(ctx).WithTimeout(wait).WithPolling(poll).Should(Succeed())
 	})
 
 	It("lists the PodCliqueSet's pods in an MPI TrainJob's hostfile, with its SSH Secret mounted on launcher and nodes", func(ctx context.Context) {

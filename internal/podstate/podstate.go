@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
 )
 
 // Summary is one pod as copse's decisions see it.
@@ -58,6 +60,9 @@ type Summary struct {
 	// again, so a pod adopted into a new attempt holds there once its old
 	// containers are gone.
 	GateHolding bool
+	// GPUs is the nvidia.com/gpu the pod requests (its effective request:
+	// the larger of its init containers' and its containers' with sidecars).
+	GPUs int64
 	// FinishedAt is when the last container of an ended pod terminated
 	// (zero when unknown or not ended).
 	FinishedAt time.Time
@@ -164,6 +169,7 @@ func Of(pod *corev1.Pod) Summary {
 		GateHolding:   gateHolding(pod),
 		TemplateHash:  pod.Labels[labels.PodTemplateHashKey],
 		Gang:          pod.Labels[labels.PodGangKey],
+		GPUs:          GPUsOf(pod),
 	}
 	if pod.DeletionTimestamp != nil {
 		s.DeletionDeadline = pod.DeletionTimestamp.Time
@@ -406,4 +412,11 @@ func lastConditionChange(pod *corev1.Pod) time.Time {
 		}
 	}
 	return latest
+}
+
+// GPUsOf is the nvidia.com/gpu pod requests: its effective request, the
+// larger of its init containers' and its containers' with sidecars.
+func GPUsOf(pod *corev1.Pod) int64 {
+	gpus := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[mnnvl.GPUResource]
+	return gpus.Value()
 }

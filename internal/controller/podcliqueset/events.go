@@ -11,6 +11,8 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/metrics"
+	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // Event reasons (GREP-0285's, plus Grove-style gang termination and stuck
@@ -148,12 +150,14 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 	return out
 }
 
-// recordEvents emits transitionEvents.
-func (r *Reconciler) recordEvents(pcs *copsev1alpha1.PodCliqueSet, previous *copsev1alpha1.PodCliqueSetStatus,
-	replicas []replicaAssessment, newRecreations []copsev1alpha1.ReplicaRecreation) {
+// recordTransitions emits transitionEvents and records the transition
+// metrics of a status write that succeeded: one place for both.
+func (r *Reconciler) recordTransitions(pcs *copsev1alpha1.PodCliqueSet, previous *copsev1alpha1.PodCliqueSetStatus,
+	replicas []replicaAssessment, newRecreations []copsev1alpha1.ReplicaRecreation, pods []podstate.Summary, now time.Time) {
 	for _, e := range transitionEvents(pcs, previous, &pcs.Status, replicas, newRecreations) {
 		r.Recorder.Eventf(pcs, nil, e.eventType, e.reason, e.action, "%s", e.message)
 	}
+	metrics.Record(metrics.TransitionsOf(pcs, previous, &pcs.Status, newRecreations, pods, now))
 }
 
 func podCliqueFailed(replicas []replicaAssessment, replica int) transitionEvent {

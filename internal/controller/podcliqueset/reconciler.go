@@ -171,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	r.recordEvents(written, previous, replicas, newRecreations)
+	r.recordTransitions(written, previous, replicas, newRecreations, obs.pods, now)
 	r.recordRolloutEvents(written, rollout)
 
 	result, failures := r.act(ctx, written, obs, rollout)
