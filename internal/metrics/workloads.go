@@ -24,6 +24,14 @@ var (
 		"PodCliqueSets whose PodGangsScheduled condition is False, by namespace and reason "+
 			"(Unschedulable: the kube-scheduler cannot place a gang; GangPlacedIncomplete).",
 		[]string{"namespace", "reason"}, nil)
+	creationBlockedDesc = prometheus.NewDesc("copse_podcliques_creation_blocked",
+		"PodCliques whose PodCreationBlocked condition is True, by namespace and reason (Suspended, NotAdmitted, ReplicaRecreating, "+
+			"WaitingForResourceClaims, WaitingForBaseGang, ...: see docs/podclique.md).",
+		[]string{"namespace", "reason"}, nil)
+	creationRefusedDesc = prometheus.NewDesc("copse_podcliques_creation_refused",
+		"PodCliques whose last attempt to create a pod was refused by the API server (PodCreationRefused condition True: "+
+			"a ResourceQuota, an admission webhook, a LimitRange), by namespace.",
+		[]string{"namespace"}, nil)
 	gpusBoundDesc = prometheus.NewDesc("copse_gpus_bound",
 		"nvidia.com/gpu requested by copse's pods that are bound to a node and have not ended (terminating ones included), "+
 			"by namespace, the phase of their PodCliqueSet, and whether it is suspended: GPUs held by workloads that are not running "+
@@ -57,6 +65,8 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- podCliqueSetsDesc
 	ch <- gangsUnschedulableDesc
 	ch <- startupBlockedDesc
+	ch <- creationBlockedDesc
+	ch <- creationRefusedDesc
 	ch <- gpusBoundDesc
 	ch <- trainJobsDesc
 }
@@ -88,8 +98,19 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	var cliques copsev1alpha1.PodCliqueList
 	if err := c.Reader.List(ctx, &cliques, readOnly); err == nil {
-		for key, n := range countByCondition(podCliqueConditions(cliques.Items), copsev1alpha1.ConditionTypeStartupBlocked, metav1.ConditionTrue) {
+		conditions := podCliqueConditions(cliques.Items)
+		for key, n := range countByCondition(conditions, copsev1alpha1.ConditionTypeStartupBlocked, metav1.ConditionTrue) {
 			ch <- prometheus.MustNewConstMetric(startupBlockedDesc, prometheus.GaugeValue, float64(n), key[0], key[1])
+		}
+		for key, n := range countByCondition(conditions, copsev1alpha1.ConditionTypePodCreationBlocked, metav1.ConditionTrue) {
+			ch <- prometheus.MustNewConstMetric(creationBlockedDesc, prometheus.GaugeValue, float64(n), key[0], key[1])
+		}
+		refused := map[string]int{}
+		for key, n := range countByCondition(conditions, copsev1alpha1.ConditionTypePodCreationRefused, metav1.ConditionTrue) {
+			refused[key[0]] += n
+		}
+		for namespace, n := range refused {
+			ch <- prometheus.MustNewConstMetric(creationRefusedDesc, prometheus.GaugeValue, float64(n), namespace)
 		}
 	}
 }

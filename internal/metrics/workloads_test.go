@@ -64,7 +64,15 @@ func TestStateCollector(t *testing.T) {
 	unschedulable := metav1.Condition{Type: copsev1alpha1.ConditionTypePodGangsScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable"}
 	placed := metav1.Condition{Type: copsev1alpha1.ConditionTypePodGangsScheduled, Status: metav1.ConditionTrue, Reason: "AllGangsScheduled"}
 	blocked := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "job-0-w"}}
-	blocked.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonWaitingForPreviousAttempt}}
+	blocked.Status.Conditions = []metav1.Condition{
+		{Type: copsev1alpha1.ConditionTypeStartupBlocked, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonWaitingForPreviousAttempt},
+		{Type: copsev1alpha1.ConditionTypePodCreationBlocked, Status: metav1.ConditionFalse, Reason: copsev1alpha1.ReasonCreationAllowed},
+	}
+	refused := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "one-0-w"}}
+	refused.Status.Conditions = []metav1.Condition{
+		{Type: copsev1alpha1.ConditionTypePodCreationRefused, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonCreationRefused},
+		{Type: copsev1alpha1.ConditionTypePodCreationBlocked, Status: metav1.ConditionTrue, Reason: "Suspended"},
+	}
 	pod := func(ns, name, pcs, node string, gpus int64, phase corev1.PodPhase) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{labels.PartOfKey: pcs}}}
 		p.Spec.NodeName = node
@@ -90,7 +98,7 @@ func TestStateCollector(t *testing.T) {
 		training("a", "two", copsev1alpha1.PodCliqueSetPhasePending, unschedulable),
 		training("a", "three", copsev1alpha1.PodCliqueSetPhaseRunning, placed),
 		training("b", "four", copsev1alpha1.PodCliqueSetPhaseSucceeded),
-		blocked,
+		blocked, refused,
 	).Build()
 
 	got := strings.Join(collected(t, &StateCollector{Reader: reader}), "\n")
@@ -99,6 +107,8 @@ func TestStateCollector(t *testing.T) {
 		`copse_gpus_bound{namespace=a,phase=Running,suspended=false} value:1`,
 		`copse_gpus_bound{namespace=b,phase=Deleted,suspended=false} value:1`,
 		`copse_gpus_bound{namespace=b,phase=Running,suspended=true} value:8`,
+		`copse_podcliques_creation_blocked{namespace=a,reason=Suspended} value:1`,
+		`copse_podcliques_creation_refused{namespace=a} value:1`,
 		`copse_podcliques_startup_blocked{namespace=a,reason=WaitingForPreviousAttempt} value:1`,
 		`copse_podcliquesets_unschedulable{namespace=a,reason=Unschedulable} value:2`,
 		`copse_podcliquesets{namespace=a,phase=Pending,workload_type=Training} value:2`,

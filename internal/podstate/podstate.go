@@ -417,6 +417,9 @@ func lastConditionChange(pod *corev1.Pod) time.Time {
 // GPUsOf is the nvidia.com/gpu pod requests: its effective request, the
 // larger of its init containers' and its containers' with sidecars.
 func GPUsOf(pod *corev1.Pod) int64 {
+	if !mnnvl.RequestsGPUs(&pod.Spec) {
+		return 0 // most pods: no need to add up every container's requests
+	}
 	gpus := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[mnnvl.GPUResource]
 	return gpus.Value()
 }
