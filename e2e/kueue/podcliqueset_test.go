@@ -85,6 +85,13 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "second").Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
 			g.Expect(apimeta.IsStatusConditionTrue(workloadOf(ctx, g, ns, "second").Status.Conditions, kueue.WorkloadFinished)).To(BeTrue())
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
+
+		By("observing both admissions in copse_kueue_admission_wait_seconds, scraped from the operator; the second waited at least the 3 s it was held")
+		m, err := framework.ScrapeMetrics(ctx, env.Operator.MetricsURL())
+		Expect(err).NotTo(HaveOccurred())
+		in := map[string]string{"namespace": ns}
+		Expect(m.Sum("copse_kueue_admission_wait_seconds", in)).To(Equal(2.0), "two admissions")
+		Expect(m.HistogramSum("copse_kueue_admission_wait_seconds", in)).To(BeNumerically(">=", 3))
 	})
 
 	It("suspends a Training PodCliqueSet preempted by a higher-priority one without counting a failure, "+
