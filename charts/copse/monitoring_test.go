@@ -109,8 +109,12 @@ func TestMonitoringObjects(t *testing.T) {
 	}
 }
 
-// metricName finds the metric names in a PromQL expression.
-var metricName = regexp.MustCompile(`\b(copse_[a-z_]+)`)
+// metricName finds the metric names in a PromQL expression; fqName the
+// name in a metric's description.
+var (
+	metricName = regexp.MustCompile(`\b(copse_[a-z_]+)`)
+	fqName     = regexp.MustCompile(`fqName: "([^"]+)"`)
+)
 
 // TestDashboardAndAlertsNameOnlyCopseMetricsThatExist fails when a copse
 // metric the dashboard or an alert uses is renamed or removed. (The e2e
@@ -123,7 +127,7 @@ func TestDashboardAndAlertsNameOnlyCopseMetricsThatExist(t *testing.T) {
 		c.Describe(ch)
 		close(ch)
 		for d := range ch {
-			name := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String())[1]
+			name := fqName.FindStringSubmatch(d.String())[1]
 			known[name] = true
 		}
 	}

@@ -83,7 +83,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		for key, n := range countPodCliqueSets(sets.Items) {
 			ch <- prometheus.MustNewConstMetric(podCliqueSetsDesc, prometheus.GaugeValue, float64(n), key[0], key[1], key[2])
 		}
-		for key, n := range countByCondition(podCliqueSetConditions(sets.Items), copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionFalse) {
+		for key, n := range countByCondition(conditionsOf(sets.Items, podCliqueSetConditions), copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionFalse) {
 			ch <- prometheus.MustNewConstMetric(gangsUnschedulableDesc, prometheus.GaugeValue, float64(n), key[0], key[1])
 		}
 	}
@@ -98,7 +98,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	var cliques copsev1alpha1.PodCliqueList
 	if err := c.Reader.List(ctx, &cliques, readOnly); err == nil {
-		conditions := podCliqueConditions(cliques.Items)
+		conditions := conditionsOf(cliques.Items, podCliqueConditions)
 		for key, n := range countByCondition(conditions, copsev1alpha1.ConditionTypeStartupBlocked, metav1.ConditionTrue) {
 			ch <- prometheus.MustNewConstMetric(startupBlockedDesc, prometheus.GaugeValue, float64(n), key[0], key[1])
 		}
@@ -158,20 +158,21 @@ type namespacedConditions struct {
 	conditions []metav1.Condition
 }
 
-func podCliqueSetConditions(items []copsev1alpha1.PodCliqueSet) []namespacedConditions {
+// conditionsOf pairs each object's namespace with its status conditions.
+func conditionsOf[T any](items []T, of func(*T) (string, []metav1.Condition)) []namespacedConditions {
 	out := make([]namespacedConditions, len(items))
 	for i := range items {
-		out[i] = namespacedConditions{items[i].Namespace, items[i].Status.Conditions}
+		out[i].namespace, out[i].conditions = of(&items[i])
 	}
 	return out
 }
 
-func podCliqueConditions(items []copsev1alpha1.PodClique) []namespacedConditions {
-	out := make([]namespacedConditions, len(items))
-	for i := range items {
-		out[i] = namespacedConditions{items[i].Namespace, items[i].Status.Conditions}
-	}
-	return out
+func podCliqueSetConditions(pcs *copsev1alpha1.PodCliqueSet) (string, []metav1.Condition) {
+	return pcs.Namespace, pcs.Status.Conditions
+}
+
+func podCliqueConditions(pclq *copsev1alpha1.PodClique) (string, []metav1.Condition) {
+	return pclq.Namespace, pclq.Status.Conditions
 }
 
 // countByCondition counts the objects whose condition of type has status,
