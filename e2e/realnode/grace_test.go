@@ -2,6 +2,8 @@ package realnode_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,16 +20,29 @@ import (
 )
 
 // lastSeen records the last state of every pod of a namespace before it
-// was removed: the kubelet writes a deleted pod's final container
-// statuses just before it lets the API server remove the pod.
+// was removed (the kubelet writes a deleted pod's final container statuses
+// just before it lets the API server remove the pod), and the deletion as
+// first seen: a later delete of a pod that has ended (the kubelet's own,
+// or another with a grace period of 0 as the API server gives a finished
+// pod) moves deletionTimestamp back, so only the first one says when the
+// pod was asked to stop and with what grace.
 type lastSeen struct {
-	mu   sync.Mutex
-	pods map[types.UID]*corev1.Pod
+	mu        sync.Mutex
+	pods      map[types.UID]*corev1.Pod
+	deletions map[types.UID]deletion
+	history   map[types.UID][]string
+}
+
+// deletion is a pod's deletion as first seen: deletionTimestamp is the
+// time of the request plus the grace period.
+type deletion struct {
+	at    time.Time
+	grace time.Duration
 }
 
 func watchPods(ctx context.Context, namespace string) *lastSeen {
 	GinkgoHelper()
-	seen := &lastSeen{pods: map[types.UID]*corev1.Pod{}}
+	seen := &lastSeen{pods: map[types.UID]*corev1.Pod{}, deletions: map[types.UID]deletion{}, history: map[types.UID][]string{}}
 	w, err := env.Clientset.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
@@ -35,13 +50,50 @@ func watchPods(ctx context.Context, namespace string) *lastSeen {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
 			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				seen.mu.Lock()
-				seen.pods[pod.UID] = pod
-				seen.mu.Unlock()
+				seen.record(pod)
 			}
 		}
 	}()
 	return seen
+}
+
+func (s *lastSeen) record(pod *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods[pod.UID] = pod
+	if _, ok := s.deletions[pod.UID]; !ok && pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+		s.deletions[pod.UID] = deletion{at: pod.DeletionTimestamp.Add(-grace), grace: grace}
+	}
+	s.history[pod.UID] = append(s.history[pod.UID], describePodState(pod))
+}
+
+// describePodState is one line of a pod's history, printed when a spec
+// fails: what the API server had at each change.
+func describePodState(pod *corev1.Pod) string {
+	line := fmt.Sprintf("rv=%s phase=%s", pod.ResourceVersion, pod.Status.Phase)
+	if pod.DeletionTimestamp != nil {
+		line += fmt.Sprintf(" deletionTimestamp=%s", pod.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		line += fmt.Sprintf(" deletionGrace=%ds", *pod.DeletionGracePeriodSeconds)
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil {
+			line += fmt.Sprintf(" %s=exit %d %s..%s", c.Name, t.ExitCode, t.StartedAt.UTC().Format(time.RFC3339), t.FinishedAt.UTC().Format(time.RFC3339))
+		} else if c.State.Running != nil {
+			line += fmt.Sprintf(" %s=running since %s", c.Name, c.State.Running.StartedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return line
+}
+
+// deletionOf returns the pod's deletion as first seen, and its history.
+func (s *lastSeen) deletionOf(uid types.UID) (deletion, bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deletions[uid]
+	return d, ok, strings.Join(s.history[uid], "\n")
 }
 
 // deleted returns the last state of the deleted pods of a clique.
@@ -97,12 +149,12 @@ var _ = Describe("Termination grace on a real node", Label("realnode"), func() {
 			Expect(pods).To(HaveLen(2), "clique %s: one pod per attempt, deleted by the restart and by the failure", c.clique)
 			for _, pod := range pods {
 				status := expectWrittenByKubelet(Default, pod, "main", c.exitCode)
-				// The API server sets deletionTimestamp to the time of the
-				// deletion plus the grace period.
-				deletedAt := pod.DeletionTimestamp.Add(-c.grace)
-				took := status.FinishedAt.Sub(deletedAt)
-				Expect(took).To(BeNumerically(">=", c.atLeast), "pod %s ended %s after its deletion: SIGTERM was not honoured", pod.Name, took)
-				Expect(took).To(BeNumerically("<", c.before), "pod %s ended %s after its deletion", pod.Name, took)
+				deleted, ok, history := seen.deletionOf(pod.UID)
+				Expect(ok).To(BeTrue(), "pod %s: no deletion seen; its history:\n%s", pod.Name, history)
+				Expect(deleted.grace).To(Equal(c.grace), "pod %s was deleted with another grace period than its own; its history:\n%s", pod.Name, history)
+				took := status.FinishedAt.Sub(deleted.at)
+				Expect(took).To(BeNumerically(">=", c.atLeast), "pod %s ended %s after its deletion: SIGTERM was not honoured; its history:\n%s", pod.Name, took, history)
+				Expect(took).To(BeNumerically("<", c.before), "pod %s ended %s after its deletion; its history:\n%s", pod.Name, took, history)
 			}
 		}
 	})

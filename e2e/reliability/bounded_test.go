@@ -26,6 +26,7 @@ import (
 var _ = Describe("Bounded work", Label("reliability"), func() {
 	It("stops creating the pods of a 5,000-pod gang within 2 seconds of its deletion", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "huge-gang")
+		cutsBefore := writeBudgetCuts(ctx, "PodClique")
 		pcs := framework.NewTrainingWorkers(ns, "huge", 1, 5000, "", 0)
 		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
 
@@ -43,6 +44,10 @@ var _ = Describe("Bounded work", Label("reliability"), func() {
 		settled := podCount(ctx, Default, ns)
 		GinkgoWriter.Printf("pods: %d when deleted, %d two seconds later\n", before, settled)
 		Expect(settled).To(BeNumerically("<", 5000), "the whole gang was created before the deletion: the test proves nothing")
+		// 5,000 pods do not fit in one pass of the default budget (1,000
+		// writes): the PodClique's passes were cut, and counted.
+		Expect(writeBudgetCuts(ctx, "PodClique")).To(BeNumerically(">", cutsBefore),
+			"copse_write_budget_exhausted_total{controller=\"PodClique\"} did not count the passes the budget cut")
 
 		By("sampling: no pod is created more than 2 seconds after the deletion")
 		Consistently(func(g Gomega) {
@@ -140,4 +145,14 @@ func refusedCreates(ctx context.Context) float64 {
 	Expect(err).NotTo(HaveOccurred())
 	return metrics.Sum("rest_client_requests_total",
 		map[string]string{"method": http.MethodPost, "code": fmt.Sprint(http.StatusForbidden)})
+}
+
+// writeBudgetCuts is copse_write_budget_exhausted_total of a controller,
+// scraped from the operator: it lives as long as the operator process, so
+// a spec compares two scrapes.
+func writeBudgetCuts(ctx context.Context, controller string) float64 {
+	GinkgoHelper()
+	m, err := framework.ScrapeMetrics(ctx, env.Operator.MetricsURL())
+	Expect(err).NotTo(HaveOccurred())
+	return m.Sum("copse_write_budget_exhausted_total", map[string]string{"controller": controller})
 }

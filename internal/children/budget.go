@@ -7,15 +7,31 @@ package children
 type Budget struct {
 	remaining int
 	cutShort  bool
+	onCut     func()
 }
 
 // NewBudget is a budget of n writes.
 func NewBudget(n int) *Budget { return &Budget{remaining: n} }
 
+// OnCut sets what is called once, the first time the pass leaves work
+// for the next one (the operator counts it in a metric).
+func (b *Budget) OnCut(f func()) *Budget {
+	b.onCut = f
+	return b
+}
+
+// cut records that some work did not fit.
+func (b *Budget) cut() {
+	if !b.cutShort && b.onCut != nil {
+		b.onCut()
+	}
+	b.cutShort = true
+}
+
 // Take reports whether n more writes fit, and counts them if so.
 func (b *Budget) Take(n int) bool {
 	if n > b.remaining {
-		b.cutShort = true
+		b.cut()
 		return false
 	}
 	b.remaining -= n
@@ -32,13 +48,15 @@ func (b *Budget) Exhausted() bool { return b.cutShort }
 // left some out.
 func (b *Budget) spend(n int, cutShort bool) {
 	b.remaining -= n
-	b.cutShort = b.cutShort || cutShort
+	if cutShort {
+		b.cut()
+	}
 }
 
 // Cut returns the leading items that fit, counting them.
 func Cut[T any](b *Budget, items []T) []T {
 	if len(items) > b.remaining {
-		b.cutShort = true
+		b.cut()
 		items = items[:b.remaining]
 	}
 	b.remaining -= len(items)

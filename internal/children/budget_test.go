@@ -26,3 +26,24 @@ func TestBudget(t *testing.T) {
 		t.Errorf("a plan cut short leaves the budget exhausted: remaining %d, exhausted %v", b.Remaining(), b.Exhausted())
 	}
 }
+
+// The cut hook runs once per pass, however many writes are left out, and
+// never for a pass that fits.
+func TestBudgetCallsOnCutOnce(t *testing.T) {
+	cuts := 0
+	count := func() { cuts++ }
+	b := NewBudget(2).OnCut(count)
+	Cut(b, make([]int, 2))
+	if cuts != 0 {
+		t.Fatalf("a pass that fits was counted as cut %d times", cuts)
+	}
+	b.Take(1)
+	Cut(b, make([]int, 3))
+	b.spend(0, true)
+	if cuts != 1 {
+		t.Errorf("a pass cut three times was counted %d times; want once", cuts)
+	}
+	if NewBudget(0).Take(1) {
+		t.Error("a budget of 0 takes nothing")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
@@ -52,7 +54,13 @@ func (r *Reconciler) act(ctx context.Context, pclq *copsev1alpha1.PodClique, o *
 	}
 	opened, err := r.openGates(ctx, pclq, open.pods)
 	errs = append(errs, err)
-	claimsResult, err := r.syncClaims(ctx, pclq, o.pcs, o.id, o.idErr == nil && !o.creation.going)
+	// The pass counts once in the write-budget metric, whichever of its
+	// steps the budget cut.
+	budgetCut := sync.OnceFunc(metrics.WriteBudgetCut("PodClique"))
+	if plan.truncated || released.truncated || open.truncated {
+		budgetCut()
+	}
+	claimsResult, err := r.syncClaims(ctx, pclq, o.pcs, o.id, o.idErr == nil && !o.creation.going, budgetCut)
 	errs = append(errs, err)
 
 	result := claimsResult

@@ -79,9 +79,10 @@ func claimsWaiting(refs []resourcesharing.Ref, claims map[string]claimState, own
 // it, within a write budget of their own; those of scaled-in indices are
 // deleted. act is false when the clique has no pods to get (being deleted,
 // no PodCliqueSet, labels missing). The pods that need a claim wait for it
-// (claimsReady); a template that does not exist yet is reported.
+// (claimsReady); a template that does not exist yet is reported. budgetCut
+// is called when the budget leaves claims for the next pass.
 func (r *Reconciler) syncClaims(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
-	id blueprint.CliqueIdentity, act bool) (ctrl.Result, error) {
+	id blueprint.CliqueIdentity, act bool, budgetCut func()) (ctrl.Result, error) {
 	if !act || pcs == nil || len(resourcesharing.References(pcs)) == 0 {
 		return ctrl.Result{}, nil
 	}
@@ -110,7 +111,7 @@ func (r *Reconciler) syncClaims(ctx context.Context, pclq *copsev1alpha1.PodCliq
 			return blueprint.CliqueInputs{PodCliqueSet: pcs, PodClique: pclq, Template: template, Index: index, ClaimTemplates: external}
 		},
 	}
-	budget := children.NewBudget(r.writeBudget())
+	budget := children.NewBudget(r.writeBudget()).OnCut(budgetCut)
 	if err := (children.Writer{Client: r.Client, Scheme: r.Scheme}).Converge(ctx, pclq, pass.Sets(), budget); err != nil {
 		return ctrl.Result{}, errors.Join(fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err),
 			claimtemplates.MissingError(missing))

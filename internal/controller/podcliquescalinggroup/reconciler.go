@@ -27,6 +27,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/claimtemplates"
+	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/requeue"
 )
 
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	budget := children.NewBudget(r.writeBudget())
+	budget := children.NewBudget(r.writeBudget()).OnCut(metrics.WriteBudgetCut("PodCliqueScalingGroup"))
 	recreateErr := r.recreateGroupReplicas(ctx, pcsg, obs, recreate.replicas, budget)
 	convergeErr := r.converge(ctx, pcs, pcsg, obs, recreate.replicas, budget)
 	result := ctrl.Result{RequeueAfter: recreate.requeueAfter}

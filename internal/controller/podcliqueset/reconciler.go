@@ -29,6 +29,7 @@ import (
 	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
@@ -190,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // on it is safe whatever happens next.
 func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, rollout rolloutDecision) (ctrl.Result, stepFailures) {
 	var failures stepFailures
-	budget := children.NewBudget(r.writeBudget())
+	budget := children.NewBudget(r.writeBudget()).OnCut(metrics.WriteBudgetCut("PodCliqueSet"))
 	if lifecycle.WorkloadEnded(pcs) {
 		// No outcome is recorded any more: the pods that ended, kept for
 		// their logs, need no finalizer.
