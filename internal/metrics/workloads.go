@@ -3,12 +3,14 @@ package metrics
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
@@ -58,6 +60,44 @@ type StateCollector struct {
 	// TrainJobs: the TrainJob controller runs, so TrainJobs and their
 	// runtimes are served and cached (copse_trainjobs).
 	TrainJobs bool
+
+	gpus gpuRequests
+}
+
+// gpuRequests keeps each pod's GPU request by UID from one scrape to the
+// next: a pod's extended-resource requests never change (an in-place
+// resize changes CPU and memory only), and adding up every container's
+// requests of 10,000 pods at every scrape was most of a scrape's CPU.
+type gpuRequests struct {
+	mu    sync.Mutex
+	byUID map[types.UID]int64
+}
+
+// of returns the GPU request of every pod that holds its node (bound, not
+// ended), computing only those not seen at the last scrape; it forgets the
+// pods that are no longer listed or no longer hold a node.
+func (g *gpuRequests) of(pods []corev1.Pod) map[types.UID]int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	next := make(map[types.UID]int64, len(g.byUID))
+	for i := range pods {
+		pod := &pods[i]
+		if !holdsNode(pod) || pod.UID == "" {
+			continue
+		}
+		gpus, seen := g.byUID[pod.UID]
+		if !seen {
+			gpus = podstate.GPUsOf(pod)
+		}
+		next[pod.UID] = gpus
+	}
+	g.byUID = next
+	return next
+}
+
+// holdsNode: the pod is bound to a node and has not ended.
+func holdsNode(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // Describe sends the gauges' descriptions.
@@ -89,7 +129,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	var pods corev1.PodList
 	if err := c.Reader.List(ctx, &pods, client.HasLabels{labels.PartOfKey}, readOnly); err == nil && setsListed {
-		for key, n := range gpusBound(sets.Items, pods.Items) {
+		for key, n := range gpusBound(sets.Items, pods.Items, c.gpus.of(pods.Items)) {
 			ch <- prometheus.MustNewConstMetric(gpusBoundDesc, prometheus.GaugeValue, n, key[0], key[1], key[2])
 		}
 	}
@@ -127,8 +167,9 @@ func countPodCliqueSets(items []copsev1alpha1.PodCliqueSet) map[[3]string]int {
 
 // gpusBound sums the GPUs of the pods bound to a node that have not ended,
 // by namespace, their PodCliqueSet's phase and whether it is suspended. A
-// pod whose PodCliqueSet is gone counts under phase "Deleted".
-func gpusBound(sets []copsev1alpha1.PodCliqueSet, pods []corev1.Pod) map[[3]string]float64 {
+// pod whose PodCliqueSet is gone counts under phase "Deleted". gpus are the
+// pods' requests by UID (gpuRequests.of).
+func gpusBound(sets []copsev1alpha1.PodCliqueSet, pods []corev1.Pod, gpus map[types.UID]int64) map[[3]string]float64 {
 	byName := map[[2]string]*copsev1alpha1.PodCliqueSet{}
 	for i := range sets {
 		byName[[2]string{sets[i].Namespace, sets[i].Name}] = &sets[i]
@@ -136,18 +177,21 @@ func gpusBound(sets []copsev1alpha1.PodCliqueSet, pods []corev1.Pod) map[[3]stri
 	out := map[[3]string]float64{}
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if !holdsNode(pod) {
 			continue
 		}
-		gpus := podstate.GPUsOf(pod)
-		if gpus == 0 {
+		requested, known := gpus[pod.UID]
+		if !known {
+			requested = podstate.GPUsOf(pod)
+		}
+		if requested == 0 {
 			continue
 		}
 		phase, suspended := "Deleted", false
 		if pcs := byName[[2]string{pod.Namespace, pod.Labels[labels.PartOfKey]}]; pcs != nil {
 			phase, suspended = string(pcs.Status.Phase), pcs.IsSuspended()
 		}
-		out[[3]string{pod.Namespace, phase, strconv.FormatBool(suspended)}] += float64(gpus)
+		out[[3]string{pod.Namespace, phase, strconv.FormatBool(suspended)}] += float64(requested)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -151,5 +152,32 @@ func TestCountTrainJobs(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("countTrainJobs %v, want %v", got, want)
+	}
+}
+
+// gpuRequests computes a pod's request once, keeps it while the pod holds
+// its node, and forgets the pods that went or ended.
+func TestGPURequestsRemembersPodsThatHoldANode(t *testing.T) {
+	pod := func(uid string, gpus int64, node string, phase corev1.PodPhase) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+		p.Spec.NodeName = node
+		gpu := corev1.ResourceList{mnnvl.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
+		p.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: gpu, Requests: gpu}}}
+		p.Status.Phase = phase
+		return p
+	}
+	var g gpuRequests
+	first := g.of([]corev1.Pod{pod("a", 4, "n1", corev1.PodRunning), pod("b", 2, "", corev1.PodPending), pod("c", 8, "n2", corev1.PodSucceeded)})
+	if want := map[types.UID]int64{"a": 4}; !maps.Equal(first, want) {
+		t.Fatalf("first scrape %v, want %v: only the bound pod that has not ended", first, want)
+	}
+	// The remembered value is used: a pod's GPU request does not change,
+	// so a listed copy with another request proves the lookup.
+	second := g.of([]corev1.Pod{pod("a", 1, "n1", corev1.PodRunning), pod("b", 2, "n3", corev1.PodRunning)})
+	if want := map[types.UID]int64{"a": 4, "b": 2}; !maps.Equal(second, want) {
+		t.Fatalf("second scrape %v, want %v", second, want)
+	}
+	if third := g.of(nil); len(third) != 0 || len(g.byUID) != 0 {
+		t.Fatalf("pods gone: %v remembered", g.byUID)
 	}
 }
