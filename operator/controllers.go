@@ -38,6 +38,10 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	if err != nil {
 		return err
 	}
+	if err := checkKueueServed(mgr.GetRESTMapper(), cfg.Kueue); err != nil {
+		return err
+	}
+	kueueMaxPodSets := servedKueueMaxPodSets(mgr, cfg.Kueue)
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),
@@ -53,6 +57,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 
 		TopologyAwareScheduling: topologyAwareScheduling,
 		Kueue:                   cfg.Kueue.Enabled,
+		KueueMaxPodSets:         kueueMaxPodSets,
 	}
 	if err := pcsReconciler.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", podcliqueset.ControllerName, err)
@@ -104,7 +109,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 
 	names := []string{podcliqueset.ControllerName, podcliquescalinggroup.ControllerName, podclique.ControllerName,
 		clustertopologybinding.ControllerName}
-	kueueNames, err := registerKueueController(mgr, cfg, recorders, topologyAwareScheduling)
+	kueueNames, err := registerKueueController(mgr, cfg, recorders, topologyAwareScheduling, kueueMaxPodSets)
 	if err != nil {
 		return err
 	}
@@ -125,6 +130,7 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 			Kueue:         cfg.Kueue.Enabled,
 
 			MNNVLDefaultGroup: cfg.MNNVL.DefaultGroup,
+			KueueMaxPodSets:   kueueMaxPodSets,
 		}
 		if err := registerWebhooks(mgr, cfg.Limits, features); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -18,10 +19,10 @@ import (
 // kueueKinds are the Kueue kinds copse reads or writes: it refuses to start
 // without any of them.
 var kueueKinds = []schema.GroupVersionKind{
-	kueuev1beta2.GroupVersion.WithKind("Workload"),
-	kueuev1beta2.GroupVersion.WithKind("ResourceFlavor"),
-	kueuev1beta2.GroupVersion.WithKind("WorkloadPriorityClass"),
-	kueuev1beta2.GroupVersion.WithKind("Topology"),
+	kueuev1beta2.SchemeGroupVersion.WithKind("Workload"),
+	kueuev1beta2.SchemeGroupVersion.WithKind("ResourceFlavor"),
+	kueuev1beta2.SchemeGroupVersion.WithKind("WorkloadPriorityClass"),
+	kueuev1beta2.SchemeGroupVersion.WithKind("Topology"),
 }
 
 // checkKueueServed refuses, when kueue.enabled is true, a cluster that does
@@ -33,20 +34,41 @@ func checkKueueServed(mapper meta.RESTMapper, cfg configv1alpha1.KueueConfigurat
 	}
 	for _, gvk := range kueueKinds {
 		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			return fmt.Errorf("kueue.enabled is true but the cluster does not serve %s (%v): install Kueue v0.17 or later "+
+			return fmt.Errorf("kueue.enabled is true but the cluster does not serve %s (%v): install Kueue v0.19 (copse is tested with v0.19.2) "+
 				"(its CRDs serve kueue.x-k8s.io/v1beta2), or set kueue.enabled to false", gvk, err)
 		}
 	}
 	return nil
 }
 
+// servedKueueMaxPodSets is the most pod sets the installed Kueue takes in a
+// Workload, read once at start from the schema its CRD serves (0 when
+// kueue.enabled is false). When it cannot be read, copse logs why and
+// assumes the limit of the Kueue it is tested with.
+func servedKueueMaxPodSets(mgr manager.Manager, cfg configv1alpha1.KueueConfiguration) int {
+	if !cfg.Enabled {
+		return 0
+	}
+	log := mgr.GetLogger().WithName("setup")
+	client, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err == nil {
+		var limit int
+		if limit, err = kueue.ServedMaxPodSets(client.OpenAPIV3()); err == nil {
+			log.Info("read the most pod sets a Kueue Workload takes from its CRD", "maxPodSets", limit)
+			return limit
+		}
+	}
+	log.Error(err, "cannot read the most pod sets a Kueue Workload takes; assuming Kueue v0.19's", "maxPodSets", kueue.DefaultMaxPodSets)
+	return kueue.DefaultMaxPodSets
+}
+
 // registerKueueController adds, when kueue.enabled is true, the controller
-// that queues labelled PodCliqueSets through Kueue, after checking that the
-// cluster serves Kueue's kinds. It returns the controller names it added.
+// that queues labelled PodCliqueSets through Kueue (checkKueueServed has
+// passed). It returns the controller names it added.
 func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration, recorders *eventRecorders,
-	topologyAwareScheduling bool) ([]string, error) {
-	if err := checkKueueServed(mgr.GetRESTMapper(), cfg.Kueue); err != nil || !cfg.Kueue.Enabled {
-		return nil, err
+	topologyAwareScheduling bool, maxPodSets int) ([]string, error) {
+	if !cfg.Kueue.Enabled {
+		return nil, nil
 	}
 	r := &kueueworkload.Reconciler{
 		Client:    mgr.GetClient(),
@@ -56,6 +78,7 @@ func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorCo
 		Clock:     clock.RealClock{},
 
 		TopologyAwareScheduling: topologyAwareScheduling,
+		MaxPodSets:              maxPodSets,
 	}
 	if err := r.SetupWithManager(mgr, int(cfg.Controllers.PodCliqueSet.ConcurrentSyncs)); err != nil {
 		return nil, fmt.Errorf("setting up the %s controller: %w", kueueworkload.ControllerName, err)

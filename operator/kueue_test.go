@@ -13,9 +13,9 @@ import (
 
 func TestKueueNeedsKueuesKinds(t *testing.T) {
 	without := meta.NewDefaultRESTMapper(nil)
-	partial := meta.NewDefaultRESTMapper([]schema.GroupVersion{kueuev1beta2.GroupVersion})
+	partial := meta.NewDefaultRESTMapper([]schema.GroupVersion{kueuev1beta2.SchemeGroupVersion})
 	partial.Add(kueueKinds[0], meta.RESTScopeNamespace)
-	with := meta.NewDefaultRESTMapper([]schema.GroupVersion{kueuev1beta2.GroupVersion})
+	with := meta.NewDefaultRESTMapper([]schema.GroupVersion{kueuev1beta2.SchemeGroupVersion})
 	for _, gvk := range kueueKinds {
 		with.Add(gvk, meta.RESTScopeNamespace)
 	}

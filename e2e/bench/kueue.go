@@ -31,7 +31,7 @@ const (
 	queuedJobSetPrefix   = "bench-queued-jobset"
 )
 
-var workloadGVR = kueue.GroupVersion.WithResource("workloads")
+var workloadGVR = kueue.SchemeGroupVersion.WithResource("workloads")
 
 // askQueuedCPU makes the pod of a queued workload ask for queuedPodCPU.
 func askQueuedCPU(spec *corev1.PodSpec) {
@@ -125,6 +125,7 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 				return err
 			}
 		}
+		run.Seconds[MeasureAllCreated] = time.Since(t0).Seconds()
 		if err := waitPods(ctx, b.opts.RunTimeout, pods, klabels.Everything(), n*nodes, "Running", running); err != nil {
 			return err
 		}
@@ -135,9 +136,13 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 		if len(seen) != n {
 			return fmt.Errorf("Kueue made %d Workloads for %d %s", len(seen), n, system)
 		}
-		var admitted []time.Time
+		var made, admitted []time.Time
 		for _, w := range seen {
+			made = append(made, w.Added)
 			admitted = append(admitted, w.TrueConditions[kueue.WorkloadAdmitted])
+		}
+		if at := nthTime(made, n); !at.IsZero() {
+			run.Seconds[MeasureAllWorkloadsSeen] = at.Sub(t0).Seconds()
 		}
 		if at := nthTime(admitted, n); !at.IsZero() {
 			run.Seconds[MeasureAllAdmitted] = at.Sub(t0).Seconds()

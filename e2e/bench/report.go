@@ -509,6 +509,8 @@ func (b *Bench) report(ctx context.Context) *Results {
 				b.series(ScenarioQueuedStart, SystemJobSetKueue, n, seconds(measure)), ""))
 		}
 		queuedRow(fmt.Sprintf("queued start through Kueue, %d TrainJobs x %d pods: create -> all pods Running", n, nodes), MeasureAllPodsRunning)
+		queuedRow("  create -> all created (admission webhooks answered)", MeasureAllCreated)
+		queuedRow("  create -> all Workloads made (Kueue's job integration)", MeasureAllWorkloadsSeen)
 		queuedRow("  create -> all Workloads admitted", MeasureAllAdmitted)
 	}
 	if o.has(ScenarioContention) {

@@ -63,11 +63,14 @@ const (
 	MeasureLastExitToSucceeded               = "lastExitToSucceeded"
 	MeasureLastExitToSucceededFromFinishedAt = "lastExitToSucceededFromFinishedAt"
 	MeasureCreateToSucceeded                 = "createToSucceeded"
-	// queued start: from just before the first create to the last of the
-	// workloads' Kueue Workloads seen Admitted, and to the last of their
-	// pods seen Running.
-	MeasureAllAdmitted    = "allAdmitted"
-	MeasureAllPodsRunning = "allPodsRunning"
+	// queued start: from just before the first create to the last create
+	// answered (admission webhooks included), to the last of the
+	// workloads' Kueue Workloads seen (made by Kueue's job integration),
+	// seen Admitted, and to the last of their pods seen Running.
+	MeasureAllCreated       = "allCreated"
+	MeasureAllWorkloadsSeen = "allWorkloadsSeen"
+	MeasureAllAdmitted      = "allAdmitted"
+	MeasureAllPodsRunning   = "allPodsRunning"
 )
 
 // trainingPCS is a Training PodCliqueSet of one replica with one clique of

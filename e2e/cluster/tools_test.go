@@ -181,7 +181,7 @@ func TestToolsMatchTheRepository(t *testing.T) {
 	want := map[string]string{
 		ToolEtcd: "v3.6.16", ToolKube: "v1.37.1", ToolKwok: "v0.8.0",
 		ToolHelm: "v3.22.0", ToolJobSet: "v0.12.0", ToolControllerGen: "v0.23.0",
-		ToolTrainerOracle: "v2.3.0", ToolKueue: "v0.17.1", ToolGolangciLint: "v2.15.0",
+		ToolTrainerOracle: "v2.3.0", ToolKueue: "v0.19.2", ToolGolangciLint: "v2.15.0",
 		ToolKubelet: "v1.37.1", ToolContainerd: "v2.4.2", ToolRunc: "v1.5.3", ToolCNIPlugins: "v1.10.0", ToolPromtool: "v0.316.0",
 	}
 	for _, tool := range Tools {

@@ -43,6 +43,8 @@ type Options struct {
 	// and sets Env.Kueue. Kueue starts before the operator, so that its
 	// CRDs are served when an operator with kueue.enabled starts.
 	WithKueue bool
+	// Kueue are the options of the Kueue WithKueue starts.
+	Kueue KueueOptions
 	// CoschedulingPodGroups installs the scheduler-plugins PodGroup CRD
 	// (InstallCoschedulingPodGroupCRD) before the operator starts, so that
 	// it makes the PodGroups of runtimes with podGroupPolicy.coscheduling.
@@ -130,7 +132,7 @@ func (env *Env) setup(ctx context.Context, opts Options) error {
 		}
 	}
 	if opts.WithKueue {
-		if _, err := StartKueue(ctx, env, KueueOptions{}); err != nil {
+		if _, err := StartKueue(ctx, env, opts.Kueue); err != nil {
 			_ = env.Teardown()
 			return fmt.Errorf("start Kueue for suite %s: %w", opts.Name, err)
 		}

@@ -95,6 +95,10 @@ type KueueOptions struct {
 	// Progress receives the build's and the start's progress lines; nil
 	// means GinkgoWriter.
 	Progress io.Writer
+	// WaitForPodsReady replaces the timeouts and requeuing of Kueue's
+	// waitForPodsReady, on by default since v0.19 (a 30-minute timeout);
+	// nil keeps Kueue's defaults.
+	WaitForPodsReady *kueueconfig.WaitForPodsReady
 }
 
 // Kueue is Kueue's controller manager run against a cluster, with its
@@ -239,7 +243,7 @@ func (k *Kueue) Stop() error { return k.Process.Stop(localControllerStopGrace) }
 // what is submitted to a queue; the integrations are kueueIntegrations.
 func kueueConfiguration(webhookPort, healthPort int, certDir string, opts KueueOptions) ([]byte, error) {
 	cfg := kueueconfig.Configuration{
-		TypeMeta:  metav1.TypeMeta{APIVersion: kueueconfig.GroupVersion.String(), Kind: "Configuration"},
+		TypeMeta:  metav1.TypeMeta{APIVersion: kueueconfig.SchemeGroupVersion.String(), Kind: "Configuration"},
 		Namespace: ptr.To(KueueNamespace),
 		ControllerManager: kueueconfig.ControllerManager{
 			Webhook:        kueueconfig.ControllerWebhook{Host: "127.0.0.1", Port: ptr.To(webhookPort), CertDir: certDir},
@@ -251,6 +255,7 @@ func kueueConfiguration(webhookPort, healthPort int, certDir string, opts KueueO
 		InternalCertManagement:     &kueueconfig.InternalCertManagement{Enable: ptr.To(false)},
 		Integrations:               &kueueconfig.Integrations{},
 		FeatureGates:               map[string]bool{"VisibilityOnDemand": false, "MultiKueue": false},
+		WaitForPodsReady:           opts.WaitForPodsReady,
 	}
 	for _, integration := range kueueIntegrations {
 		cfg.Integrations.Frameworks = append(cfg.Integrations.Frameworks, integration.framework)
@@ -282,11 +287,11 @@ func keepKueueWebhooks(mutating *admissionregistrationv1.MutatingWebhookConfigur
 			}
 		}
 		for _, rule := range rules {
-			if !slices.Equal(rule.APIGroups, []string{kueue.GroupVersion.Group}) {
+			if !slices.Equal(rule.APIGroups, []string{kueue.SchemeGroupVersion.Group}) {
 				return "", false
 			}
 		}
-		return kueue.GroupVersion.Group, len(rules) > 0
+		return kueue.SchemeGroupVersion.Group, len(rules) > 0
 	}
 	mutatingOf, validatingOf := map[string]bool{}, map[string]bool{}
 	mutating.Webhooks = slices.DeleteFunc(mutating.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {

@@ -38,7 +38,7 @@ func TestKueueConfiguration(t *testing.T) {
 			}
 			var cfg kueueconfig.Configuration
 			if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-				t.Fatalf("Kueue's configuration does not decode strictly as %s: %v\n%s", kueueconfig.GroupVersion, err, data)
+				t.Fatalf("Kueue's configuration does not decode strictly as %s: %v\n%s", kueueconfig.SchemeGroupVersion, err, data)
 			}
 			if cfg.APIVersion != "config.kueue.x-k8s.io/v1beta2" || cfg.Kind != "Configuration" {
 				t.Errorf("apiVersion, kind = %s, %s; want config.kueue.x-k8s.io/v1beta2, Configuration", cfg.APIVersion, cfg.Kind)

@@ -94,6 +94,30 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		Expect(m.HistogramSum("copse_kueue_admission_wait_seconds", in)).To(BeNumerically(">=", 3))
 	})
 
+	It("admits a queued PodCliqueSet of 18 cliques, one pod set each, and refuses one of 19 naming the limit of the installed Kueue's Workload CRD", func(ctx context.Context) {
+		ns, queues := newQueues(ctx, "kueue-pcs-podsets", "19", false)
+		withCliques := func(name string, n int) *copsev1alpha1.PodCliqueSet {
+			pcs := queuedPCS(ns, name, queues.ClusterQueue, 1, "100m")
+			for i := 1; i < n; i++ {
+				pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques, framework.CliqueTemplate(fmt.Sprintf("c%02d", i), 1, podSpec("100m")))
+			}
+			return pcs
+		}
+
+		By("19 cliques: refused at creation, naming the field and Kueue v0.19's limit of 18 pod sets")
+		err := env.Client.Create(ctx, withCliques("nineteen", 19))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "created, or refused for another reason: %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.template.cliques: Forbidden: has 19 cliques, but a PodCliqueSet with " +
+			"metadata.labels[kueue.x-k8s.io/queue-name] has at most 18: its Kueue Workload has one pod set per clique, " +
+			"and the Kueue installed allows 18 pod sets (spec.podSets of its Workload CRD)"))
+
+		By("18 cliques: one pod set per clique, admitted, every pod running")
+		Expect(env.Client.Create(ctx, withCliques("eighteen", 18))).To(Succeed())
+		readyPods(ctx, ns, "eighteen", 18)
+		expectAdmitted(ctx, ns, "eighteen", metav1.ConditionTrue, copsev1alpha1.ReasonAdmitted, "")
+		Expect(workloadOf(ctx, Default, ns, "eighteen").Spec.PodSets).To(HaveLen(18))
+	})
+
 	It("suspends a Training PodCliqueSet preempted by a higher-priority one without counting a failure, "+
 		"requeues its Workload and runs it to success once admitted again", func(ctx context.Context) {
 		ns, queues := newQueues(ctx, "kueue-pcs-preempt", "2", true)

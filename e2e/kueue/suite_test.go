@@ -1,5 +1,5 @@
 // Package kueue_test checks copse with Kueue end to end: the real Kueue
-// v0.17.1 (its scheduler, its job integrations and its webhooks, run as a
+// v0.19.2 (its scheduler, its job integrations and its webhooks, run as a
 // local process by the framework) next to the real operator binary, the real
 // JobSet controller and a real control plane.
 package kueue_test
@@ -12,6 +12,7 @@ import (
 )
 
 var env = framework.SetupSuite(framework.Options{Name: "kueue", WithKueue: true, WithJobSet: true, WithOperator: true,
+	Kueue: framework.KueueOptions{WaitForPodsReady: kueueWaitForPodsReady},
 	Operator: framework.OperatorOptions{
 		Configure: func(cfg *configv1alpha1.OperatorConfiguration) {
 			cfg.Kueue.Enabled = true

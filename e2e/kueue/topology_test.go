@@ -241,6 +241,61 @@ var _ = Describe("Kueue topology", Label("kueue"), func() {
 			env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled, topologyWait)
 		})
 
+		It("packs each replica in a block and each scaling-group replica in a rack: two levels of slices (Kueue v0.19's multi-layer topology)", func(ctx context.Context) {
+			By("freeing the fleet of the earlier specs' PodCliqueSets")
+			Expect(env.Client.DeleteAllOf(ctx, &copsev1alpha1.PodCliqueSet{}, client.InNamespace(ns))).To(Succeed())
+			Eventually(func(g Gomega) {
+				pods := &corev1.PodList{}
+				g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+				g.Expect(pods.Items).To(BeEmpty())
+			}).WithContext(ctx).WithTimeout(topologyWait).Should(Succeed())
+
+			// 2 replicas, each of a scaling group of 2 replicas of 3 whole
+			// nodes: 12 pods, a replica's 6 in one block (2 racks of 4
+			// nodes, so the two replicas need both blocks), a group
+			// replica's 3 in one rack. Kueue v0.17 could not express it: a
+			// pod set had slices of one size at one level.
+			pcs := rackPacked(ns, "layers", bindingName, queues.ClusterQueue, 2, 3)
+			pcs.Spec.Template.TopologyConstraint.Pack.RequiredDomain = "block"
+			pcs.Spec.Template.PodCliqueScalingGroupConfigs = []grovecorev1alpha1.PodCliqueScalingGroupConfig{{
+				Name: "workers", CliqueNames: []string{"worker"}, Replicas: ptr.To[int32](2), MinAvailable: ptr.To[int32](2),
+				TopologyConstraint: &grovecorev1alpha1.TopologyConstraint{Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: "rack"}},
+			}}
+			env.CreatePodCliqueSet(ctx, pcs, topologyWait)
+			wl := expectAdmittedWithTopology(ctx, pcs)
+			Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(12)))
+			Expect(wl.Spec.PodSets[0].TopologyRequest).To(Equal(&kueue.PodSetTopologyRequest{
+				PodsetSliceRequiredTopologyConstraints: []kueue.PodsetSliceRequiredTopologyConstraint{
+					{Topology: cluster.LabelBlock, Size: 6}, {Topology: cluster.LabelRack, Size: 3}},
+				PodIndexLabel: ptr.To(copsekueue.PodSetIndexLabel)}))
+
+			pods := pinnedPods(ctx, ns, pcs.Name, 12)
+			of := func(key, value string, among []corev1.Pod) []corev1.Pod {
+				var out []corev1.Pod
+				for _, p := range among {
+					if p.Labels[key] == value {
+						out = append(out, p)
+					}
+				}
+				return out
+			}
+			var blocks []string
+			for replica := range 2 {
+				replicaPods := of(labels.ReplicaKey, fmt.Sprint(replica), pods)
+				Expect(replicaPods).To(HaveLen(6))
+				replicaBlocks := domainsOf(ctx, cluster.LabelBlock, nodesOf(replicaPods))
+				Expect(replicaBlocks).To(HaveLen(1), "replica %d over blocks", replica)
+				blocks = append(blocks, replicaBlocks...)
+				for group := range 2 {
+					groupPods := of(labels.ScalingGroupReplicaKey, fmt.Sprint(group), replicaPods)
+					Expect(groupPods).To(HaveLen(3))
+					Expect(racksOf(ctx, nodesOf(groupPods))).To(HaveLen(1), "replica %d, scaling-group replica %d over racks", replica, group)
+				}
+			}
+			Expect(blocks[0]).NotTo(Equal(blocks[1]), "both replicas in block %s, which has 8 nodes for their 12 whole-node pods", blocks[0])
+			env.ExpectPodCliqueSetCondition(ctx, ns, pcs.Name, copsev1alpha1.ConditionTypePodGangsScheduled, metav1.ConditionTrue, copsev1alpha1.ReasonAllGangsScheduled, topologyWait)
+		})
+
 		It("refuses packing Kueue cannot express at creation, naming the field, and reports it on a PodCliqueSet that joins a queue later", func(ctx context.Context) {
 			threeCliques := func(name string) *copsev1alpha1.PodCliqueSet {
 				pcs := rackPacked(ns, name, bindingName, queues.ClusterQueue, 1, 1)
@@ -431,19 +486,26 @@ func nodesOf(pods []corev1.Pod) []string {
 // racksOf lists the distinct racks of nodes, from their labels, sorted.
 func racksOf(ctx context.Context, nodes []string) []string {
 	GinkgoHelper()
-	var racks []string
+	return domainsOf(ctx, cluster.LabelRack, nodes)
+}
+
+// domainsOf lists the distinct values of the level key of nodes, from
+// their labels, sorted.
+func domainsOf(ctx context.Context, key string, nodes []string) []string {
+	GinkgoHelper()
+	var domains []string
 	for _, name := range nodes {
 		node := &corev1.Node{}
 		Expect(env.Client.Get(ctx, types.NamespacedName{Name: name}, node)).To(Succeed())
-		rack, ok := node.Labels[cluster.LabelRack]
-		Expect(ok).To(BeTrue(), "node %s has no rack label", name)
-		if !slices.Contains(racks, rack) {
-			racks = append(racks, rack)
+		domain, ok := node.Labels[key]
+		Expect(ok).To(BeTrue(), "node %s has no label %s", name, key)
+		if !slices.Contains(domains, domain) {
+			domains = append(domains, domain)
 		}
 	}
-	slices.Sort(racks)
-	GinkgoWriter.Printf("%d pods on racks %s\n", len(nodes), strings.Join(racks, ","))
-	return racks
+	slices.Sort(domains)
+	GinkgoWriter.Printf("%d pods in %s %s\n", len(nodes), key, strings.Join(domains, ","))
+	return domains
 }
 
 func podIndex(p corev1.Pod) int {

@@ -158,6 +158,13 @@ var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("ku
 			}).WithContext(ctx).WithTimeout(tjWait).WithPolling(tjPoll).Should(Succeed())
 			Expect(created).To(Equal(map[string]int32{trainjob.DatasetInitializerName: 1, trainjob.NodeName: 2}))
 			expectOneWorkload(ctx, ns)
+			// Kueue v0.19 evicts a Workload whose PodsReady is not True
+			// within waitForPodsReady's timeout: Kueue derives it from the
+			// TrainJob's jobsStatus, which copse writes on both backends.
+			Eventually(func(g Gomega) {
+				g.Expect(workloadCondition(tjWorkload(ctx, g, low), kueue.WorkloadPodsReady)).To(Equal(metav1.ConditionTrue),
+					func() string { return "PodsReady not True: " + tjState(ctx, b, low) })
+			}).WithContext(ctx).WithTimeout(tjWait).WithPolling(tjPoll).Should(Succeed())
 			if b.kind == trainerv1alpha1.RuntimeBackendPodCliqueSet {
 				Expect(tjPodCliqueSet(ctx, Default, low).Labels).NotTo(HaveKey(copsekueue.QueueNameLabel),
 					"the TrainJob's PodCliqueSet would be queued a second time")
@@ -298,7 +305,7 @@ var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("ku
 // and the trainer "node" (0.5 cpu a pod), started once the initializer
 // completed, failing at the first failed pod. Its pods end tjGracePeriod
 // seconds after deletion. (The grace period is the runtime's, not a runtime
-// patch's: Kueue v0.17.1 rewrites TrainJobs with Kubeflow Trainer v2.2.0's
+// patch's: Kueue v0.19.2 rewrites TrainJobs with Kubeflow Trainer v2.2.1's
 // types, which have no terminationGracePeriodSeconds in a patch.)
 func tjRuntime(namespace string, backend trainerv1alpha1.RuntimeBackend) *trainerv1alpha1.TrainingRuntime {
 	job := func(step, container string, annotations map[string]string) batchv1.JobTemplateSpec {

@@ -100,6 +100,9 @@ type Inputs struct {
 	// once a suspension has removed every pod; the Training webhook lets
 	// clique templates change only then).
 	PodsRemain bool
+	// MaxPodSets is the most pod sets a Workload of the Kueue in use may
+	// have (ServedMaxPodSets); 0 for DefaultMaxPodSets.
+	MaxPodSets int
 	Now        time.Time
 }
 
@@ -189,7 +192,7 @@ func Decide(in Inputs) Decision {
 		return d.because("the PodCliqueSet's outcome is decided; its pods are going")
 	}
 
-	podSets, err := PodSets(pcs, in.Topology)
+	podSets, err := PodSets(pcs, in.Topology, in.MaxPodSets)
 	if err == nil {
 		err = in.TopologyErr
 	}

@@ -607,7 +607,7 @@ func pcsWriteViolation(in Inputs, d Decision) string {
 
 // mustPodSets is pcs's pod sets; Decide built them before starting.
 func mustPodSets(pcs *copsev1alpha1.PodCliqueSet, in Inputs) []kueue.PodSet {
-	podSets, err := PodSets(pcs, in.Topology)
+	podSets, err := PodSets(pcs, in.Topology, in.MaxPodSets)
 	if err != nil {
 		panic(err)
 	}

@@ -127,13 +127,13 @@ func TestDecide(t *testing.T) {
 
 		// No Workload can be built.
 		{
-			name: "more than 8 cliques, suspended: refused, nothing created",
-			in:   Inputs{PodCliqueSet: withCliques(queued(), 9)},
+			name: "more cliques than the Kueue's 8 pod sets, suspended: refused, nothing created",
+			in:   Inputs{PodCliqueSet: withCliques(queued(), 9), MaxPodSets: 8},
 			want: want{step: StepNone, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonWorkloadRefused, message: "spec.template.cliques: 9 cliques"},
 		},
 		{
-			name:  "more than 8 cliques, running: stopped",
-			in:    Inputs{PodCliqueSet: running(withCliques(queued(), 9))},
+			name:  "more cliques than the Kueue's 8 pod sets, running: stopped",
+			in:    Inputs{PodCliqueSet: running(withCliques(queued(), 9)), MaxPodSets: 8},
 			want:  want{step: StepStop, status: metav1.ConditionFalse, reason: copsev1alpha1.ReasonWorkloadRefused, event: EventEvicted},
 			check: func(t *testing.T, d Decision) { wantSuspended(t, d.PodCliqueSet, true) },
 		},

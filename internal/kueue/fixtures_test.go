@@ -57,7 +57,7 @@ func running(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
 
 // workloadOf is the Workload copse creates for pcs, as stored.
 func workloadOf(pcs *copsev1alpha1.PodCliqueSet) *kueue.Workload {
-	podSets, err := PodSets(pcs, nil)
+	podSets, err := PodSets(pcs, nil, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // WorkloadGVK is the kind copse creates for each queued PodCliqueSet.
-var WorkloadGVK = kueue.GroupVersion.WithKind("Workload")
+var WorkloadGVK = kueue.SchemeGroupVersion.WithKind("Workload")
 
 // The labels Kueue reads on the objects it manages (Kueue's
 // pkg/controller/constants): copse reads the first two on PodCliqueSets and

@@ -12,7 +12,7 @@ import (
 )
 
 // TopologyGVK is the kind a ClusterTopologyBinding is mirrored to.
-var TopologyGVK = kueue.GroupVersion.WithKind("Topology")
+var TopologyGVK = kueue.SchemeGroupVersion.WithKind("Topology")
 
 // SchedulerName names Kueue in a ClusterTopologyBinding's
 // status.schedulerTopologyStatuses (the entry of the Topology copse keeps for

@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"encoding/json"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,8 @@ import (
 //     admission adds);
 //   - the annotation of the pod set's topology request
 //     (kueue.x-k8s.io/podset-required-topology, -preferred-topology, the
-//     slice pair, or -unconstrained-topology for a pod set without one in a
+//     slice pair, the slice layers (-slice-required-topology-constraints),
+//     or -unconstrained-topology for a pod set without one in a
 //     topology-only ClusterQueue): its pod watch reacts only to pods that
 //     carry one, so a pod created after the admission (copse creates them
 //     once the PodCliqueSet starts) would otherwise wait gated for good,
@@ -52,12 +54,20 @@ func topologyAnnotations(workloadName string, request *kueue.PodSetTopologyReque
 		out[kueue.PodSetRequiredTopologyAnnotation] = *request.Required
 	case request.Preferred != nil:
 		out[kueue.PodSetPreferredTopologyAnnotation] = *request.Preferred
-	case request.PodSetSliceRequiredTopology == nil:
+	case request.PodSetSliceRequiredTopology == nil && len(request.PodsetSliceRequiredTopologyConstraints) == 0:
 		out[kueue.PodSetUnconstrainedTopologyAnnotation] = "true"
 	}
 	if request.PodSetSliceRequiredTopology != nil && request.PodSetSliceSize != nil {
 		out[kueue.PodSetSliceRequiredTopologyAnnotation] = *request.PodSetSliceRequiredTopology
 		out[kueue.PodSetSliceSizeAnnotation] = strconv.Itoa(int(*request.PodSetSliceSize))
+	}
+	if layers := request.PodsetSliceRequiredTopologyConstraints; len(layers) > 0 {
+		// Kueue's own encoding of the layers, which its job integrations
+		// read from the same annotation.
+		encoded, err := json.Marshal(layers)
+		if err == nil {
+			out[kueue.PodSetSliceRequiredTopologyConstraintsAnnotation] = string(encoded)
+		}
 	}
 	return out
 }

@@ -59,6 +59,13 @@ func TestTopologyInfo(t *testing.T) {
 				"kueue.x-k8s.io/podset-slice-required-topology": rackKey, "kueue.x-k8s.io/podset-slice-size": "2"}},
 		},
 		{
+			name: "slices at two levels", assigned: true,
+			request: layered(layer(blockKey, 8), layer(rackKey, 4)),
+			want: PodSetInfo{SchedulingGates: gate, Annotations: map[string]string{
+				"kueue.x-k8s.io/workload": workloadName,
+				"kueue.x-k8s.io/podset-slice-required-topology-constraints": `[{"topology":"example.com/block","size":8},{"topology":"example.com/rack","size":4}]`}},
+		},
+		{
 			name: "no request, assigned by a topology-only ClusterQueue: unconstrained", assigned: true,
 			want: PodSetInfo{SchedulingGates: gate, Annotations: map[string]string{
 				"kueue.x-k8s.io/workload": workloadName, "kueue.x-k8s.io/podset-unconstrained-topology": "true"}},
@@ -67,7 +74,7 @@ func TestTopologyInfo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pcs := queued()
-			podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"leader": tt.request})
+			podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"leader": tt.request}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +94,7 @@ func TestTopologyInfo(t *testing.T) {
 // that clique's template only, and Restore takes them off again.
 func TestTopologyInfoMergedAndRestored(t *testing.T) {
 	pcs := queued()
-	podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"leader": required(rackKey)})
+	podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"leader": required(rackKey)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package kueue
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -164,16 +165,16 @@ func TopologyRequests(pcs *copsev1alpha1.PodCliqueSet, packing topology.Resolved
 		}
 		name := clique.Name
 		shape := shapes[name]
-		whole, slice, err := cliqueRuns(name, shape, runs[name])
+		whole, layers, err := cliqueRuns(name, shape, runs[name])
 		if err != nil {
 			fail(err, name)
 		}
 		req := &kueue.PodSetTopologyRequest{}
 		if pair, paired := pairs[name]; paired {
-			if slice != nil || (whole != nil && whole.key != pair.key) {
+			if len(layers) > 0 || (whole != nil && whole.key != pair.key) {
 				narrower := whole
 				if narrower == nil {
-					narrower = slice
+					narrower = &layers[0]
 				}
 				fail(field.Forbidden(narrower.path, fmt.Sprintf(
 					"Kueue cannot express this packing: clique %s is packed with clique %s in one %s domain (podSetGroupName), and a grouped pod set takes no narrower requirement (%s)",
@@ -185,18 +186,25 @@ func TopologyRequests(pcs *copsev1alpha1.PodCliqueSet, packing topology.Resolved
 			if whole != nil {
 				req.Required = ptr.To(whole.key)
 			}
-			if slice != nil {
-				req.PodSetSliceRequiredTopology = ptr.To(slice.key)
-				req.PodSetSliceSize = ptr.To(int32(slice.pods[name].size()))
+			switch {
+			case len(layers) == 1:
+				req.PodSetSliceRequiredTopology = ptr.To(layers[0].key)
+				req.PodSetSliceSize = ptr.To(int32(layers[0].pods[name].size()))
+				req.PodIndexLabel = ptr.To(PodSetIndexLabel)
+			case len(layers) > 1:
+				for _, l := range layers {
+					req.PodsetSliceRequiredTopologyConstraints = append(req.PodsetSliceRequiredTopologyConstraints,
+						kueue.PodsetSliceRequiredTopologyConstraint{Topology: l.key, Size: int32(l.pods[name].size())})
+				}
 				req.PodIndexLabel = ptr.To(PodSetIndexLabel)
 			}
-			if whole == nil && slice == nil {
+			if whole == nil && len(layers) == 0 {
 				if key := preferredKey(name, shape, packing); key != "" {
 					req.Preferred = ptr.To(key)
 				}
 			}
 		}
-		if failed[name] || (req.Required == nil && req.Preferred == nil && req.PodSetSliceRequiredTopology == nil) {
+		if failed[name] || (req.Required == nil && req.Preferred == nil && req.PodSetSliceRequiredTopology == nil && len(req.PodsetSliceRequiredTopologyConstraints) == 0) {
 			continue
 		}
 		out[name] = req
@@ -361,12 +369,23 @@ func podSetGroupName(pair packedScope) string {
 	return "copse-" + strings.ReplaceAll(pair.kind, " ", "-")
 }
 
+// maxSliceLayers is the most levels of slices a Kueue pod set takes
+// (spec.podSets[].topologyRequest.podsetSliceRequiredTopologyConstraints,
+// Kueue v0.19's multi-layer topology-aware scheduling).
+const maxSliceLayers = 3
+
 // cliqueRuns reduces the scopes over one clique's pods to what a Kueue pod
-// set takes: whole, one requirement over the whole pod set, and slice, one
-// requirement per run of one size covering the pod set (either may be
-// nil). A scope over a single pod always holds and is dropped; of scopes
-// over the same run the deepest is kept.
-func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole, slice *packedScope, err *field.Error) {
+// set takes: whole, one requirement over the whole pod set (nil for none),
+// and layers, from the broadest to the narrowest, each a requirement per run
+// of one size covering the pod set in order (Kueue's slices; more than one
+// layer is its multi-layer form). A scope over a single pod always holds
+// and is dropped; of scopes over the same run the deepest is kept; a layer
+// at the key of a broader one (or of whole) holds already and is dropped.
+// Each layer's runs hold whole runs of the next, as Kueue requires: a
+// narrower scope's runs nest in a broader one's, and a child's key is never
+// broader than its parent's (topology.Resolve), so each layer is at a finer
+// level than the one before.
+func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole *packedScope, layers []packedScope, err *field.Error) {
 	byRun := map[podRange]packedScope{}
 	for _, s := range scopes {
 		r := s.pods[clique]
@@ -385,47 +404,89 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole, 
 	if len(byRun) == 0 {
 		return whole, nil, nil
 	}
-	var parts []packedScope
-	for _, s := range byRun {
-		parts = append(parts, s)
+
+	// Runs of one size at one key form a layer; each must tile the pod
+	// set, in order, from its first pod.
+	type layerKey struct {
+		key  string
+		size int
 	}
-	// By first pod, and for scopes starting at the same pod the broader
-	// first: parts came from a map, and the order must not depend on it.
+	byLayer := map[layerKey][]packedScope{}
+	for _, s := range byRun {
+		k := layerKey{s.key, s.pods[clique].size()}
+		byLayer[k] = append(byLayer[k], s)
+	}
+	var refused []packedScope
+	for _, parts := range byLayer {
+		slices.SortFunc(parts, func(a, b packedScope) int { return a.pods[clique].start - b.pods[clique].start })
+		covered := 0
+		for _, s := range parts {
+			if s.pods[clique].start != covered {
+				break
+			}
+			covered = s.pods[clique].end
+		}
+		if covered != shape.count() {
+			refused = append(refused, parts...)
+			continue
+		}
+		layers = append(layers, parts[0])
+	}
+	// Broadest first; of layers of one size, the shallower scope first
+	// (byLayer is a map: the order must not depend on it).
+	slices.SortFunc(layers, func(a, b packedScope) int {
+		return cmp.Or(b.pods[clique].size()-a.pods[clique].size(), a.depth-b.depth, strings.Compare(a.key, b.key))
+	})
+	if len(refused) == 0 {
+		layers = withoutImpliedLayers(clique, whole, layers)
+		for i := 1; i < len(layers); i++ {
+			if layers[i-1].pods[clique].size()%layers[i].pods[clique].size() != 0 || layers[i-1].pods[clique].size() == layers[i].pods[clique].size() {
+				refused = layers
+				break
+			}
+		}
+	}
+	if len(refused) == 0 && len(layers) <= maxSliceLayers {
+		return whole, layers, nil
+	}
+
+	parts := slices.Collect(maps.Values(byRun))
 	slices.SortFunc(parts, func(a, b packedScope) int {
 		return cmp.Or(a.pods[clique].start-b.pods[clique].start, a.depth-b.depth)
 	})
-	first := parts[0]
-	size := first.pods[clique].size()
-	uniform := true
-	covered := 0
+	shallowest := slices.MinFunc(parts, func(a, b packedScope) int { return a.depth - b.depth })
+	var described []string
+	seen := map[string]bool{}
 	for _, s := range parts {
-		r := s.pods[clique]
-		if r.size() != size || s.key != first.key || r.start != covered {
-			uniform = false
-			break
+		layer := fmt.Sprintf("%d pods in one %s domain (each %s)", s.pods[clique].size(), s.key, s.unit)
+		if !seen[layer] {
+			seen[layer] = true
+			described = append(described, layer)
 		}
-		covered = r.end
 	}
-	if !uniform || covered != shape.count() {
-		shallowest := slices.MinFunc(parts, func(a, b packedScope) int { return a.depth - b.depth })
-		var layers []string
-		seen := map[string]bool{}
-		for _, s := range parts {
-			layer := fmt.Sprintf("%d pods in one %s domain (each %s)", s.pods[clique].size(), s.key, s.unit)
-			if !seen[layer] {
-				seen[layer] = true
-				layers = append(layers, layer)
-			}
+	why := fmt.Sprintf("a Kueue pod set is divided into at most %d levels of slices, each level's slices of one size covering the pod set in order and holding whole slices of the next", maxSliceLayers)
+	return whole, nil, field.Forbidden(shallowest.path, fmt.Sprintf(
+		"Kueue cannot express this packing of clique %s's %d pods: it asks for runs of %s; %s",
+		clique, shape.count(), strings.Join(described, " and "), why))
+}
+
+// withoutImpliedLayers drops, of layers sorted broadest first, each at the
+// key of whole or of a broader layer: runs inside one domain of that key
+// are in one already.
+func withoutImpliedLayers(clique string, whole *packedScope, layers []packedScope) []packedScope {
+	keys := map[string]bool{}
+	if whole != nil {
+		keys[whole.key] = true
+	}
+	var out []packedScope
+	for _, l := range layers {
+		if keys[l.key] {
+			continue
 		}
-		return whole, nil, field.Forbidden(shallowest.path, fmt.Sprintf(
-			"Kueue cannot express this packing of clique %s's %d pods: it asks for runs of %s; a Kueue pod set is divided into slices of one size at one level",
-			clique, shape.count(), strings.Join(layers, " and ")))
+		keys[l.key] = true
+		out = append(out, l)
 	}
-	if whole != nil && whole.key == first.key {
-		// The whole pod set in one domain holds every run in it.
-		return whole, nil, nil
-	}
-	return whole, &first, nil
+	return out
 }
 
 // preferredKey is the narrowest preferred key over the clique's pods: its

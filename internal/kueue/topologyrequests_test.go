@@ -1,6 +1,8 @@
 package kueue
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -58,6 +60,16 @@ func required(key string) *kueue.PodSetTopologyRequest {
 
 func sliced(key string, size int32) *kueue.PodSetTopologyRequest {
 	return &kueue.PodSetTopologyRequest{PodSetSliceRequiredTopology: ptr.To(key), PodSetSliceSize: ptr.To(size), PodIndexLabel: ptr.To(PodSetIndexLabel)}
+}
+
+func layer(key string, size int32) kueue.PodsetSliceRequiredTopologyConstraint {
+	return kueue.PodsetSliceRequiredTopologyConstraint{Topology: key, Size: size}
+}
+
+// layered is a pod set divided into slices at several levels, the broadest
+// first.
+func layered(layers ...kueue.PodsetSliceRequiredTopologyConstraint) *kueue.PodSetTopologyRequest {
+	return &kueue.PodSetTopologyRequest{PodsetSliceRequiredTopologyConstraints: layers, PodIndexLabel: ptr.To(PodSetIndexLabel)}
 }
 
 func grouped(key, name string) *kueue.PodSetTopologyRequest {
@@ -231,13 +243,29 @@ func TestTopologyRequests(t *testing.T) {
 				PodSetSliceRequiredTopology: ptr.To(rackKey), PodSetSliceSize: ptr.To[int32](4), PodIndexLabel: ptr.To(PodSetIndexLabel)}},
 		},
 		{
-			name:    "two replicas at block, every group replica at rack: two levels of slices",
+			name:    "two replicas at block, every group replica at rack: two levels of slices (Kueue v0.19's multi-layer)",
 			pcs:     set(2, one, []string{"worker"}, group("workers", 2, 2, "worker")),
 			packing: packed(blockKey, map[string]string{"workers": rackKey}, nil),
-			want:    map[string]*kueue.PodSetTopologyRequest{},
-			errs: []string{"spec.template.topologyConstraint: Forbidden: Kueue cannot express this packing of clique worker's 16 pods: it asks for runs of " +
-				"8 pods in one example.com/block domain (each replica) and 4 pods in one example.com/rack domain (each scaling-group replica); " +
-				"a Kueue pod set is divided into slices of one size at one level"},
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": layered(layer(blockKey, 8), layer(rackKey, 4))},
+		},
+		{
+			name:    "two replicas at block, group replicas at rack, each PodClique on one host: the PodClique's key for the group replica's run",
+			pcs:     set(2, one, []string{"worker"}, group("workers", 2, 2, "worker")),
+			packing: packed(blockKey, map[string]string{"workers": rackKey}, map[string]string{"worker": hostKey}),
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": layered(layer(blockKey, 8), layer(hostKey, 4))},
+		},
+		{
+			name:    "two replicas at block, group replicas at block too: the narrower runs hold already, one level",
+			pcs:     set(2, one, []string{"worker"}, group("workers", 2, 2, "worker")),
+			packing: packed(blockKey, map[string]string{"workers": blockKey}, nil),
+			want:    map[string]*kueue.PodSetTopologyRequest{"worker": sliced(blockKey, 8)},
+		},
+		{
+			name:    "one replica at block, group replicas at rack, PodCliques at host: required block, one level of slices (the PodClique's)",
+			pcs:     set(1, one, []string{"worker"}, group("workers", 3, 1, "worker")),
+			packing: packed(blockKey, map[string]string{"workers": rackKey}, map[string]string{"worker": hostKey}),
+			want: map[string]*kueue.PodSetTopologyRequest{"worker": {Required: ptr.To(blockKey),
+				PodSetSliceRequiredTopology: ptr.To(hostKey), PodSetSliceSize: ptr.To[int32](4), PodIndexLabel: ptr.To(PodSetIndexLabel)}},
 		},
 		{
 			name: "the prelude is outside the gang",
@@ -357,5 +385,57 @@ func TestPodSetIndexDecorator(t *testing.T) {
 	}
 	if got := decorate(pcs, worker, 4); got != nil {
 		t.Errorf("a pod past the template: labels %v, want none", got)
+	}
+}
+
+// cliqueRuns on scopes copse's packing does not make today: the layers
+// Kueue cannot take are refused, naming the broadest scope's field.
+func TestCliqueRunsRefusesWhatKueueCannotLayer(t *testing.T) {
+	shape := podSetShape{replicas: 1, groupReplicas: 1, pods: 48}
+	runsOf := func(key string, depth, size int) []packedScope {
+		var out []packedScope
+		for start := 0; start < shape.count(); start += size {
+			out = append(out, packedScope{key: key, depth: depth, path: cliquesPath.Index(depth), unit: "run",
+				pods: map[string]podRange{"worker": {start, min(start+size, shape.count())}}})
+		}
+		return out
+	}
+	tests := []struct {
+		name       string
+		scopes     []packedScope
+		wantLayers []string
+		wantErr    string
+	}{
+		{name: "two nested levels", scopes: append(runsOf(blockKey, 0, 24), runsOf(rackKey, 1, 12)...), wantLayers: []string{blockKey + "/24", rackKey + "/12"}},
+		{name: "three nested levels, Kueue's most; runs of one pod always hold",
+			scopes:     append(append(append(runsOf(blockKey, 0, 24), runsOf(rackKey, 1, 12)...), runsOf("example.com/tray", 2, 6)...), runsOf(hostKey, 3, 1)...),
+			wantLayers: []string{blockKey + "/24", rackKey + "/12", "example.com/tray/6"}},
+		{name: "runs that do not cover the pod set in one size", scopes: runsOf(rackKey, 1, 5),
+			wantErr: "spec.template.cliques[1]: Forbidden: Kueue cannot express this packing of clique worker's 48 pods: it asks for runs of 5 pods in one example.com/rack domain (each run) and 3 pods"},
+		{name: "levels whose runs do not nest", scopes: append(runsOf(blockKey, 0, 24), runsOf(rackKey, 1, 16)...),
+			wantErr: "a Kueue pod set is divided into at most 3 levels of slices"},
+		{name: "four levels", scopes: append(append(append(runsOf("a", 0, 24), runsOf("b", 1, 12)...), runsOf("c", 2, 6)...), runsOf("d", 3, 2)...),
+			wantErr: "at most 3 levels of slices"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, layers, err := cliqueRuns("worker", shape, tc.scopes)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range layers {
+				got = append(got, fmt.Sprintf("%s/%d", l.key, l.pods["worker"].size()))
+			}
+			if diff := cmp.Diff(tc.wantLayers, got); diff != "" {
+				t.Errorf("layers (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -19,11 +19,6 @@ import (
 	"github.com/copse-dev/copse/internal/podcount"
 )
 
-// MaxPodSets is the most pod sets a Kueue Workload may have (the CRD's
-// maxItems of spec.podSets). copse makes one per clique template, so a
-// queued PodCliqueSet has at most this many cliques.
-const MaxPodSets = 8
-
 // CliquesPath is where a PodCliqueSet's clique templates are, the field a
 // refusal of too many pod sets names.
 var CliquesPath = field.NewPath("spec", "template", "cliques")
@@ -99,16 +94,19 @@ func ResolvePriority(pcs *copsev1alpha1.PodCliqueSet, wpc *kueue.WorkloadPriorit
 // another admission), its template the clique's pod labels, annotations and
 // pod spec (with the priorityClassName its pods take). topology, filled by
 // the topology integration, gives a clique's topologyRequest; nil for none.
-func PodSets(pcs *copsev1alpha1.PodCliqueSet, topology map[string]*kueue.PodSetTopologyRequest) ([]kueue.PodSet, error) {
+// maxPodSets is the most pod sets the Kueue in use takes (ServedMaxPodSets;
+// 0 for DefaultMaxPodSets): copse makes one per clique template, so a
+// queued PodCliqueSet has at most this many cliques.
+func PodSets(pcs *copsev1alpha1.PodCliqueSet, topology map[string]*kueue.PodSetTopologyRequest, maxPodSets int) ([]kueue.PodSet, error) {
 	var cliques []*grovecorev1alpha1.PodCliqueTemplateSpec
 	for _, clique := range pcs.Spec.Template.Cliques {
 		if clique != nil {
 			cliques = append(cliques, clique)
 		}
 	}
-	if len(cliques) > MaxPodSets {
+	if limit := EffectiveMaxPodSets(maxPodSets); len(cliques) > limit {
 		return nil, fmt.Errorf("%s: %d cliques, but a Kueue Workload has at most %d pod sets (one per clique)",
-			CliquesPath, len(cliques), MaxPodSets)
+			CliquesPath, len(cliques), limit)
 	}
 	groupOf := map[string]*grovecorev1alpha1.PodCliqueScalingGroupConfig{}
 	for g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
@@ -148,7 +146,7 @@ func PodSets(pcs *copsev1alpha1.PodCliqueSet, topology map[string]*kueue.PodSetT
 // as copse's, with pcs's pod sets, its LocalQueue and its priority.
 func BuildWorkload(pcs *copsev1alpha1.PodCliqueSet, podSets []kueue.PodSet, priority Priority) *kueue.Workload {
 	return &kueue.Workload{
-		TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: WorkloadGVK.Kind},
+		TypeMeta: metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: WorkloadGVK.Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      WorkloadName(pcs.Name),
 			Namespace: pcs.Namespace,

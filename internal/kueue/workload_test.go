@@ -46,7 +46,7 @@ func TestPodSets(t *testing.T) {
 			if tc.change != nil {
 				tc.change(pcs)
 			}
-			podSets, err := PodSets(pcs, nil)
+			podSets, err := PodSets(pcs, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestPodSetTemplate(t *testing.T) {
 	pcs.Spec.Template.Cliques[1].Annotations = map[string]string{"note": "x"}
 	pcs.Spec.Template.Cliques[2].Spec.PodSpec.PriorityClassName = "urgent"
 	required := "example.com/rack"
-	podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"worker": {Required: &required}})
+	podSets, err := PodSets(pcs, map[string]*kueue.PodSetTopologyRequest{"worker": {Required: &required}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,22 +108,35 @@ func TestPodSetTemplate(t *testing.T) {
 }
 
 func TestPodSetsRefusals(t *testing.T) {
-	if _, err := PodSets(withCliques(queued(), 9), nil); err == nil || !strings.Contains(err.Error(), "spec.template.cliques: 9 cliques") {
-		t.Errorf("9 cliques: %v, want an error naming spec.template.cliques", err)
-	}
-	if _, err := PodSets(withCliques(queued(), MaxPodSets), nil); err != nil {
-		t.Errorf("8 cliques: %v, want none", err)
+	for _, tc := range []struct {
+		name     string
+		cliques  int
+		limit    int
+		refusing string
+	}{
+		{name: "Kueue v0.19's limit by default", cliques: 18, limit: 0},
+		{name: "over the default", cliques: 19, limit: 0, refusing: "spec.template.cliques: 19 cliques, but a Kueue Workload has at most 18 pod sets"},
+		{name: "the limit read from an older Kueue", cliques: 8, limit: 8},
+		{name: "over an older Kueue's limit", cliques: 9, limit: 8, refusing: "spec.template.cliques: 9 cliques, but a Kueue Workload has at most 8 pod sets"},
+	} {
+		_, err := PodSets(withCliques(queued(), tc.cliques), nil, tc.limit)
+		switch {
+		case tc.refusing == "" && err != nil:
+			t.Errorf("%s: %v, want none", tc.name, err)
+		case tc.refusing != "" && (err == nil || !strings.Contains(err.Error(), tc.refusing)):
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.refusing)
+		}
 	}
 	huge := queued()
 	huge.Spec.Replicas = math.MaxInt32
-	if _, err := PodSets(huge, nil); err == nil || !strings.Contains(err.Error(), `spec.template.cliques[1]: clique "prefill"`) {
+	if _, err := PodSets(huge, nil, 0); err == nil || !strings.Contains(err.Error(), `spec.template.cliques[1]: clique "prefill"`) {
 		t.Errorf("a count over int32: %v, want an error naming the first clique over it", err)
 	}
 }
 
 func TestBuildWorkload(t *testing.T) {
 	pcs := queued()
-	podSets, err := PodSets(pcs, nil)
+	podSets, err := PodSets(pcs, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,8 @@ import (
 type Facts struct {
 	Packing    topology.Resolved
 	PodsRemain bool
+	// MaxPodSets is the Kueue's limit of pod sets (kueue.Inputs).
+	MaxPodSets int
 	Now        time.Time
 }
 
@@ -44,7 +46,7 @@ type Facts struct {
 // complete the inputs; a flavor or a class that does not exist is left for
 // Decide to report, and only a failed read is an error.
 func Gather(ctx context.Context, c client.Reader, key client.ObjectKey, pcs *copsev1alpha1.PodCliqueSet, facts Facts) (kueue.Inputs, error) {
-	in := kueue.Inputs{PodCliqueSet: pcs, Now: facts.Now}
+	in := kueue.Inputs{PodCliqueSet: pcs, MaxPodSets: facts.MaxPodSets, Now: facts.Now}
 	found := &kueuev1beta2.Workload{}
 	wlKey := client.ObjectKey{Namespace: key.Namespace, Name: kueue.WorkloadName(key.Name)}
 	switch err := c.Get(ctx, wlKey, found); {

@@ -59,7 +59,8 @@ func Register(server ctrlwebhook.Server, reader client.Reader, limits configv1al
 		MutatePodCliqueSetPath: admission.WithDefaulter[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Defaulter{KueueEnabled: features.Kueue,
 			MNNVLDefaultGroup: features.MNNVLDefaultGroup}),
 		ValidatePodCliqueSetPath: admission.WithValidator[*copsev1alpha1.PodCliqueSet](scheme, podcliqueset.Validator{Limits: limits,
-			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader, KueueEnabled: features.Kueue}),
+			MNNVLEnabled: features.MNNVL, TopologyAwareScheduling: features.TopologyAware, Reader: reader, KueueEnabled: features.Kueue,
+			KueueMaxPodSets: features.KueueMaxPodSets}),
 		ValidatePodCliquePath: admission.WithValidator[*copsev1alpha1.PodClique](scheme,
 			podclique.Validator{Reader: reader, Limits: limits, KueueEnabled: features.Kueue}),
 		ValidatePodCliqueScalingGroupPath: admission.WithValidator[*copsev1alpha1.PodCliqueScalingGroup](scheme,
@@ -110,4 +111,7 @@ type Features struct {
 	// kueue.x-k8s.io/queue-name is created suspended, and the label's rules
 	// apply (podcliqueset.ValidateKueue). Off, the label means nothing.
 	Kueue bool
+	// KueueMaxPodSets is the most pod sets the Kueue installed takes in a
+	// Workload (kueue.ServedMaxPodSets); 0 for kueue.DefaultMaxPodSets.
+	KueueMaxPodSets int
 }

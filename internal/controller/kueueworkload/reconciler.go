@@ -59,6 +59,9 @@ type Reconciler struct {
 	// topologyAwareScheduling.enabled with the workload backend), so it
 	// becomes the pod sets' topology requests.
 	TopologyAwareScheduling bool
+	// MaxPodSets is the Kueue installed's limit of pod sets
+	// (kueue.ServedMaxPodSets); 0 for kueue.DefaultMaxPodSets.
+	MaxPodSets int
 }
 
 // +kubebuilder:rbac:groups=grove.io,resources=podcliquesets,verbs=get;list;watch;update
@@ -142,7 +145,7 @@ func (r *Reconciler) recordEvent(pcs *copsev1alpha1.PodCliqueSet, d kueue.Decisi
 // packing and the pods, which the PodCliqueSet controller has from its own
 // observation, are read here first.
 func (r *Reconciler) gather(ctx context.Context, key client.ObjectKey, pcs *copsev1alpha1.PodCliqueSet) (kueue.Inputs, error) {
-	facts := kueueinputs.Facts{Now: r.Clock.Now()}
+	facts := kueueinputs.Facts{MaxPodSets: r.MaxPodSets, Now: r.Clock.Now()}
 	if pcs != nil {
 		packing, _, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
 		if err != nil {

@@ -72,7 +72,7 @@ func running(pcs *copsev1alpha1.PodCliqueSet) *copsev1alpha1.PodCliqueSet {
 
 // workloadOf is the Workload the controller creates for pcs.
 func workloadOf(pcs *copsev1alpha1.PodCliqueSet) *kueuev1beta2.Workload {
-	podSets, err := kueue.PodSets(pcs, nil)
+	podSets, err := kueue.PodSets(pcs, nil, 0)
 	if err != nil {
 		panic(err)
 	}
@@ -405,7 +405,7 @@ func TestReconcileWithoutPodCliqueSet(t *testing.T) {
 // after refusedRetry with a warning event; one that meets an existing
 // Workload is retried at once; any other failure is returned.
 func TestReconcileCreateFailures(t *testing.T) {
-	gk := schema.GroupKind{Group: kueuev1beta2.GroupVersion.Group, Kind: "Workload"}
+	gk := schema.GroupKind{Group: kueuev1beta2.SchemeGroupVersion.Group, Kind: "Workload"}
 	tests := []struct {
 		name      string
 		err       error
@@ -616,7 +616,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestRefusedByAPIServer(t *testing.T) {
-	gr := schema.GroupResource{Group: kueuev1beta2.GroupVersion.Group, Resource: "workloads"}
+	gr := schema.GroupResource{Group: kueuev1beta2.SchemeGroupVersion.Group, Resource: "workloads"}
 	tests := []struct {
 		err  error
 		want bool

@@ -37,6 +37,7 @@ func (r *Reconciler) observeAdmission(ctx context.Context, pcs *copsev1alpha1.Po
 	in, err := kueueinputs.Gather(ctx, r.Client, client.ObjectKeyFromObject(pcs), pcs, kueueinputs.Facts{
 		Packing:    obs.packing,
 		PodsRemain: kueue.PodsRemain(pcs, len(obs.activePods())),
+		MaxPodSets: r.KueueMaxPodSets,
 		Now:        now,
 	})
 	if err != nil {

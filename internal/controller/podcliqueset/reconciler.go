@@ -72,6 +72,9 @@ type Reconciler struct {
 	// labelled kueue.x-k8s.io/queue-name gets its Admitted condition here
 	// (observeAdmission), and its Kueue Workload's changes wake it.
 	Kueue bool
+	// KueueMaxPodSets is the Kueue installed's limit of pod sets
+	// (kueue.ServedMaxPodSets); 0 for kueue.DefaultMaxPodSets.
+	KueueMaxPodSets int
 
 	written expectations.WrittenVersions
 }

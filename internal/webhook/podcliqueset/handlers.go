@@ -56,6 +56,9 @@ type Validator struct {
 	// KueueEnabled is the operator configuration's kueue.enabled
 	// (ValidateKueue).
 	KueueEnabled bool
+	// KueueMaxPodSets is the Kueue installed's limit of pod sets
+	// (ValidateKueue); 0 for kueue.DefaultMaxPodSets.
+	KueueMaxPodSets int
 }
 
 var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
@@ -64,7 +67,7 @@ var _ admission.Validator[*copsev1alpha1.PodCliqueSet] = Validator{}
 func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	errs := append(ValidateCreate(pcs), ValidateSize(nil, pcs, v.Limits)...)
 	errs = append(errs, ValidateMNNVL(nil, pcs, v.MNNVLEnabled)...)
-	errs = append(errs, ValidateKueue(nil, pcs, v.KueueEnabled)...)
+	errs = append(errs, ValidateKueue(nil, pcs, v.KueueEnabled, v.KueueMaxPodSets)...)
 	topologyErrs, err := v.validateTopology(ctx, pcs)
 	if err != nil {
 		return nil, err
@@ -78,7 +81,7 @@ func (v Validator) ValidateCreate(ctx context.Context, pcs *copsev1alpha1.PodCli
 // The MNNVL group annotation is immutable, and the Kueue queue label changes
 // only while suspended, even where the spec is not changed.
 func (v Validator) ValidateUpdate(_ context.Context, old, pcs *copsev1alpha1.PodCliqueSet) (admission.Warnings, error) {
-	metadataErrs := append(ValidateMNNVL(old, pcs, v.MNNVLEnabled), ValidateKueue(old, pcs, v.KueueEnabled)...)
+	metadataErrs := append(ValidateMNNVL(old, pcs, v.MNNVLEnabled), ValidateKueue(old, pcs, v.KueueEnabled, v.KueueMaxPodSets)...)
 	if equality.Semantic.DeepEqual(old.Spec, pcs.Spec) {
 		return nil, rules.ToAdmissionError(kind, pcs.Name, metadataErrs)
 	}

@@ -33,11 +33,12 @@ func DefaultForKueue(pcs *copsev1alpha1.PodCliqueSet, enabled bool) {
 //     that leaves spec.suspend true, as Kueue allows for its jobs: a
 //     running workload would otherwise run outside the queue's quota, or
 //     hold it in the wrong queue.
-//   - A queued PodCliqueSet has at most kueue.MaxPodSets cliques: its
-//     Workload has one pod set per clique, and Kueue allows no more. The
+//   - A queued PodCliqueSet has at most maxPodSets cliques (the Kueue in
+//     use's limit, kueue.ServedMaxPodSets; 0 for kueue.DefaultMaxPodSets):
+//     its Workload has one pod set per clique, and Kueue allows no more. The
 //     count is checked when the label is set, on creation or later, so that
 //     one made before Kueue was enabled is never blocked by it.
-func ValidateKueue(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool) field.ErrorList {
+func ValidateKueue(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool, maxPodSets int) field.ErrorList {
 	if !enabled {
 		return nil
 	}
@@ -50,10 +51,11 @@ func ValidateKueue(old, pcs *copsev1alpha1.PodCliqueSet, enabled bool) field.Err
 				"set spec.suspend to true first, or in the same update", kueue.QueueName(old), queue)))
 	}
 	if queue != "" && labelChanged {
-		if n := cliqueCount(pcs); n > kueue.MaxPodSets {
+		if n, limit := cliqueCount(pcs), kueue.EffectiveMaxPodSets(maxPodSets); n > limit {
 			errs = append(errs, field.Forbidden(cliquesPath, fmt.Sprintf(
-				"has %d cliques, but a PodCliqueSet with %s has at most %d: its Kueue Workload has one pod set per clique, and Kueue allows %d",
-				n, queueNamePath, kueue.MaxPodSets, kueue.MaxPodSets)))
+				"has %d cliques, but a PodCliqueSet with %s has at most %d: its Kueue Workload has one pod set per clique, "+
+					"and the Kueue installed allows %d pod sets (spec.podSets of its Workload CRD)",
+				n, queueNamePath, limit, limit)))
 		}
 	}
 	return errs

@@ -2,6 +2,7 @@ package podcliqueset
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -37,8 +38,15 @@ func suspendedAs(suspend bool) func(*copsev1alpha1.PodCliqueSet) {
 }
 
 // nineCliques gives valid() six more standalone cliques.
-func nineCliques(pcs *copsev1alpha1.PodCliqueSet) {
-	for _, name := range []string{"c3", "c4", "c5", "c6", "c7", "c8"} {
+func nineCliques(pcs *copsev1alpha1.PodCliqueSet) { moreCliques(pcs, 6) }
+
+// nineteenCliques gives valid() sixteen more standalone cliques: one more
+// than Kueue v0.19 takes.
+func nineteenCliques(pcs *copsev1alpha1.PodCliqueSet) { moreCliques(pcs, 16) }
+
+func moreCliques(pcs *copsev1alpha1.PodCliqueSet, n int) {
+	for i := range n {
+		name := fmt.Sprintf("c%d", i+3)
 		pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques, &grovecorev1alpha1.PodCliqueTemplateSpec{
 			Name: name, Spec: grovecorev1alpha1.PodCliqueSpec{RoleName: name, Replicas: 1, PodSpec: podSpec()}})
 	}
@@ -46,21 +54,29 @@ func nineCliques(pcs *copsev1alpha1.PodCliqueSet) {
 
 func TestValidateKueueOnCreate(t *testing.T) {
 	tests := []struct {
-		name     string
-		pcs      *copsev1alpha1.PodCliqueSet
-		disabled bool
-		want     []string
+		name       string
+		pcs        *copsev1alpha1.PodCliqueSet
+		disabled   bool
+		maxPodSets int // the Kueue installed's; 0 when not read
+		want       []string
 	}{
 		{name: "queued, 3 cliques", pcs: valid(inQueue("team-a"))},
-		{name: "queued, 9 cliques", pcs: valid(inQueue("team-a"), nineCliques),
+		{name: "queued, 9 cliques, Kueue v0.19's limit", pcs: valid(inQueue("team-a"), nineCliques), maxPodSets: 18},
+		{name: "queued, 19 cliques, Kueue v0.19's limit", pcs: valid(inQueue("team-a"), nineteenCliques), maxPodSets: 18,
+			want: []string{"spec.template.cliques: Forbidden: has 19 cliques, but a PodCliqueSet with metadata.labels[kueue.x-k8s.io/queue-name] has at most 18: " +
+				"its Kueue Workload has one pod set per clique, and the Kueue installed allows 18 pod sets (spec.podSets of its Workload CRD)"}},
+		{name: "queued, 19 cliques, the limit not read: v0.19's", pcs: valid(inQueue("team-a"), nineteenCliques),
+			want: []string{"spec.template.cliques: Forbidden: has 19 cliques, but a PodCliqueSet with metadata.labels[kueue.x-k8s.io/queue-name] has at most 18"}},
+		{name: "queued, 9 cliques, an older Kueue's limit of 8", pcs: valid(inQueue("team-a"), nineCliques), maxPodSets: 8,
 			want: []string{"spec.template.cliques: Forbidden: has 9 cliques, but a PodCliqueSet with metadata.labels[kueue.x-k8s.io/queue-name] has at most 8"}},
-		{name: "not queued, 9 cliques", pcs: valid(nineCliques)},
-		{name: "queued, 9 cliques, Kueue off: the label means nothing", pcs: valid(inQueue("team-a"), nineCliques), disabled: true},
+		{name: "not queued, 19 cliques", pcs: valid(nineteenCliques)},
+		{name: "queued, 19 cliques, Kueue off: the label means nothing", pcs: valid(inQueue("team-a"), nineteenCliques), disabled: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := kueueValidator
 			v.KueueEnabled = !tc.disabled
+			v.KueueMaxPodSets = tc.maxPodSets
 			_, err := v.ValidateCreate(context.Background(), tc.pcs)
 			checkErrors(t, err, tc.want)
 		})
@@ -88,10 +104,10 @@ func TestValidateKueueOnUpdate(t *testing.T) {
 			want: []string{forbidden}},
 		{name: "removed while suspended", old: valid(inQueue("team-a"), suspendedAs(true)), new: valid(suspendedAs(true))},
 		{name: "kept while the spec changes", old: valid(inQueue("team-a"), suspendedAs(false)), new: valid(inQueue("team-a"), suspendedAs(true))},
-		{name: "added to a suspended PodCliqueSet of 9 cliques", old: valid(suspendedAs(true), nineCliques),
-			new: valid(suspendedAs(true), nineCliques, inQueue("team-a")), want: []string{"spec.template.cliques: Forbidden: has 9 cliques"}},
-		{name: "a PodCliqueSet of 9 cliques queued before Kueue was on is not blocked", old: valid(inQueue("team-a"), nineCliques),
-			new: valid(inQueue("team-a"), nineCliques, func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Replicas = 3 })},
+		{name: "added to a suspended PodCliqueSet of 19 cliques", old: valid(suspendedAs(true), nineteenCliques),
+			new: valid(suspendedAs(true), nineteenCliques, inQueue("team-a")), want: []string{"spec.template.cliques: Forbidden: has 19 cliques"}},
+		{name: "a PodCliqueSet of 19 cliques queued before Kueue was on is not blocked", old: valid(inQueue("team-a"), nineteenCliques),
+			new: valid(inQueue("team-a"), nineteenCliques, func(p *copsev1alpha1.PodCliqueSet) { p.Spec.Replicas = 3 })},
 		{name: "added to a running PodCliqueSet, Kueue off", old: valid(), new: valid(inQueue("team-a")), disabled: true},
 	}
 	for _, tc := range tests {
@@ -141,7 +157,7 @@ func TestDefaultForKueue(t *testing.T) {
 // is refused.
 func TestTrainingWindowAdmitsKueuesWrites(t *testing.T) {
 	queued := valid(asTraining, inQueue("team-a"), suspendedAs(true))
-	podSets, err := kueue.PodSets(queued, nil)
+	podSets, err := kueue.PodSets(queued, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
