@@ -62,7 +62,7 @@ func TestTopologyInfo(t *testing.T) {
 			name: "slices at two levels", assigned: true,
 			request: layered(layer(blockKey, 8), layer(rackKey, 4)),
 			want: PodSetInfo{SchedulingGates: gate, Annotations: map[string]string{
-				"kueue.x-k8s.io/workload": workloadName,
+				"kueue.x-k8s.io/workload":                                   workloadName,
 				"kueue.x-k8s.io/podset-slice-required-topology-constraints": `[{"topology":"example.com/block","size":8},{"topology":"example.com/rack","size":4}]`}},
 		},
 		{

@@ -438,7 +438,7 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole *
 		return cmp.Or(b.pods[clique].size()-a.pods[clique].size(), a.depth-b.depth, strings.Compare(a.key, b.key))
 	})
 	if len(refused) == 0 {
-		layers = withoutImpliedLayers(clique, whole, layers)
+		layers = withoutImpliedLayers(whole, layers)
 		for i := 1; i < len(layers); i++ {
 			if layers[i-1].pods[clique].size()%layers[i].pods[clique].size() != 0 || layers[i-1].pods[clique].size() == layers[i].pods[clique].size() {
 				refused = layers
@@ -473,7 +473,7 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole *
 // withoutImpliedLayers drops, of layers sorted broadest first, each at the
 // key of whole or of a broader layer: runs inside one domain of that key
 // are in one already.
-func withoutImpliedLayers(clique string, whole *packedScope, layers []packedScope) []packedScope {
+func withoutImpliedLayers(whole *packedScope, layers []packedScope) []packedScope {
 	keys := map[string]bool{}
 	if whole != nil {
 		keys[whole.key] = true
