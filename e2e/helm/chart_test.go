@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,7 +30,6 @@ import (
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/charts/copse/crds"
 	trainercrds "github.com/copse-dev/copse/charts/copse/trainer-crds"
 	"github.com/copse-dev/copse/e2e/framework"
@@ -116,14 +116,20 @@ var _ = Describe("Helm chart (local mode, operator as the chart's ServiceAccount
 		// is (re)initializing") and may not retry for minutes. Wait until
 		// the watch cache serves each kind (resourceVersion "0" lists come
 		// from it) first.
+		// Every kind of every CRD, as metadata: a kind left out (as
+		// ClusterTopologyBinding once was) can leave its CRD stuck.
 		fromCache := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 		Eventually(func(g Gomega) {
-			g.Expect(env.Client.List(ctx, &copsev1alpha1.PodCliqueSetList{}, fromCache)).To(Succeed())
-			g.Expect(env.Client.List(ctx, &copsev1alpha1.PodCliqueList{}, fromCache)).To(Succeed())
-			g.Expect(env.Client.List(ctx, &copsev1alpha1.PodCliqueScalingGroupList{}, fromCache)).To(Succeed())
-			g.Expect(env.Client.List(ctx, &trainerv1alpha1.TrainJobList{}, fromCache)).To(Succeed())
-			g.Expect(env.Client.List(ctx, &trainerv1alpha1.TrainingRuntimeList{}, fromCache)).To(Succeed())
-			g.Expect(env.Client.List(ctx, &trainerv1alpha1.ClusterTrainingRuntimeList{}, fromCache)).To(Succeed())
+			for _, crd := range all {
+				for _, version := range crd.Spec.Versions {
+					if !version.Served {
+						continue
+					}
+					list := &metav1.PartialObjectMetadataList{}
+					list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version.Name, Kind: crd.Spec.Names.ListKind})
+					g.Expect(env.Client.List(ctx, list, fromCache)).To(Succeed(), "listing %s %s from the watch cache", crd.Name, version.Name)
+				}
+			}
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 		for _, crd := range all {
 			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, crd.DeepCopy()))).To(Succeed())
