@@ -27,9 +27,10 @@ import (
 
 // registerControllers joins copse's controllers and admission webhooks to the
 // manager. schedulerBackend is already resolved: it is never "auto" here;
-// mnnvlParts passed the MNNVL preflight check (newMNNVLParts).
+// mnnvlParts passed the MNNVL preflight check (newMNNVLParts);
+// kueueMaxPodSets is what kueuePreflight read.
 func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration,
-	schedulerBackend configv1alpha1.SchedulerBackend, mnnvlParts mnnvlParts) error {
+	schedulerBackend configv1alpha1.SchedulerBackend, mnnvlParts mnnvlParts, kueueMaxPodSets int) error {
 	backend := newSchedulerBackend(schedulerBackend)
 	// Topology constraints become PodGroup constraints, which only the
 	// Workload API backend makes.
@@ -38,10 +39,6 @@ func registerControllers(mgr manager.Manager, cfg *configv1alpha1.OperatorConfig
 	if err != nil {
 		return err
 	}
-	if err := checkKueueServed(mgr.GetRESTMapper(), cfg.Kueue); err != nil {
-		return err
-	}
-	kueueMaxPodSets := servedKueueMaxPodSets(mgr, cfg.Kueue)
 	pcsReconciler := &podcliqueset.Reconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),

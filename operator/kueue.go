@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -41,29 +42,27 @@ func checkKueueServed(mapper meta.RESTMapper, cfg configv1alpha1.KueueConfigurat
 	return nil
 }
 
-// servedKueueMaxPodSets is the most pod sets the installed Kueue takes in a
-// Workload, read once at start from the schema its CRD serves (0 when
-// kueue.enabled is false). When it cannot be read, copse logs why and
-// assumes the limit of the Kueue it is tested with.
-func servedKueueMaxPodSets(mgr manager.Manager, cfg configv1alpha1.KueueConfiguration) int {
-	if !cfg.Enabled {
-		return 0
+// kueuePreflight checks, before the manager starts and when kueue.enabled
+// is true, that the cluster serves Kueue's kinds (checkKueueServed), and
+// returns the most pod sets the installed Kueue takes in a Workload, read
+// once from the schema its CRD serves (0 when kueue.enabled is false). When
+// the limit cannot be read, copse logs why and assumes the limit of the
+// Kueue it is tested with.
+func kueuePreflight(log logr.Logger, mapper meta.RESTMapper, schemas openapi.Client, cfg configv1alpha1.KueueConfiguration) (int, error) {
+	if err := checkKueueServed(mapper, cfg); err != nil || !cfg.Enabled {
+		return 0, err
 	}
-	log := mgr.GetLogger().WithName("setup")
-	client, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err == nil {
-		var limit int
-		if limit, err = kueue.ServedMaxPodSets(client.OpenAPIV3()); err == nil {
-			log.Info("read the most pod sets a Kueue Workload takes from its CRD", "maxPodSets", limit)
-			return limit
-		}
+	limit, err := kueue.ServedMaxPodSets(schemas)
+	if err != nil {
+		log.Error(err, "cannot read the most pod sets a Kueue Workload takes; assuming Kueue v0.19's", "maxPodSets", kueue.DefaultMaxPodSets)
+		return kueue.DefaultMaxPodSets, nil
 	}
-	log.Error(err, "cannot read the most pod sets a Kueue Workload takes; assuming Kueue v0.19's", "maxPodSets", kueue.DefaultMaxPodSets)
-	return kueue.DefaultMaxPodSets
+	log.Info("read the most pod sets a Kueue Workload takes from its CRD", "maxPodSets", limit)
+	return limit, nil
 }
 
 // registerKueueController adds, when kueue.enabled is true, the controller
-// that queues labelled PodCliqueSets through Kueue (checkKueueServed has
+// that queues labelled PodCliqueSets through Kueue (kueuePreflight has
 // passed). It returns the controller names it added.
 func registerKueueController(mgr manager.Manager, cfg *configv1alpha1.OperatorConfiguration, recorders *eventRecorders,
 	topologyAwareScheduling bool, maxPodSets int) ([]string, error) {

@@ -78,7 +78,12 @@ func run(ctx context.Context, restConfig *rest.Config, cfg *configv1alpha1.Opera
 	// MNNVL's preflight check comes before the manager, as Grove's does:
 	// the manager's cache of ComputeDomains would otherwise fail first, on a
 	// missing kind, with an error that does not say what to do.
-	mnnvlParts, err := newMNNVLParts(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryClient)), cfg.MNNVL)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryClient))
+	mnnvlParts, err := newMNNVLParts(mapper, cfg.MNNVL)
+	if err != nil {
+		return err
+	}
+	kueueMaxPodSets, err := kueuePreflight(log, mapper, discoveryClient.OpenAPIV3(), cfg.Kueue)
 	if err != nil {
 		return err
 	}
@@ -97,7 +102,7 @@ func run(ctx context.Context, restConfig *rest.Config, cfg *configv1alpha1.Opera
 	if err != nil {
 		return err
 	}
-	if err := registerControllers(mgr, cfg, decision.Backend, mnnvlParts); err != nil {
+	if err := registerControllers(mgr, cfg, decision.Backend, mnnvlParts, kueueMaxPodSets); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
 	if err := registerStateMetrics(mgr, cfg); err != nil {

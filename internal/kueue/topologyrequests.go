@@ -416,7 +416,7 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole *
 		k := layerKey{s.key, s.pods[clique].size()}
 		byLayer[k] = append(byLayer[k], s)
 	}
-	var refused []packedScope
+	expressible := true
 	for _, parts := range byLayer {
 		slices.SortFunc(parts, func(a, b packedScope) int { return a.pods[clique].start - b.pods[clique].start })
 		covered := 0
@@ -427,7 +427,7 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole *
 			covered = s.pods[clique].end
 		}
 		if covered != shape.count() {
-			refused = append(refused, parts...)
+			expressible = false
 			continue
 		}
 		layers = append(layers, parts[0])
@@ -437,16 +437,14 @@ func cliqueRuns(clique string, shape podSetShape, scopes []packedScope) (whole *
 	slices.SortFunc(layers, func(a, b packedScope) int {
 		return cmp.Or(b.pods[clique].size()-a.pods[clique].size(), a.depth-b.depth, strings.Compare(a.key, b.key))
 	})
-	if len(refused) == 0 {
-		layers = withoutImpliedLayers(whole, layers)
-		for i := 1; i < len(layers); i++ {
-			if layers[i-1].pods[clique].size()%layers[i].pods[clique].size() != 0 || layers[i-1].pods[clique].size() == layers[i].pods[clique].size() {
-				refused = layers
-				break
-			}
+	layers = withoutImpliedLayers(whole, layers)
+	for i := 1; i < len(layers); i++ {
+		outer, inner := layers[i-1].pods[clique].size(), layers[i].pods[clique].size()
+		if outer == inner || outer%inner != 0 {
+			expressible = false
 		}
 	}
-	if len(refused) == 0 && len(layers) <= maxSliceLayers {
+	if expressible && len(layers) <= maxSliceLayers {
 		return whole, layers, nil
 	}
 
