@@ -2,6 +2,8 @@ package inference_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -101,6 +103,12 @@ var _ = Describe("Grove gang termination scenarios", Label("inference"), func() 
 		}).WithContext(ctx).WithTimeout(groveWait).Should(Succeed())
 		expectSurvivors(ctx, namespace, "workload2-gt", group1)
 		expectSurvivors(ctx, namespace, "workload2-gt", pcA)
+		// sg-x-0 stays broken from here on, as in Grove's scenario, so that
+		// sg-x-1's breach below leaves the group without an available
+		// replica: the node sg-x-0's pc-d pod freed is held too. Without it
+		// the replacement of the sg-x-1 pod killed next could run there and
+		// leave pc-c 3 Ready pods, of which the last step kills only 2.
+		cordonIdleNodes(ctx, rack, namespace, "workload2-gt")
 
 		By("killing 1 of sg-x-1's pc-c pods: no PodCliqueSet-level termination")
 		pcA = uidsOf(ctx, namespace, "workload2-gt", "workload2-gt-0-pc-a")
@@ -190,6 +198,21 @@ func killPods(ctx context.Context, namespace, pcsName, pclq string, n int) []typ
 	return uids
 }
 
+// cordonIdleNodes cordons every node of the rack that no live pod of the
+// PodCliqueSet is bound to, so that no pod created from now on runs.
+func cordonIdleNodes(ctx context.Context, rack *privateRack, namespace, pcsName string) {
+	GinkgoHelper()
+	busy := map[string]bool{}
+	for _, p := range env.LivePods(ctx, Default, namespace, pcsName) {
+		busy[p.Spec.NodeName] = true
+	}
+	for _, name := range rack.nodes {
+		if !busy[name] {
+			setCordoned(ctx, name, true)
+		}
+	}
+}
+
 func uncordonRack(ctx context.Context, rack *privateRack) {
 	GinkgoHelper()
 	for _, name := range rack.nodes {
@@ -202,15 +225,31 @@ func uncordonRack(ctx context.Context, rack *privateRack) {
 func expectAllRecreated(ctx context.Context, namespace, pcsName string, before map[types.UID]bool) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
+		pods := env.Pods(ctx, g, namespace, pcsName)
 		live := 0
-		for _, p := range env.Pods(ctx, g, namespace, pcsName) {
-			g.Expect(before).NotTo(HaveKey(p.UID), "pod %s survived", p.Name)
+		for _, p := range pods {
+			g.Expect(before).NotTo(HaveKey(p.UID), "pod %s survived; the pods: %s", p.Name, describePods(pods))
 			if p.DeletionTimestamp.IsZero() {
 				live++
 			}
 		}
-		g.Expect(live).To(Equal(10))
+		g.Expect(live).To(Equal(10), "the pods: %s", describePods(pods))
 	}).WithContext(ctx).WithTimeout(groveWait).Should(Succeed())
+}
+
+// describePods says, for a failure message, where each pod is: its
+// clique, node, phase, readiness and deletion.
+func describePods(pods []corev1.Pod) string {
+	var parts []string
+	for i := range pods {
+		p := &pods[i]
+		part := fmt.Sprintf("%s (%s) on %q %s ready=%t", p.Name, p.Labels[labels.PodCliqueKey], p.Spec.NodeName, p.Status.Phase, framework.IsReady(p))
+		if !p.DeletionTimestamp.IsZero() {
+			part += " deleting"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // expectNoTermination waits past the termination delay and checks that

@@ -2,10 +2,14 @@ package training_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -22,6 +26,38 @@ const incompleteGangTimeout = 15 * time.Second
 
 // nowhere is a node selector no node of the cluster matches.
 var nowhere = map[string]string{"copse.dev/e2e-nowhere": "true"}
+
+// describeGangs says, for a failure message, where the workload's pods
+// and PodGroups are: each pod's attempt, node, phase, scheduling gates and
+// PodScheduled condition, and each PodGroup's minCount and conditions.
+func describeGangs(ctx context.Context, g Gomega, namespace, name string) string {
+	var parts []string
+	for _, p := range env.Pods(ctx, g, namespace, name) {
+		part := fmt.Sprintf("pod %s attempt %s on %q %s gates=%d", p.Name, p.Labels[labels.AttemptKey], p.Spec.NodeName, p.Status.Phase, len(p.Spec.SchedulingGates))
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				part += fmt.Sprintf(" PodScheduled=%s %s %q", c.Status, c.Reason, c.Message)
+			}
+		}
+		if p.DeletionTimestamp != nil {
+			part += " deleting"
+		}
+		parts = append(parts, part)
+	}
+	var groups schedulingv1beta1.PodGroupList
+	g.Expect(env.Client.List(ctx, &groups, client.InNamespace(namespace))).To(Succeed())
+	for _, pg := range groups.Items {
+		part := "PodGroup " + pg.Name
+		if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
+			part += fmt.Sprintf(" minCount=%d", gang.MinCount)
+		}
+		for _, c := range pg.Status.Conditions {
+			part += fmt.Sprintf(" %s=%s %s at %s %q", c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
 
 func gangsScheduled(ctx context.Context, g Gomega, namespace, name string) *metav1.Condition {
 	return meta.FindStatusCondition(env.GetPodCliqueSet(ctx, g, namespace, name).Status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled)
@@ -87,7 +123,7 @@ var _ = Describe("A gang placed with the wrong mix", Label("training"), func() {
 		Eventually(func(g Gomega) {
 			cond := gangsScheduled(ctx, g, ns, "job")
 			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.Reason).To(Equal(copsev1alpha1.ReasonAllGangsScheduled))
+			g.Expect(cond.Reason).To(Equal(copsev1alpha1.ReasonAllGangsScheduled), "PodGangsScheduled: %s; %s", cond.Message, describeGangs(ctx, g, ns, "job"))
 			g.Expect(env.GetPodCliqueSet(ctx, g, ns, "job").Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseRunning))
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 
