@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
 
@@ -180,6 +181,43 @@ apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_sc
 		levels := flowControlCost(parse(before), parse(after))
 		Expect(levels).To(HaveKeyWithValue("copse-operator", PriorityLevelCost{Dispatched: 100, Rejected: 3, WaitSeconds: 5, MeanWaitSeconds: 0.05}))
 		Expect(levels).NotTo(HaveKey("workload-low"), "a level without requests in between")
+	})
+})
+
+var _ = Describe("What a queued start cost Kueue", Label("bench"), func() {
+	It("counts dry-run Workload creates and the time spent on them, not real ones", func() {
+		const before = `# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_total{code="201",component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 4
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 2
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2",le="+Inf"} 4
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 0.1
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 4
+`
+		const after = `# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_total{code="201",component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 10
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 9
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2",le="+Inf"} 10
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 0.4
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 10
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2",le="+Inf"} 7
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 5
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 7
+`
+		count, seconds := workloadDryRuns(parse(before), parse(after))
+		Expect(count).To(Equal(6.0))
+		Expect(seconds).To(BeNumerically("~", 0.3, 1e-9))
+	})
+
+	It("counts the versions seen up to a time, that time included", func() {
+		t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+		at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+		objs := []objRecord{{Changes: []time.Time{at(0), at(2), at(5)}}, {Changes: []time.Time{at(1), at(6)}}}
+		Expect(changesUntil(objs, at(5))).To(Equal(4))
+		Expect(changesUntil(objs, at(-1))).To(BeZero())
+		Expect(countAdmitted([]objRecord{
+			{TrueConditions: map[string]time.Time{kueue.WorkloadAdmitted: at(1)}},
+			{TrueConditions: map[string]time.Time{}},
+		})).To(Equal(1))
 	})
 })
 

@@ -147,6 +147,9 @@ type Run struct {
 	FlowControl map[string]PriorityLevelCost `json:"flowControl,omitempty"`
 	// Process is the controller's CPU and memory during the run.
 	Process *ProcessCost `json:"process,omitempty"`
+	// Queue is what Kueue's job integration was given and did before it
+	// admitted every workload (queued-start scenario).
+	Queue *QueueCost `json:"queue,omitempty"`
 	// WallSeconds is the run's duration, setup and cleanup included.
 	WallSeconds float64 `json:"wallSeconds"`
 	Error       string  `json:"error,omitempty"`
@@ -173,4 +176,33 @@ func (r Run) String() string {
 		s += " ERROR: " + r.Error
 	}
 	return s
+}
+
+// QueueCost is what a queued-start run's workloads cost Kueue's job
+// integration on its way to their Workloads. Kueue's reconciler for a job
+// kind runs one pass at a time and passes a job again for every change of
+// the job or of an object it owns (a TrainJob's JobSet); its TrainJob
+// integration also computes the pod sets of every pass through a dry-run
+// create of a Workload, one round trip through the API server and Kueue's
+// own Workload webhooks.
+type QueueCost struct {
+	// JobChanges counts, by kind, the versions of the submitted objects and
+	// of the JobSets they own that were seen until the last Workload was
+	// made: each is a pass of Kueue's reconciler for that job (fewer when
+	// changes come faster than it runs).
+	JobChanges map[string]int `json:"jobChanges,omitempty"`
+	// WorkloadDryRuns counts the dry-run Workload creates the API server
+	// answered from the first create until just after the last admission,
+	// and WorkloadDryRunSeconds the time it spent on them.
+	WorkloadDryRuns       float64 `json:"workloadDryRuns"`
+	WorkloadDryRunSeconds float64 `json:"workloadDryRunSeconds"`
+}
+
+// workloadDryRuns are the API server's dry-run Workload creates between two
+// scrapes of its metrics: how many, and the seconds spent answering them.
+func workloadDryRuns(before, after framework.Metrics) (count, seconds float64) {
+	match := map[string]string{"group": "kueue.x-k8s.io", "resource": "workloads", "verb": "POST", "dry_run": "All"}
+	count = after.Sum("apiserver_request_total", match) - before.Sum("apiserver_request_total", match)
+	seconds = after.HistogramSum("apiserver_request_duration_seconds", match) - before.HistogramSum("apiserver_request_duration_seconds", match)
+	return count, seconds
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	klabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -115,7 +116,15 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 		if err != nil {
 			return err
 		}
+		jobs, err := trackQueuedJobs(ctx, b, ns, system)
+		if err != nil {
+			return err
+		}
 		create, err := b.queuedCreator(ctx, ns, system, nodes)
+		if err != nil {
+			return err
+		}
+		apiBefore, err := framework.ScrapeAPIServerMetrics(ctx, b.env.Clientset)
 		if err != nil {
 			return err
 		}
@@ -126,6 +135,16 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 			}
 		}
 		run.Seconds[MeasureAllCreated] = time.Since(t0).Seconds()
+		if err := waitFor(ctx, b.opts.RunTimeout, fmt.Sprintf("%d Workloads admitted", n), func() (bool, string) {
+			admitted := countAdmitted(workloads.Objects())
+			return admitted >= n, fmt.Sprintf("%d admitted", admitted)
+		}); err != nil {
+			return err
+		}
+		apiAfter, err := framework.ScrapeAPIServerMetrics(ctx, b.env.Clientset)
+		if err != nil {
+			return err
+		}
 		if err := waitPods(ctx, b.opts.RunTimeout, pods, klabels.Everything(), n*nodes, "Running", running); err != nil {
 			return err
 		}
@@ -141,15 +160,63 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 			made = append(made, w.Added)
 			admitted = append(admitted, w.TrueConditions[kueue.WorkloadAdmitted])
 		}
-		if at := nthTime(made, n); !at.IsZero() {
-			run.Seconds[MeasureAllWorkloadsSeen] = at.Sub(t0).Seconds()
+		lastMade := nthTime(made, n)
+		if !lastMade.IsZero() {
+			run.Seconds[MeasureAllWorkloadsSeen] = lastMade.Sub(t0).Seconds()
 		}
 		if at := nthTime(admitted, n); !at.IsZero() {
 			run.Seconds[MeasureAllAdmitted] = at.Sub(t0).Seconds()
 		}
+		run.Queue = &QueueCost{JobChanges: map[string]int{}}
+		for _, tracker := range jobs {
+			run.Queue.JobChanges[tracker.kind] = changesUntil(tracker.Objects(), lastMade)
+		}
+		run.Queue.WorkloadDryRuns, run.Queue.WorkloadDryRunSeconds = workloadDryRuns(apiBefore, apiAfter)
 		return nil
 	})
 	return b.record(run, err)
+}
+
+// trackQueuedJobs starts recording what Kueue's job integration for system
+// reconciles on: the TrainJobs and the JobSets they own, or the JobSets.
+func trackQueuedJobs(ctx context.Context, b *Bench, ns, system string) ([]*objTracker, error) {
+	gvrs := []schema.GroupVersionResource{framework.JobSetGVR}
+	if system == SystemTrainJobKueue {
+		gvrs = append(gvrs, trainJobGVR)
+	}
+	var out []*objTracker
+	for _, gvr := range gvrs {
+		t, err := trackObjects(ctx, b.dyn, gvr, ns)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// countAdmitted counts the Workloads seen admitted.
+func countAdmitted(workloads []objRecord) int {
+	n := 0
+	for _, w := range workloads {
+		if !w.TrueConditions[kueue.WorkloadAdmitted].IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// changesUntil counts the versions of objs seen up to and including at.
+func changesUntil(objs []objRecord, at time.Time) int {
+	n := 0
+	for _, o := range objs {
+		for _, seen := range o.Changes {
+			if !seen.After(at) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // queuedCreator returns what creates one workload of system in ns, in the

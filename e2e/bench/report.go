@@ -512,6 +512,23 @@ func (b *Bench) report(ctx context.Context) *Results {
 		queuedRow("  create -> all created (admission webhooks answered)", MeasureAllCreated)
 		queuedRow("  create -> all Workloads made (Kueue's job integration)", MeasureAllWorkloadsSeen)
 		queuedRow("  create -> all Workloads admitted", MeasureAllAdmitted)
+		queuedCost := func(name, unit string, get func(*QueueCost) float64) {
+			of := func(r Run) (float64, bool) {
+				if r.Queue == nil {
+					return 0, false
+				}
+				return get(r.Queue), true
+			}
+			add(row(apiSec, name, unit,
+				b.series(ScenarioQueuedStart, SystemTrainJobKueue, n, of), "JobSets on Kueue",
+				b.series(ScenarioQueuedStart, SystemJobSetKueue, n, of), ""))
+		}
+		queuedCost("queued start: job changes until the last Workload (Kueue reconciler inputs: TrainJobs and their JobSets, or JobSets)", "changes",
+			func(q *QueueCost) float64 { return float64(q.JobChanges["TrainJob"] + q.JobChanges["JobSet"]) })
+		queuedCost("  of them TrainJob changes", "changes", func(q *QueueCost) float64 { return float64(q.JobChanges["TrainJob"]) })
+		queuedCost("  dry-run Workload creates until the last admission (Kueue's TrainJob pod sets, one per pass)", "requests",
+			func(q *QueueCost) float64 { return q.WorkloadDryRuns })
+		queuedCost("  API server time answering them", "s", func(q *QueueCost) float64 { return q.WorkloadDryRunSeconds })
 	}
 	if o.has(ScenarioContention) {
 		n := o.ContentionPods

@@ -303,6 +303,10 @@ type objRecord struct {
 	// BarrierLifted is when a restart in place was first seen with its
 	// barrier lifted (PodCliqueSets: status.replicaRecreations[].barrierLiftedAt).
 	BarrierLifted time.Time
+	// Changes is when each version of the object was seen: its creation
+	// and every write that changed it (spec, metadata or status), one watch
+	// event each.
+	Changes []time.Time
 
 	status any
 }
@@ -369,6 +373,7 @@ func (t *objTracker) observe(u *unstructured.Unstructured, now time.Time) {
 		r.StatusWrites++
 	}
 	r.status = status
+	r.Changes = append(r.Changes, now)
 	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != "" {
 		if _, seen := r.Phases[phase]; !seen {
 			r.Phases[phase] = now
@@ -525,6 +530,10 @@ func kindOf(gvr schema.GroupVersionResource) string {
 		return "JobSet"
 	case jobGVR:
 		return "Job"
+	case trainJobGVR:
+		return "TrainJob"
+	case workloadGVR:
+		return "Workload"
 	}
 	return gvr.Resource
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,9 +135,17 @@ var _ = Describe("TrainJobs through Kueue's own TrainJob integration", Label("ku
 			Eventually(func(g Gomega) {
 				g.Expect(podSetCounts(tjWorkload(ctx, g, low))).To(Equal(map[string]int32{trainjob.DatasetInitializerName: 1, trainjob.NodeName: 2}))
 			}).WithContext(ctx).WithTimeout(tjWait).WithPolling(tjPoll).Should(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(apimeta.IsStatusConditionTrue(getTJ(ctx, g, low).Status.Conditions, trainerv1alpha1.TrainJobSuspended)).To(BeTrue(), "Suspended=True")
+			}).WithContext(ctx).WithTimeout(tjWait).WithPolling(tjPoll).Should(Succeed())
 			Consistently(func(g Gomega) {
-				g.Expect(getTJ(ctx, g, low).Spec.Suspend).To(Equal(ptr.To(true)))
+				got := getTJ(ctx, g, low)
+				g.Expect(got.Spec.Suspend).To(Equal(ptr.To(true)))
 				g.Expect(tjPods(ctx, g, b, low)).To(BeEmpty())
+				// Not admitted yet: copse builds its backend object at the
+				// first admission (docs/trainjob.md#kueue).
+				g.Expect(got.Status.Backend).To(BeNil())
+				g.Expect(tjBackendObjects(ctx, g, low)).To(BeEmpty(), "backend objects of a TrainJob Kueue has not admitted")
 			}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(tjPoll).Should(Succeed())
 
 			By("releasing the ClusterQueue: Kueue admits it, and its pods run on the flavor's nodes with its toleration")
@@ -488,6 +497,21 @@ func tjWorkload(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob) *ku
 	}
 	g.Expect(fmt.Errorf("no Workload for TrainJob %s", tj.Name)).NotTo(HaveOccurred())
 	return nil
+}
+
+// tjBackendObjects names the JobSet and the PodCliqueSet of the TrainJob's
+// name that exist.
+func tjBackendObjects(ctx context.Context, g Gomega, tj *trainerv1alpha1.TrainJob) []string {
+	var out []string
+	for _, obj := range []client.Object{&jobsetv1alpha2.JobSet{}, &copsev1alpha1.PodCliqueSet{}} {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(tj), obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		out = append(out, fmt.Sprintf("%T %s", obj, obj.GetName()))
+	}
+	return out
 }
 
 // expectOneWorkload: Kueue queues the TrainJob only, not its JobSet, and

@@ -12,6 +12,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	copsekueue "github.com/copse-dev/copse/internal/kueue"
 	"github.com/copse-dev/copse/internal/labels"
 )
 
@@ -26,6 +27,18 @@ func job(deadline int64, suspend bool, conditions ...metav1.Condition) *trainerv
 		Spec:       trainerv1alpha1.TrainJobSpec{ActiveDeadlineSeconds: deadline, Suspend: ptr.To(suspend)},
 		Status:     trainerv1alpha1.TrainJobStatus{Conditions: conditions},
 	}
+}
+
+// queuedJob labels tj with a Kueue LocalQueue.
+func queuedJob(tj *trainerv1alpha1.TrainJob) *trainerv1alpha1.TrainJob {
+	tj.Labels = map[string]string{copsekueue.QueueNameLabel: "team"}
+	return tj
+}
+
+// withBackend records a JobSet in tj's status.backend.
+func withBackend(tj *trainerv1alpha1.TrainJob) *trainerv1alpha1.TrainJob {
+	tj.Status.Backend = backendRecord("JobSet", tj.Name, "uid-1")
+	return tj
 }
 
 func cond(conditionType string, status metav1.ConditionStatus, reason string, since time.Time) metav1.Condition {
@@ -73,6 +86,18 @@ func TestDecide(t *testing.T) {
 		{"suspended: Suspended=True, the JobSet kept (suspended by the build)",
 			facts{TrainJob: job(0, true), Now: at(1)},
 			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, Run: true}},
+		{"queued by Kueue and not yet admitted: Suspended=True, no backend object yet",
+			facts{TrainJob: queuedJob(job(0, true)), Now: at(1)},
+			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}}},
+		{"queued, admitted once (its backend recorded), suspended again: the object is kept",
+			facts{TrainJob: withBackend(queuedJob(job(0, true))), Now: at(1)},
+			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, Run: true}},
+		{"queued, suspended, with a JobSet (built before copse deferred it): the JobSet is kept",
+			facts{TrainJob: queuedJob(job(0, true)), JobSet: jobSet(), Now: at(1)},
+			outcome{Conditions: map[string]string{"Suspended": "True/Suspended"}, Run: true}},
+		{"queued and admitted (resumed): the backend object is built",
+			facts{TrainJob: queuedJob(job(0, false)), Now: at(1)},
+			outcome{Conditions: map[string]string{}, Run: true}},
 		{"resumed: Suspended=False reason Resumed",
 			facts{TrainJob: job(0, false, cond("Suspended", metav1.ConditionTrue, "Suspended", at(0))), Now: at(5)},
 			outcome{Conditions: map[string]string{"Suspended": "False/Resumed"}, Run: true}},
