@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -186,23 +187,27 @@ apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_sc
 
 var _ = Describe("What a queued start cost Kueue", Label("bench"), func() {
 	It("counts dry-run Workload creates and the time spent on them, not real ones", func() {
-		const before = `# TYPE apiserver_request_duration_seconds histogram
-apiserver_request_total{code="201",component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 4
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 2
-apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2",le="+Inf"} 4
-apiserver_request_duration_seconds_sum{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 0.1
-apiserver_request_duration_seconds_count{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 4
-`
-		const after = `# TYPE apiserver_request_duration_seconds histogram
-apiserver_request_total{code="201",component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 10
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 9
-apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2",le="+Inf"} 10
-apiserver_request_duration_seconds_sum{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 0.4
-apiserver_request_duration_seconds_count{component="apiserver",dry_run="All",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 10
-apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2",le="+Inf"} 7
-apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 5
-apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"} 7
-`
+		// workloadPOSTs is the API server's metrics for Workload creates:
+		// dry-run ones (count, seconds spent) and real ones.
+		workloadPOSTs := func(dryRuns int, dryRunSeconds float64, real int) string {
+			labels := func(dryRun string) string {
+				return `component="apiserver",dry_run="` + dryRun + `",group="kueue.x-k8s.io",resource="workloads",scope="resource",subresource="",verb="POST",version="v1beta2"`
+			}
+			var b strings.Builder
+			b.WriteString("# TYPE apiserver_request_duration_seconds histogram\n")
+			for _, m := range []struct {
+				dryRun  string
+				count   int
+				seconds float64
+			}{{"All", dryRuns, dryRunSeconds}, {"", real, 5}} {
+				fmt.Fprintf(&b, "apiserver_request_total{code=\"201\",%s} %d\n", labels(m.dryRun), m.count)
+				fmt.Fprintf(&b, "apiserver_request_duration_seconds_bucket{%s,le=\"+Inf\"} %d\n", labels(m.dryRun), m.count)
+				fmt.Fprintf(&b, "apiserver_request_duration_seconds_sum{%s} %g\n", labels(m.dryRun), m.seconds)
+				fmt.Fprintf(&b, "apiserver_request_duration_seconds_count{%s} %d\n", labels(m.dryRun), m.count)
+			}
+			return b.String()
+		}
+		before, after := workloadPOSTs(4, 0.1, 2), workloadPOSTs(10, 0.4, 9)
 		count, seconds := workloadDryRuns(parse(before), parse(after))
 		Expect(count).To(Equal(6.0))
 		Expect(seconds).To(BeNumerically("~", 0.3, 1e-9))

@@ -116,7 +116,7 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 		if err != nil {
 			return err
 		}
-		jobs, err := trackQueuedJobs(ctx, b, ns, system)
+		jobs, err := b.trackQueuedJobs(ctx, ns, system)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (b *Bench) queuedStart(ctx context.Context, rep int, system string) Run {
 
 // trackQueuedJobs starts recording what Kueue's job integration for system
 // reconciles on: the TrainJobs and the JobSets they own, or the JobSets.
-func trackQueuedJobs(ctx context.Context, b *Bench, ns, system string) ([]*objTracker, error) {
+func (b *Bench) trackQueuedJobs(ctx context.Context, ns, system string) ([]*objTracker, error) {
 	gvrs := []schema.GroupVersionResource{framework.JobSetGVR}
 	if system == SystemTrainJobKueue {
 		gvrs = append(gvrs, trainJobGVR)

@@ -58,14 +58,17 @@ func maxPodSetsOf(doc []byte) (int, error) {
 	if workload == nil {
 		return 0, fmt.Errorf("the OpenAPI v3 document has no schema %s", workloadSchemaName)
 	}
-	spec := workload.Properties["spec"]
-	if spec == nil || spec.Properties["podSets"] == nil || spec.Properties["podSets"].MaxItems == nil {
+	var podSets *schema
+	if spec := workload.Properties["spec"]; spec != nil {
+		podSets = spec.Properties["podSets"]
+	}
+	if podSets == nil || podSets.MaxItems == nil {
 		return 0, fmt.Errorf("schema %s has no spec.podSets.maxItems", workloadSchemaName)
 	}
-	if n := *spec.Properties["podSets"].MaxItems; n > 0 {
+	if n := *podSets.MaxItems; n > 0 {
 		return n, nil
 	}
-	return 0, fmt.Errorf("schema %s: spec.podSets.maxItems is %d", workloadSchemaName, *spec.Properties["podSets"].MaxItems)
+	return 0, fmt.Errorf("schema %s: spec.podSets.maxItems is %d", workloadSchemaName, *podSets.MaxItems)
 }
 
 // EffectiveMaxPodSets is the limit a configured n stands for: n, or

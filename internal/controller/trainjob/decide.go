@@ -191,7 +191,7 @@ func decide(f facts) decision {
 // Trainer does.
 func awaitingFirstAdmission(f facts) bool {
 	tj := f.TrainJob
-	return ptr.Deref(tj.Spec.Suspend, false) && tj.Labels[copsekueue.QueueNameLabel] != "" &&
+	return ptr.Deref(tj.Spec.Suspend, false) && copsekueue.QueueName(tj) != "" &&
 		tj.Status.Backend == nil && f.JobSet == nil && f.PodCliqueSet == nil
 }
 
