@@ -215,7 +215,7 @@ type ControllersConfiguration struct {
 	// to do asks to be run again at once, and re-reads its object and its
 	// owners first, so a workload that is deleted, ended or restarted in
 	// the middle of a large gang stops getting pods within one pass. A pass
-	// also stops starting pod writes after a second (podwrite.PassTime); the
+	// also stops starting pod writes after a second (children.PassTime); the
 	// default is above what the API server takes in a second on small
 	// clusters, so that time, not this count, usually ends a pass: every pass
 	// ends with a drain of its in-flight writes and a re-read, which cost

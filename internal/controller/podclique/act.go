@@ -20,9 +20,9 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
 )
 
@@ -50,7 +50,7 @@ func (r *Reconciler) act(ctx context.Context, pclq *copsev1alpha1.PodClique, o *
 	errs = append(errs, err)
 	var open gateOpening
 	if !o.creation.going {
-		open = gatesToOpen(o.startOrder, o.owned, max(r.writeBudget()-deleted-len(plan.create), podwrite.MaxInFlight))
+		open = gatesToOpen(o.startOrder, o.owned, max(r.writeBudget()-deleted-len(plan.create), children.MaxInFlight))
 	}
 	opened, err := r.openGates(ctx, pclq, open.pods)
 	errs = append(errs, err)
@@ -92,9 +92,9 @@ func (r *Reconciler) deletePods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		return 0, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	deleted, err := podwrite.InSlowStart(ctx, len(deletions), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+	deleted, err := children.InSlowStart(ctx, len(deletions), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 		d := deletions[i]
-		if err := podwrite.DeleteAndRelease(ctx, r.Client, pclq.Namespace, d.pod); err != nil {
+		if err := children.DeletePodAndRelease(ctx, r.Client, pclq.Namespace, d.pod); err != nil {
 			return fmt.Errorf("%w (%s)", err, d.cause)
 		}
 		r.Expectations.ExpectDeletions(key, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: d.pod.Name, UID: d.pod.UID}})
@@ -173,7 +173,7 @@ func (r *Reconciler) releaseRecorded(ctx context.Context, pclq *copsev1alpha1.Po
 		release = nil
 	}
 	var out releaseOutcome
-	if budget = max(budget, podwrite.MaxInFlight); len(release) > budget {
+	if budget = max(budget, children.MaxInFlight); len(release) > budget {
 		release, out.truncated = release[:budget], true
 	}
 	return out, r.releaseAll(ctx, pclq.Namespace, release)
@@ -203,8 +203,8 @@ func (r *Reconciler) releaseAll(ctx context.Context, namespace string, pods []po
 	if len(withFinalizer) == 0 {
 		return nil
 	}
-	released, err := podwrite.InSlowStart(ctx, len(withFinalizer), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
-		return podwrite.ReleaseOutcome(ctx, r.Client, namespace, withFinalizer[i])
+	released, err := children.InSlowStart(ctx, len(withFinalizer), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return children.ReleasePodOutcome(ctx, r.Client, namespace, withFinalizer[i])
 	})
 	ctrl.LoggerFrom(ctx).V(1).Info("released outcome finalizers", "released", released, "planned", len(withFinalizer))
 	return err
@@ -248,8 +248,8 @@ func (r *Reconciler) createPods(ctx context.Context, pclq *copsev1alpha1.PodCliq
 		}
 	}
 
-	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
-	created, err := podwrite.InSlowStart(ctx, len(pods), r.history.startWindow(o.key), podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
+	created, err := children.InSlowStart(ctx, len(pods), r.history.startWindow(o.key), children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		if err := r.Client.Create(ctx, pods[i]); err != nil {
 			return fmt.Errorf("creating pod with index %d: %w", indices[i], err)
 		}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 )
 
 // adoptionOf sorts the strays of a PodClique whose replica restarted in
@@ -66,8 +66,8 @@ func (r *Reconciler) adoptPods(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 		return 0, fmt.Errorf("resolving the PodClique kind: %w", err)
 	}
 	owner := *metav1.NewControllerRef(pclq, gvk)
-	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
-	adopted, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
+	adopted, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		return r.adoptPod(ctx, pclq.Namespace, pods[i], owner)
 	})
 	if adopted > 0 {
@@ -82,7 +82,7 @@ func (r *Reconciler) adoptPods(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 }
 
 func (r *Reconciler) adoptPod(ctx context.Context, namespace string, p podstate.Summary, owner metav1.OwnerReference) error {
-	return podwrite.Mutate(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
+	return children.MutatePod(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
 		pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool {
 			return ref.Controller != nil && *ref.Controller
 		})

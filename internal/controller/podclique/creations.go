@@ -9,7 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/copse-dev/copse/internal/podwrite"
+	"github.com/copse-dev/copse/internal/children"
 )
 
 // creationHistory is this process's memory of pod creations: how each
@@ -37,7 +37,7 @@ func (h *creationHistory) startWindow(key string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.smooth[key] {
-		return podwrite.MaxInFlight
+		return children.MaxInFlight
 	}
 	return 1
 }

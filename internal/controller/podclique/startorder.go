@@ -19,9 +19,9 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 	"github.com/copse-dev/copse/internal/requeue"
 )
 
@@ -209,8 +209,8 @@ func (r *Reconciler) openGates(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 	}
 	patch := client.RawPatch(types.MergePatchType,
 		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, labels.StartupGateAnnotation, blueprint.StartupGateOpen))
-	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
-	opened, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
+	opened, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: pods[i].Name}}
 		if err := r.Client.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("opening the startup gate of pod %s: %w", pods[i].Name, err)

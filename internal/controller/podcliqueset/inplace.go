@@ -16,9 +16,9 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 )
 
 // A restart in place (trainingSpec.restartStrategy InPlace) is a recreation
@@ -143,8 +143,8 @@ func (r *Reconciler) moveKeptPods(ctx context.Context, pcs *copsev1alpha1.PodCli
 	for _, uid := range rec.Deleting {
 		recorded[uid] = true
 	}
-	stopBy := time.Now().Add(podwrite.PassTime) // wall time: it bounds work, not a decision
-	moved, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
+	moved, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		return r.moveKeptPod(ctx, pcs.Namespace, pods[i], rec.Attempt, recorded)
 	})
 	log.FromContext(ctx).V(1).Info("moved the pods a restart in place keeps to the new attempt", "replica", rec.ReplicaIndex, "attempt", rec.Attempt, "moved", moved, "planned", len(pods))
@@ -155,7 +155,7 @@ func (r *Reconciler) moveKeptPods(ctx context.Context, pcs *copsev1alpha1.PodCli
 }
 
 func (r *Reconciler) moveKeptPod(ctx context.Context, namespace string, p podstate.Summary, attempt int32, recorded map[types.UID]bool) error {
-	return podwrite.Mutate(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
+	return children.MutatePod(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
 		pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return recorded[ref.UID] })
 		pod.Labels[labels.AttemptKey] = strconv.Itoa(int(attempt))
 		if pod.Annotations == nil {

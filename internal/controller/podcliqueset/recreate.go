@@ -15,7 +15,6 @@ import (
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 )
 
 // planRecreations records, for each replica to recreate, the objects of its
@@ -76,11 +75,11 @@ func (r *Reconciler) deleteOldRuns(ctx context.Context, pcs *copsev1alpha1.PodCl
 		if len(pods) > 0 {
 			log.FromContext(ctx).V(1).Info("deleting the pods of the replica's previous run", "replica", replica, "pods", len(pods), "inPlace", rec.InPlace)
 		}
-		_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		_, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
 			if obs.lostNodes[pods[i].Node] {
-				return podwrite.DeleteFromLostNode(ctx, r.Client, pcs.Namespace, pods[i])
+				return children.DeletePodFromLostNode(ctx, r.Client, pcs.Namespace, pods[i])
 			}
-			return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+			return children.DeletePodAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 		})
 		errs = append(errs, err)
 		if len(kept) > 0 {

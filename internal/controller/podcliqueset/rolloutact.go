@@ -10,7 +10,6 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/podwrite"
 )
 
 // Events of a rolling update, on the PodCliqueSet.
@@ -41,8 +40,8 @@ func (r *Reconciler) deleteOldPods(ctx context.Context, pcs *copsev1alpha1.PodCl
 		names = append(names, pod.Name)
 	}
 	log.FromContext(ctx).Info("rolling update: deleting old pods", "replica", d.deleteReplica, "pods", names)
-	_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
-		return podwrite.Delete(ctx, r.Client, pcs.Namespace, pods[i])
+	_, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return children.DeletePod(ctx, r.Client, pcs.Namespace, pods[i])
 	})
 	if err != nil {
 		return fmt.Errorf("rolling update of replica %d: %w", d.deleteReplica, err)

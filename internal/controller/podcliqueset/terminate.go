@@ -10,7 +10,6 @@ import (
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/podwrite"
 )
 
 // overdueGrace is how long past its grace period a terminating pod may take
@@ -31,8 +30,8 @@ func (r *Reconciler) terminateActivePods(ctx context.Context, pcs *copsev1alpha1
 	}
 	log.FromContext(ctx).Info("terminating the pods of an ended workload", "pods", len(pods),
 		"failed", isFailing(pcs), "successCriteriaMet", successCriteriaMet(pcs))
-	_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
-		return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+	_, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return children.DeletePodAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 	})
 	return err
 }
@@ -49,8 +48,8 @@ func (r *Reconciler) endLingeringPods(ctx context.Context, pcs *copsev1alpha1.Po
 	}
 	log.FromContext(ctx).Info("suspended: ending the lingering pods of replicas that succeeded", "pods", len(pods),
 		"succeededReplicas", pcs.Status.SucceededReplicaIndexes)
-	_, err := podwrite.InSlowStart(ctx, len(pods), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
-		return podwrite.DeleteAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
+	_, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return children.DeletePodAndRelease(ctx, r.Client, pcs.Namespace, pods[i])
 	})
 	return err
 }
@@ -67,8 +66,8 @@ func (r *Reconciler) releaseEndedPods(ctx context.Context, pcs *copsev1alpha1.Po
 		}
 	}
 	held = children.Cut(budget, held)
-	_, err := podwrite.InSlowStart(ctx, len(held), podwrite.MaxInFlight, podwrite.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
-		return podwrite.ReleaseOutcome(ctx, r.Client, pcs.Namespace, held[i])
+	_, err := children.InSlowStart(ctx, len(held), children.MaxInFlight, children.MaxInFlight, time.Time{}, func(ctx context.Context, i int) error {
+		return children.ReleasePodOutcome(ctx, r.Client, pcs.Namespace, held[i])
 	})
 	return err
 }

@@ -1,4 +1,4 @@
-package podwrite
+package children
 
 import (
 	"context"

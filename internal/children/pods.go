@@ -1,7 +1,7 @@
-// Package podwrite holds the pod writes more than one controller makes:
-// deleting a pod that was decided on, releasing copse's outcome finalizer,
-// and sending many writes in bounded, slow-starting batches.
-package podwrite
+package children
+
+// The pod writes a plan is carried out with: deleting a pod that was decided
+// on, releasing copse's outcome finalizer, patching a pod the cache shows.
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
-// Delete deletes the pod that was decided on: the UID precondition makes sure
+// DeletePod deletes the pod that was decided on: the UID precondition makes sure
 // a pod created later under the same name is never touched. A pod already
 // gone, or replaced, is not an error.
-func Delete(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+func DeletePod(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
 	uid := pod.UID
 	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod.Name, UID: uid}}
 	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -29,11 +29,11 @@ func Delete(ctx context.Context, c client.Client, namespace string, pod podstate
 	return nil
 }
 
-// ReleaseOutcome removes copsev1alpha1.OutcomeFinalizer from the pod, and
+// ReleasePodOutcome removes copsev1alpha1.OutcomeFinalizer from the pod, and
 // only that finalizer (a strategic-merge directive, so finalizers others
 // added concurrently stay). The patch names the pod's UID, so it never
 // applies to a namesake. A pod without the finalizer is left alone.
-func ReleaseOutcome(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+func ReleasePodOutcome(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
 	if !pod.HasOutcomeFinalizer {
 		return nil
 	}
@@ -46,38 +46,38 @@ func ReleaseOutcome(ctx context.Context, c client.Client, namespace string, pod 
 	return nil
 }
 
-// DeleteAndRelease deletes the pod and releases its outcome finalizer: the
+// DeletePodAndRelease deletes the pod and releases its outcome finalizer: the
 // pod is no longer to be accounted for (its replica restarts, its workload
 // failed, it was replaced). The pod still goes through its grace period; the
 // finalizer only no longer holds it afterwards.
-func DeleteAndRelease(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+func DeletePodAndRelease(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
 	if !pod.Terminating {
-		if err := Delete(ctx, c, namespace, pod); err != nil {
+		if err := DeletePod(ctx, c, namespace, pod); err != nil {
 			return err
 		}
 	}
-	return ReleaseOutcome(ctx, c, namespace, pod)
+	return ReleasePodOutcome(ctx, c, namespace, pod)
 }
 
-// DeleteFromLostNode deletes a pod whose node is gone at once (grace period
+// DeletePodFromLostNode deletes a pod whose node is gone at once (grace period
 // 0, as the pod garbage collector does): no kubelet is left to stop its
 // containers, so a grace period would only keep it terminating. Its
 // outcome finalizer is released.
-func DeleteFromLostNode(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+func DeletePodFromLostNode(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
 	uid := pod.UID
 	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod.Name, UID: uid}}
 	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s/%s of a lost node: %w", namespace, pod.Name, err)
 	}
-	return ReleaseOutcome(ctx, c, namespace, pod)
+	return ReleasePodOutcome(ctx, c, namespace, pod)
 }
 
-// Mutate changes the pod a summary names, as the cache has it, with
+// MutatePod changes the pod a summary names, as the cache has it, with
 // mutate, and writes the change in one patch with an optimistic lock (the
 // cached resourceVersion): a pod gone, replaced by a namesake or changed
 // since the cache saw it is left alone, not an error. Its update wakes the
 // controllers, whose next pass decides again from what it is now.
-func Mutate(ctx context.Context, c client.Client, namespace string, p podstate.Summary, mutate func(*corev1.Pod)) error {
+func MutatePod(ctx context.Context, c client.Client, namespace string, p podstate.Summary, mutate func(*corev1.Pod)) error {
 	pod := &corev1.Pod{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Name}, pod); err != nil {
 		return client.IgnoreNotFound(err)
