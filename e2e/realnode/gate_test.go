@@ -36,7 +36,7 @@ var _ = Describe("The startup gate on a real node", Label("realnode"), func() {
 		By("seeing the worker's gate container run on the real node, and nothing else of the worker")
 		Eventually(func(g Gomega) {
 			pod := cliquePod(ctx, g, ns, "job", "worker")
-			g.Expect(pod.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, blueprint.StartupGateClosed))
+			g.Expect(pod.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, labels.StartupGateClosed))
 			g.Expect(pod.Status.InitContainerStatuses).NotTo(BeEmpty())
 			gate := pod.Status.InitContainerStatuses[0]
 			g.Expect(gate.Name).To(Equal(blueprint.StartupGateContainer))
@@ -46,7 +46,7 @@ var _ = Describe("The startup gate on a real node", Label("realnode"), func() {
 		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
 		Consistently(func(g Gomega) {
 			pod := cliquePod(ctx, g, ns, "job", "worker")
-			if pod.Annotations[labels.StartupGateAnnotation] == blueprint.StartupGateClosed {
+			if pod.Annotations[labels.StartupGateAnnotation] == labels.StartupGateClosed {
 				g.Expect(pod.Status.ContainerStatuses[0].State.Running).To(BeNil(), "the worker started behind a closed gate")
 				g.Expect(pod.Status.ContainerStatuses[0].State.Terminated).To(BeNil(), "the worker ran behind a closed gate")
 			}
@@ -56,7 +56,7 @@ var _ = Describe("The startup gate on a real node", Label("realnode"), func() {
 		var opened time.Time
 		Eventually(func(g Gomega) {
 			pod := cliquePod(ctx, g, ns, "job", "worker")
-			g.Expect(pod.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, blueprint.StartupGateOpen))
+			g.Expect(pod.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, labels.StartupGateOpen))
 		}).WithContext(ctx).WithTimeout(realNodeWait).WithPolling(200 * time.Millisecond).Should(Succeed())
 		opened = time.Now()
 		var gateDone *corev1.ContainerStateTerminated

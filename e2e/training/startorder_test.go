@@ -47,7 +47,7 @@ func cliquePods(ctx context.Context, g Gomega, namespace, pcsName, clique string
 func expectGateClosed(g Gomega, pods []corev1.Pod, n int) {
 	g.Expect(pods).To(HaveLen(n))
 	for _, p := range pods {
-		g.Expect(p.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, blueprint.StartupGateClosed), "pod %s", p.Name)
+		g.Expect(p.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, labels.StartupGateClosed), "pod %s", p.Name)
 		g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), "pod %s is not scheduled", p.Name)
 		g.Expect(p.Status.Phase).To(Equal(corev1.PodPending), "pod %s", p.Name)
 		g.Expect(p.Spec.InitContainers).NotTo(BeEmpty())
@@ -73,7 +73,7 @@ func expectStaysClosed(ctx context.Context, namespace, pcsName, clique string, n
 func expectGateOpenAndRunning(g Gomega, pods []corev1.Pod, n int) {
 	g.Expect(pods).To(HaveLen(n))
 	for _, p := range pods {
-		g.Expect(p.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, blueprint.StartupGateOpen), "pod %s", p.Name)
+		g.Expect(p.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, labels.StartupGateOpen), "pod %s", p.Name)
 		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
 	}
 }
@@ -379,7 +379,7 @@ var _ = Describe("Start order", Label("training"), Ordered, func() {
 				}
 			}
 			g.Expect(replacement).NotTo(BeNil(), "no replacement yet")
-			g.Expect(replacement.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, blueprint.StartupGateOpen))
+			g.Expect(replacement.Annotations).To(HaveKeyWithValue(labels.StartupGateAnnotation, labels.StartupGateOpen))
 			g.Expect(replacement.Status.Phase).To(Equal(corev1.PodRunning))
 		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
 		Expect(env.GetPodCliqueSet(ctx, Default, ns, "job").Status.RestartCount).To(BeZero())

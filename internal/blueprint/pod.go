@@ -30,7 +30,7 @@ type PodContext struct {
 	// waiting for gang peers that may already have ended.
 	GangPlaced bool
 	// StartupGate is the state the pod's startup gate starts in
-	// (StartupGateClosed or StartupGateOpen); "" when the clique starts
+	// (labels.StartupGateClosed or labels.StartupGateOpen); "" when the clique starts
 	// after no other clique and its pods have no gate.
 	StartupGate string
 	// HoldIn are node labels the pod must be placed on, added to its node

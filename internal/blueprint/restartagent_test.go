@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/testfixtures"
 )
 
@@ -19,7 +20,7 @@ func TestRestartAgent(t *testing.T) {
 		pc := podContextFor(t, pclq)
 		pc.PodCliqueSet = testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeTraining)
 		pc.PodCliqueSet.Spec.TrainingSpec = &copsev1alpha1.TrainingSpec{RestartStrategy: strategy}
-		pc.StartupGate = StartupGateOpen
+		pc.StartupGate = labels.StartupGateOpen
 		return BuildPod(pc, []PodDecorator{StartupGate(image), RestartAgent(image)})
 	}
 

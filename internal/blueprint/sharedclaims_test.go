@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/topology"
 )
 
@@ -31,7 +32,7 @@ func TestSharedClaimsDecorator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Index: 1, StartupGate: StartupGateClosed,
+	pc := PodContext{PodCliqueSet: pcs, PodClique: pclq, Identity: id, Index: 1, StartupGate: labels.StartupGateClosed,
 		Owner: *metav1.NewControllerRef(pclq, copsev1alpha1.SchemeGroupVersion.WithKind("PodClique"))}
 	// As wired in the operator: before the startup gate, so copse's own
 	// init container gets no claim (Grove's init container gets none).

@@ -141,13 +141,6 @@ func (s SiblingClique) ReadyOrDone() bool {
 	return s.Succeeded || s.ReadyReplicas+s.SucceededReplicas >= s.MinAvailable
 }
 
-// Gate states of a pod's startup gate (the copse.dev/startup-gate
-// annotation, which the gate init container reads).
-const (
-	StartupGateClosed = "closed"
-	StartupGateOpen   = "open"
-)
-
 // StartScope is the part of its replica a clique's start order is confined
 // to. As in Grove, start order holds within a gang: a clique of a
 // scaling-group replica at or beyond the group's minAvailable (a gang of its

@@ -23,7 +23,7 @@ const (
 // open. The kubelet rewrites the file when the pod's annotation changes, so
 // the gate needs no API access, ServiceAccount token or RBAC.
 var startupGateScript = fmt.Sprintf("until grep -qx %s %s/%s 2>/dev/null; do sleep 1; done",
-	StartupGateOpen, startupGateDir, startupGateFile)
+	labels.StartupGateOpen, startupGateDir, startupGateFile)
 
 // StartupGate is the decorator of cliqueStartupType: a pod of a clique that
 // starts after other cliques gets, as its first init container, a gate that

@@ -18,8 +18,8 @@ func TestStartupGate(t *testing.T) {
 		wantGate bool
 	}{
 		{name: "clique without predecessors: no gate", state: ""},
-		{name: "predecessors not Ready: created closed", state: StartupGateClosed, wantGate: true},
-		{name: "predecessors Ready: created open", state: StartupGateOpen, wantGate: true},
+		{name: "predecessors not Ready: created closed", state: labels.StartupGateClosed, wantGate: true},
+		{name: "predecessors Ready: created open", state: labels.StartupGateOpen, wantGate: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestStartupGateRefusesNameClash(t *testing.T) {
 	pclq := testfixtures.StandaloneClique(1)
 	pclq.Spec.PodSpec.InitContainers = []corev1.Container{{Name: StartupGateContainer}}
 	pc := podContextFor(t, pclq)
-	pc.StartupGate = StartupGateClosed
+	pc.StartupGate = labels.StartupGateClosed
 	if _, err := BuildPod(pc, []PodDecorator{StartupGate("busybox")}); err == nil || !strings.Contains(err.Error(), StartupGateContainer) {
 		t.Errorf("a template container named like the gate must be refused, got %v", err)
 	}

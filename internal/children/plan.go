@@ -10,6 +10,9 @@ import (
 type Set struct {
 	// Kind names the kind in errors.
 	Kind string
+	// Step names the part of the pass the set belongs to, for errors
+	// (Outcome.Errors); "" for ObjectsStep.
+	Step string
 	// Desired are the objects wanted, built afresh this pass. Names are
 	// fixed, so a create repeated on a stale cache fails with AlreadyExists
 	// instead of making a second object.
@@ -41,6 +44,7 @@ const (
 type Write struct {
 	Op     Op
 	Kind   string
+	Step   string
 	Object client.Object
 }
 
@@ -60,14 +64,16 @@ type Plan struct {
 // the first ones in set order; CutShort says whether any was left out.
 func PlanWrites(owner types.UID, sets []Set, budget int) Plan {
 	var p Plan
+	var step string
 	add := func(op Op, kind string, obj client.Object) {
 		if len(p.Writes) >= budget {
 			p.CutShort = true
 			return
 		}
-		p.Writes = append(p.Writes, Write{Op: op, Kind: kind, Object: obj})
+		p.Writes = append(p.Writes, Write{Op: op, Kind: kind, Step: step, Object: obj})
 	}
 	for _, s := range sets {
+		step = s.Step
 		present := make(map[string]client.Object, len(s.Observed))
 		for _, obj := range s.Observed {
 			if _, seen := present[obj.GetName()]; !seen {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -90,6 +91,19 @@ func MutatePod(ctx context.Context, c client.Client, namespace string, p podstat
 	err := c.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("patching pod %s/%s: %w", namespace, p.Name, err)
+	}
+	return nil
+}
+
+// OpenStartupGate sets the pod's startup gate open, in a patch that names
+// the pod's UID so it never applies to a namesake. The kubelet refreshes the
+// gate's downward-API file, and the gate container lets the pod's
+// containers start. A pod already gone is not an error.
+func OpenStartupGate(ctx context.Context, c client.Client, namespace string, pod podstate.Summary) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"annotations":{%q:%q}}}`, pod.UID, labels.StartupGateAnnotation, labels.StartupGateOpen)
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod.Name}}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("opening the startup gate of pod %s/%s: %w", namespace, pod.Name, err)
 	}
 	return nil
 }

@@ -8,8 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/copse-dev/copse/internal/expectations"
 )
 
 // Writer carries out plans against the API server.
@@ -18,6 +21,17 @@ type Writer struct {
 	// Scheme resolves the owner's group, version and kind for owner
 	// references.
 	Scheme *runtime.Scheme
+	// The rest serve Execute. Recorder records the plan's events (nil:
+	// none); Written remembers each status write's resourceVersion (nil:
+	// nothing); Expectations records the pods created and deleted, under
+	// the owner's key (nil: nothing); Budget bounds a pass's object and pod
+	// writes (0: DefaultBudget), and OnCut is called once when a pass
+	// leaves work for the next (Budget.OnCut).
+	Recorder     events.EventRecorder
+	Written      *expectations.WrittenVersions
+	Expectations *expectations.Store
+	Budget       int
+	OnCut        func()
 }
 
 // Converge plans the writes that make sets' desired objects exist (within

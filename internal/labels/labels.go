@@ -36,10 +36,17 @@ const (
 	AttemptKey = "copse.dev/attempt"
 )
 
-// StartupGateAnnotation holds a pod's startup gate state, "closed" or
-// "open" (blueprint.StartupGate): the gate init container reads it through
-// a downward-API volume and lets the pod's containers start once it is open.
+// StartupGateAnnotation holds a pod's startup gate state,
+// StartupGateClosed or StartupGateOpen: the gate init container reads it
+// through a downward-API volume and lets the pod's containers start once it
+// is open.
 const StartupGateAnnotation = "copse.dev/startup-gate"
+
+// The states of a pod's startup gate (StartupGateAnnotation).
+const (
+	StartupGateClosed = "closed"
+	StartupGateOpen   = "open"
+)
 
 // StartupGateContainer is the name of the startup gate's init container,
 // whose status tells whether a pod's containers are held at the gate.

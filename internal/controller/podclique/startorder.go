@@ -76,9 +76,9 @@ func (o startOrder) gateForNewPods() string {
 	case !o.gated && !o.inPlace:
 		return ""
 	case len(o.waitingForReady) > 0 || o.barrier:
-		return blueprint.StartupGateClosed
+		return labels.StartupGateClosed
 	default:
-		return blueprint.StartupGateOpen
+		return labels.StartupGateOpen
 	}
 }
 
@@ -100,7 +100,7 @@ func gatesToOpen(o startOrder, pods []podstate.Summary, budget int) gateOpening 
 		return out
 	}
 	for _, p := range pods {
-		if p.StartupGate != blueprint.StartupGateClosed || !p.Active() {
+		if p.StartupGate != labels.StartupGateClosed || !p.Active() {
 			continue
 		}
 		if len(out.pods) >= budget {
@@ -208,7 +208,7 @@ func (r *Reconciler) openGates(ctx context.Context, pclq *copsev1alpha1.PodCliqu
 		return 0, nil
 	}
 	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, labels.StartupGateAnnotation, blueprint.StartupGateOpen))
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, labels.StartupGateAnnotation, labels.StartupGateOpen))
 	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
 	opened, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: pods[i].Name}}

@@ -10,6 +10,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -29,11 +30,11 @@ func TestDecideStartOrder(t *testing.T) {
 			wantCreation: true},
 		{name: "predecessor not Ready: pods created with a closed gate",
 			in:       startOrderInput{readyPredecessors: []string{"a"}, siblings: []blueprint.SiblingClique{unready}},
-			wantGate: blueprint.StartupGateClosed, wantCreation: true,
+			wantGate: labels.StartupGateClosed, wantCreation: true,
 			wantBlocked: &metav1.Condition{Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonWaitingForReady}},
 		{name: "predecessor Ready: pods created open",
 			in:       startOrderInput{readyPredecessors: []string{"a"}, siblings: []blueprint.SiblingClique{ready}},
-			wantGate: blueprint.StartupGateOpen, wantCreation: true,
+			wantGate: labels.StartupGateOpen, wantCreation: true,
 			wantBlocked: &metav1.Condition{Status: metav1.ConditionFalse, Reason: copsev1alpha1.ReasonPredecessorsDone}},
 		{name: "waiting for success: no pod created",
 			in:          startOrderInput{successPredecessors: []string{"init"}, siblings: []blueprint.SiblingClique{running}},
@@ -45,7 +46,7 @@ func TestDecideStartOrder(t *testing.T) {
 		{name: "waiting for success comes first",
 			in: startOrderInput{readyPredecessors: []string{"a"}, successPredecessors: []string{"init"},
 				siblings: []blueprint.SiblingClique{unready, running}},
-			wantGate:    blueprint.StartupGateClosed,
+			wantGate:    labels.StartupGateClosed,
 			wantBlocked: &metav1.Condition{Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonWaitingForSucceeded}},
 	}
 	for _, tt := range tests {
@@ -80,9 +81,9 @@ func TestStartupBlockedMessageNamesTheCliques(t *testing.T) {
 
 func TestGatesToOpen(t *testing.T) {
 	closed := func(name string) podstate.Summary {
-		return podstate.Summary{Name: name, StartupGate: blueprint.StartupGateClosed, Phase: "Pending"}
+		return podstate.Summary{Name: name, StartupGate: labels.StartupGateClosed, Phase: "Pending"}
 	}
-	open := podstate.Summary{Name: "open", StartupGate: blueprint.StartupGateOpen, Phase: "Running"}
+	open := podstate.Summary{Name: "open", StartupGate: labels.StartupGateOpen, Phase: "Running"}
 	terminating := closed("terminating")
 	terminating.Terminating = true
 	failed := closed("failed")

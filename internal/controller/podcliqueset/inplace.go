@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
@@ -77,7 +76,7 @@ func barrierLifted(pods []podstate.Summary, attempt int32) bool {
 		switch {
 		case p.Attempt < int(attempt) && p.HoldsNode():
 			return false
-		case p.Attempt == int(attempt) && p.StartupGate == blueprint.StartupGateClosed && !p.GateHolding && !p.Terminal():
+		case p.Attempt == int(attempt) && p.StartupGate == labels.StartupGateClosed && !p.GateHolding && !p.Terminal():
 			return false
 		}
 	}
@@ -161,6 +160,6 @@ func (r *Reconciler) moveKeptPod(ctx context.Context, namespace string, p podsta
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[labels.StartupGateAnnotation] = blueprint.StartupGateClosed
+		pod.Annotations[labels.StartupGateAnnotation] = labels.StartupGateClosed
 	})
 }
