@@ -42,11 +42,7 @@ func (w Writer) Execute(ctx context.Context, plan PassPlan) Outcome {
 		return out
 	}
 	out.Written = written
-	if w.Recorder != nil {
-		for _, e := range plan.Events {
-			w.Recorder.Eventf(written, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
-		}
-	}
+	w.record(written, plan.Events)
 	for _, f := range plan.OnWritten {
 		f()
 	}
@@ -68,7 +64,9 @@ func (w Writer) Execute(ctx context.Context, plan PassPlan) Outcome {
 	out.CutShort = budget.Exhausted()
 
 	if plan.Settle != nil {
-		if second := plan.Settle(written, out); second != nil {
+		second, events := plan.Settle(written, out)
+		w.record(written, events)
+		if second != nil {
 			if settled, err := w.writeStatus(ctx, written, second); err == nil {
 				out.Written = settled
 			} else if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
@@ -77,6 +75,16 @@ func (w Writer) Execute(ctx context.Context, plan PassPlan) Outcome {
 		}
 	}
 	return out
+}
+
+// record records events on the owner.
+func (w Writer) record(owner client.Object, events []Event) {
+	if w.Recorder == nil {
+		return
+	}
+	for _, e := range events {
+		w.Recorder.Eventf(owner, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
 }
 
 // writePods starts the plan's pod writes, as many as the budget leaves, in

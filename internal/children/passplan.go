@@ -23,7 +23,8 @@ import (
 //	         (PlanWrites), within the write budget
 //	pods     Pods, in order, in one slow-starting burst, within what is
 //	         left of the budget
-//	settle   Settle's status, written when it differs
+//	settle   Settle's status, written when it differs, and its events
+//	         (those that tell what the writes did)
 type PassPlan struct {
 	// Observed is the owner as this pass read it: the base of the status
 	// patch and its optimistic lock.
@@ -54,8 +55,9 @@ type PassPlan struct {
 	RequeueAfter time.Duration
 	// Settle is the pure step after the writes: from the owner as written
 	// and what the writes did, the owner with a second status (last errors,
-	// refusal records) or nil for none.
-	Settle func(written client.Object, outcome Outcome) client.Object
+	// refusal records; nil for none) and the events that tell what the
+	// writes did (pods created, a refusal quoted).
+	Settle func(written client.Object, outcome Outcome) (client.Object, []Event)
 }
 
 // Event is one event a plan records on its owner.
