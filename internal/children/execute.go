@@ -44,7 +44,7 @@ func (w Writer) Execute(ctx context.Context, plan PassPlan) Outcome {
 	out.Written = written
 	w.record(written, plan.Events)
 	for _, f := range plan.OnWritten {
-		f()
+		f(written)
 	}
 
 	budget := NewBudget(w.budget()).OnCut(w.OnCut)

@@ -35,9 +35,10 @@ type PassPlan struct {
 	// Events are recorded on the owner once its status is durable: they
 	// describe the transitions that write made.
 	Events []Event
-	// OnWritten runs once the status is durable, before any object or pod
-	// is written: in-process records of the transitions (metrics).
-	OnWritten []func()
+	// OnWritten runs once the status is durable, with the owner as
+	// written, before any object or pod is written: in-process records of
+	// the transitions (metrics).
+	OnWritten []func(written client.Object)
 	// Deletes are objects a durable decision names (a replica's old run),
 	// deleted with their UIDs as preconditions whoever controls them.
 	Deletes []Deletion

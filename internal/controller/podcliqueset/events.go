@@ -10,9 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
-	"github.com/copse-dev/copse/internal/metrics"
-	"github.com/copse-dev/copse/internal/podstate"
 )
 
 // Event reasons (GREP-0285's, plus Grove-style gang termination and stuck
@@ -39,9 +38,13 @@ const (
 	EventInPlaceRestartTimedOut       = "InPlaceRestartTimedOut"
 )
 
-// transitionEvent is one event to record, decided from a status transition.
-type transitionEvent struct {
-	eventType, reason, action, message string
+// transitionEvent is one event to record, decided from a status transition
+// (type, reason, action, message).
+type transitionEvent = children.Event
+
+// newEvent is a transitionEvent of type, reason, action and message.
+func newEvent(eventType, reason, action, message string) transitionEvent {
+	return transitionEvent{Type: eventType, Reason: reason, Action: action, Message: message}
 }
 
 // transitionEvents are the events for the transitions from previous to
@@ -58,23 +61,23 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 			continue
 		}
 		if rec.Reason == copsev1alpha1.RecreationReasonIncompletePlacement {
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventGangPlacedIncomplete, "Recreate", fmt.Sprintf(
+			out = append(out, newEvent(corev1.EventTypeWarning, EventGangPlacedIncomplete, "Recreate", fmt.Sprintf(
 				"replica %d held its nodes for longer than scheduler.incompleteGangTimeout with a gang placed incomplete; "+
 					"recreating its pods as attempt %d to free the nodes and place the gang again (no restart is counted): %s",
-				replica, rec.Attempt, gangsMessage(current))})
+				replica, rec.Attempt, gangsMessage(current))))
 			continue
 		}
 		if rec.Reason == copsev1alpha1.RecreationReasonInPlaceRestartTimeout {
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventInPlaceRestartTimedOut, "Recreate", fmt.Sprintf(
+			out = append(out, newEvent(corev1.EventTypeWarning, EventInPlaceRestartTimedOut, "Recreate", fmt.Sprintf(
 				"replica %d's restart in place held its startup gates for longer than scheduler.inPlaceRestartTimeout "+
 					"(a kept pod's containers were not restarted); recreating its pods as attempt %d (no restart is counted)",
-				replica, rec.Attempt)})
+				replica, rec.Attempt)))
 			continue
 		}
 		if !pcs.IsTraining() {
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventGangTermination, "Recreate", fmt.Sprintf(
+			out = append(out, newEvent(corev1.EventTypeWarning, EventGangTermination, "Recreate", fmt.Sprintf(
 				"replica %d stayed below minAvailable for longer than terminationDelay (%s); recreating it: %s",
-				replica, pcs.TerminationDelay(), describeBreach(replicas, replica))})
+				replica, pcs.TerminationDelay(), describeBreach(replicas, replica))))
 			continue
 		}
 		budget := fmt.Sprintf("restart %d of %d allowed", current.RestartsCountTowardsMax, pcs.MaxRestarts())
@@ -86,9 +89,9 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 			how = " in place (its running pods keep their nodes and restart their containers; ended pods are made again)"
 		}
 		out = append(out, podCliqueFailed(replicas, replica),
-			transitionEvent{corev1.EventTypeNormal, EventReplicaRestarting, "Restart", fmt.Sprintf(
+			newEvent(corev1.EventTypeNormal, EventReplicaRestarting, "Restart", fmt.Sprintf(
 				"restarting replica %d as attempt %d%s; %s%s%s",
-				replica, rec.Attempt, how, budget, verdictNote(replicas, replica), rootCause(replicas, replica))})
+				replica, rec.Attempt, how, budget, verdictNote(replicas, replica), rootCause(replicas, replica))))
 	}
 	liftedBefore := map[int32]bool{}
 	for _, rec := range previous.ReplicaRecreations {
@@ -96,9 +99,9 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 	}
 	for _, rec := range current.ReplicaRecreations {
 		if rec.BarrierLiftedAt != nil && !liftedBefore[rec.ReplicaIndex] {
-			out = append(out, transitionEvent{corev1.EventTypeNormal, EventRestartBarrierLifted, "Restart", fmt.Sprintf(
+			out = append(out, newEvent(corev1.EventTypeNormal, EventRestartBarrierLifted, "Restart", fmt.Sprintf(
 				"replica %d: no pod runs an attempt before %d any more; the startup gates of attempt %d open",
-				rec.ReplicaIndex, rec.Attempt, rec.Attempt)})
+				rec.ReplicaIndex, rec.Attempt, rec.Attempt)))
 		}
 	}
 
@@ -112,57 +115,47 @@ func transitionEvents(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev
 					out = append(out, podCliqueFailed(replicas, a.index))
 				}
 			}
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRestartsExceeded, "Fail", now.Message + "; terminating all pods"})
+			out = append(out, newEvent(corev1.EventTypeWarning, EventMaxRestartsExceeded, "Fail", now.Message+"; terminating all pods"))
 		case copsev1alpha1.ReasonMaxRuntimeExceeded:
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxRuntimeExceeded, "Fail", now.Message + "; terminating all pods"})
+			out = append(out, newEvent(corev1.EventTypeWarning, EventMaxRuntimeExceeded, "Fail", now.Message+"; terminating all pods"))
 		case copsev1alpha1.ReasonFailedByRule:
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventFailedByRule, "Fail", now.Message + "; terminating all pods"})
+			out = append(out, newEvent(corev1.EventTypeWarning, EventFailedByRule, "Fail", now.Message+"; terminating all pods"))
 		case copsev1alpha1.ReasonMaxUncountedRestartsExceeded:
-			out = append(out, transitionEvent{corev1.EventTypeWarning, EventMaxUncountedRestartsExceeded, "Fail", now.Message + "; terminating all pods"})
+			out = append(out, newEvent(corev1.EventTypeWarning, EventMaxUncountedRestartsExceeded, "Fail", now.Message+"; terminating all pods"))
 		}
 	}
 	if met := meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet); met != nil &&
 		met.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(previous.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
-		out = append(out, transitionEvent{corev1.EventTypeNormal, EventSuccessCriteriaMet, "Complete", met.Message})
+		out = append(out, newEvent(corev1.EventTypeNormal, EventSuccessCriteriaMet, "Complete", met.Message))
 	}
 	if current.Phase == copsev1alpha1.PodCliqueSetPhaseSucceeded && previous.Phase != copsev1alpha1.PodCliqueSetPhaseSucceeded {
 		how := fmt.Sprintf("all %d replicas completed successfully", pcs.Spec.Replicas)
 		if meta.IsStatusConditionTrue(current.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
 			how = fmt.Sprintf("all %d replicas met the success policy and no pod is left running", pcs.Spec.Replicas)
 		}
-		out = append(out, transitionEvent{corev1.EventTypeNormal, EventWorkloadSucceeded, "Complete", fmt.Sprintf("%s after %d restarts", how, current.RestartCount)})
+		out = append(out, newEvent(corev1.EventTypeNormal, EventWorkloadSucceeded, "Complete", fmt.Sprintf("%s after %d restarts", how, current.RestartCount)))
 	}
 	if was, now := meta.FindStatusCondition(previous.Conditions, copsev1alpha1.ConditionTypeSuspended),
 		meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeSuspended); now != nil && (was == nil || was.Status != now.Status) {
 		switch now.Status {
 		case metav1.ConditionTrue:
-			out = append(out, transitionEvent{corev1.EventTypeNormal, EventSuspended, "Suspend", fmt.Sprintf(
-				"spec.suspend is true: deleting the pods of every replica that has not succeeded; restartCount %d is kept", current.RestartCount)})
+			out = append(out, newEvent(corev1.EventTypeNormal, EventSuspended, "Suspend", fmt.Sprintf(
+				"spec.suspend is true: deleting the pods of every replica that has not succeeded; restartCount %d is kept", current.RestartCount)))
 		case metav1.ConditionFalse:
-			out = append(out, transitionEvent{corev1.EventTypeNormal, EventResumed, "Resume",
-				"spec.suspend is false: every replica that had not succeeded runs afresh"})
+			out = append(out, newEvent(corev1.EventTypeNormal, EventResumed, "Resume",
+				"spec.suspend is false: every replica that had not succeeded runs afresh"))
 		}
 	}
 	if overdue := meta.FindStatusCondition(current.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue); overdue != nil &&
 		overdue.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(previous.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue) {
-		out = append(out, transitionEvent{corev1.EventTypeWarning, EventTerminationOverdue, "Terminate", overdue.Message})
+		out = append(out, newEvent(corev1.EventTypeWarning, EventTerminationOverdue, "Terminate", overdue.Message))
 	}
 	return out
 }
 
-// recordTransitions emits transitionEvents and records the transition
-// metrics of a status write that succeeded: one place for both.
-func (r *Reconciler) recordTransitions(pcs *copsev1alpha1.PodCliqueSet, previous *copsev1alpha1.PodCliqueSetStatus,
-	replicas []replicaAssessment, newRecreations []copsev1alpha1.ReplicaRecreation, pods []podstate.Summary, now time.Time) {
-	for _, e := range transitionEvents(pcs, previous, &pcs.Status, replicas, newRecreations) {
-		r.Recorder.Eventf(pcs, nil, e.eventType, e.reason, e.action, "%s", e.message)
-	}
-	metrics.Record(metrics.TransitionsOf(pcs, previous, &pcs.Status, newRecreations, pods, now))
-}
-
 func podCliqueFailed(replicas []replicaAssessment, replica int) transitionEvent {
-	return transitionEvent{corev1.EventTypeWarning, EventPodCliqueFailed, "Observe",
-		fmt.Sprintf("replica %d: %s%s", replica, describeBreach(replicas, replica), rootCause(replicas, replica))}
+	return newEvent(corev1.EventTypeWarning, EventPodCliqueFailed, "Observe",
+		fmt.Sprintf("replica %d: %s%s", replica, describeBreach(replicas, replica), rootCause(replicas, replica)))
 }
 
 func describeBreach(replicas []replicaAssessment, replica int) string {

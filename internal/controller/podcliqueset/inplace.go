@@ -1,21 +1,7 @@
 package podcliqueset
 
 import (
-	"context"
-	"fmt"
-	"slices"
-	"strconv"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 )
@@ -23,8 +9,8 @@ import (
 // A restart in place (trainingSpec.restartStrategy InPlace) is a recreation
 // that keeps the pods it can. The steps, each after a durable status:
 //
-//	decided    ReplicaRecreation{InPlace: true}               planRecreations
-//	old run    the pods kept are moved to the new attempt:     moveKeptPods
+//	decided    ReplicaRecreation{InPlace: true}               decideRecreations
+//	old run    the pods kept are moved to the new attempt:     planOldRuns (PodMove)
 //	           their old controller reference removed, the
 //	           attempt label raised, the startup gate closed
 //	           (their restart agent then has the kubelet
@@ -81,85 +67,4 @@ func barrierLifted(pods []podstate.Summary, attempt int32) bool {
 		}
 	}
 	return true
-}
-
-// observeLostNodes finds the nodes of the pods that restarts in place in
-// progress would keep, and records those that are gone or being deleted:
-// their pods cannot restart where they are. A kept pod whose node goes
-// later is deleted by the pod garbage collector, a failure of the new
-// attempt.
-func (r *Reconciler) observeLostNodes(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed) error {
-	for _, rec := range pcs.Status.ReplicaRecreations {
-		if !rec.InPlace || rec.CompletedAt != nil {
-			continue
-		}
-		for _, p := range oldRunPods(obs.replica(int(rec.ReplicaIndex)).pods, int(rec.ReplicaIndex), rec.Attempt) {
-			if p.Node == "" || !p.Active() {
-				continue
-			}
-			if _, seen := obs.lostNodes[p.Node]; seen {
-				continue
-			}
-			lost, err := r.nodeLost(ctx, p.Node)
-			if err != nil {
-				return err
-			}
-			if obs.lostNodes == nil {
-				obs.lostNodes = map[string]bool{}
-			}
-			obs.lostNodes[p.Node] = lost
-		}
-	}
-	return nil
-}
-
-// nodeLost reports whether the node is gone or being deleted, from the
-// cache's metadata of nodes.
-func (r *Reconciler) nodeLost(ctx context.Context, name string) (bool, error) {
-	node := &metav1.PartialObjectMetadata{}
-	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("reading node %s: %w", name, err)
-	}
-	return !node.DeletionTimestamp.IsZero(), nil
-}
-
-// moveKeptPods moves the pods a restart in place keeps to the new attempt,
-// each in one write with an optimistic lock: the controller reference to
-// the old run's PodClique goes (the recorded objects can then be deleted
-// without the garbage collector taking the pods along), the attempt label
-// becomes rec.Attempt and the startup gate closes. The pod's restart agent
-// sees the new attempt and has the kubelet restart every container where
-// it is; the gate then holds them until the barrier lifts.
-func (r *Reconciler) moveKeptPods(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, rec copsev1alpha1.ReplicaRecreation, pods []podstate.Summary) error {
-	if len(pods) == 0 {
-		return nil
-	}
-	recorded := make(map[types.UID]bool, len(rec.Deleting))
-	for _, uid := range rec.Deleting {
-		recorded[uid] = true
-	}
-	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
-	moved, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
-		return r.moveKeptPod(ctx, pcs.Namespace, pods[i], rec.Attempt, recorded)
-	})
-	log.FromContext(ctx).V(1).Info("moved the pods a restart in place keeps to the new attempt", "replica", rec.ReplicaIndex, "attempt", rec.Attempt, "moved", moved, "planned", len(pods))
-	if err != nil {
-		return fmt.Errorf("replica %d's restart in place: %w", rec.ReplicaIndex, err)
-	}
-	return nil
-}
-
-func (r *Reconciler) moveKeptPod(ctx context.Context, namespace string, p podstate.Summary, attempt int32, recorded map[types.UID]bool) error {
-	return children.MutatePod(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
-		pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return recorded[ref.UID] })
-		pod.Labels[labels.AttemptKey] = strconv.Itoa(int(attempt))
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[labels.StartupGateAnnotation] = labels.StartupGateClosed
-	})
 }

@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,9 +53,43 @@ type observed struct {
 	// deletedMembers holds, per Training replica, the members of its whole
 	// run that were deleted from outside (observeDeletedMembers).
 	deletedMembers map[int]deletedMembers
-	// lostNodes holds the nodes of the pods restarts in place in progress
-	// would keep, true for those gone or being deleted (observeLostNodes).
+	// lostNodes holds the nodes of the pods a restart in place may keep,
+	// true for those gone or being deleted (observeLostNodes).
 	lostNodes map[string]bool
+	// admission is a queued PodCliqueSet's Admitted condition
+	// (observeAdmission).
+	admission admission
+}
+
+// facts are everything one pass decides on: the PodCliqueSet as read, what
+// exists for it, and the time the pass runs at. Nothing after observe reads
+// the API.
+type facts struct {
+	pcs *copsev1alpha1.PodCliqueSet
+	obs *observed
+	now time.Time
+}
+
+// observe makes every read of the pass: the resource table's objects and
+// the pods (observeChildren), the API server's word on the members of
+// whole Training runs the cache misses (observeDeletedMembers), Kueue's
+// protocol inputs (observeAdmission) and the nodes of the pods a restart in
+// place may keep (observeLostNodes).
+func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, now time.Time) (facts, error) {
+	obs, err := r.observeChildren(ctx, pcs)
+	if err != nil {
+		return facts{}, fmt.Errorf("observe children: %w", err)
+	}
+	if err := r.observeDeletedMembers(ctx, pcs, obs, now); err != nil {
+		return facts{}, fmt.Errorf("check the runs for members deleted from outside: %w", err)
+	}
+	if obs.admission, err = r.observeAdmission(ctx, pcs, obs, now); err != nil {
+		return facts{}, err
+	}
+	if err := r.observeLostNodes(ctx, pcs, obs); err != nil {
+		return facts{}, fmt.Errorf("check the nodes of the pods a restart in place keeps: %w", err)
+	}
+	return facts{pcs: pcs, obs: obs, now: now}, nil
 }
 
 // runObjects are the observed objects and pods of one replica, of one run
@@ -73,12 +108,12 @@ type replicaObjects struct {
 	runs map[int]*runObjects
 }
 
-// observe lists every row of the resource table and the pods, keeps the
+// observeChildren lists every row of the resource table and the pods, keeps the
 // objects controlled by the PodCliqueSet or by one of its scaling groups
 // (grouped PodCliques are theirs), reads the ClusterTopologyBinding the
 // constraints name and the ResourceClaimTemplates resourceSharing names,
 // and categorises what it found once.
-func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (*observed, error) {
+func (r *Reconciler) observeChildren(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet) (*observed, error) {
 	packing, problems, err := topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,12 +25,11 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/expectations"
-	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/scheduler"
+	"github.com/go-logr/logr"
 )
 
 // Reconciler reconciles PodCliqueSets.
@@ -91,28 +89,26 @@ type Reconciler struct {
 
 // Reconcile runs one pass of the flow described in docs/architecture.md:
 //
-//	observe   the resource table's objects and the pods, from the cache
-//	assess    each replica: health, start, completion, root cause   (pure)
-//	decide    recreations, restarts, failure, success                (pure)
-//	status    computed once and written with an optimistic lock      (pure + one write)
-//	events    for the transitions the write made durable
-//	act       on the written status: delete the old runs of replicas being
-//	          recreated, terminate a failed workload's pods, create what
-//	          replicas that may run (and the PodCliqueSet as a whole) lack
-//	          and bring existing objects to the template, delete the old
-//	          pods of the replica a rolling update records as currentlyUpdating
+//	observe   every read of the pass: the resource table's objects and the
+//	          pods from the cache, the API server's word on missing
+//	          members, Kueue's inputs, the nodes a restart in place keeps
+//	plan      everything the pass writes, decided from those facts alone
+//	          (planPass: pure, fuzzed)
+//	execute   one writer (children.Writer.Execute): the status with an
+//	          optimistic lock, then the events of its transitions, the
+//	          objects and the pods its decisions name, then settle's
+//	          status.lastErrors
 //
-// Every destructive action follows a durable decision: it is taken from the
-// status as written, so a crash at any line resumes the same decision.
+// Every destructive write follows a durable decision: it is planned from
+// the status this pass writes and made only once that write succeeded, so
+// a crash at any line resumes the same decision.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("podcliqueset", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
-	key := req.String()
-
 	pcs := &copsev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcs); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.written.Forget(key)
+			r.written.Forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -120,114 +116,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Children go with it through their owner references.
 		return ctrl.Result{}, nil
 	}
-	if r.written.Behind(key, pcs) {
+	if r.written.Behind(req.String(), pcs) {
 		logger.V(1).Info("the cache has not caught up with the last status write yet")
 		return ctrl.Result{RequeueAfter: requeue.CacheCatchUp}, nil
 	}
-	now := r.Clock.Now()
-
-	obs, err := r.observe(ctx, pcs)
+	f, err := r.observe(ctx, pcs, r.Clock.Now())
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("observe children of %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("observe %s: %w", req.NamespacedName, err)
 	}
-	if err := r.observeDeletedMembers(ctx, pcs, obs, now); err != nil {
-		return ctrl.Result{}, fmt.Errorf("check the runs of %s for members deleted from outside: %w", req.NamespacedName, err)
-	}
-	admission, err := r.observeAdmission(ctx, pcs, obs, now)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	replicas := assessReplicas(pcs, obs)
-	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
-	startTime := startTimeCandidate(pcs, replicas, now)
-	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, r.resources()), startTime, now)
-	gangs := gangFactsOf(pcs, obs, r.gangKind(), progress.inProgress)
-	placement := decidePlacement(pcs, gangs, replicas, progress.inProgress, d, r.IncompleteGangTimeout, now)
-	barriers := decideBarriers(pcs, d, placement, r.InPlaceRestartTimeout, now)
-	newRecreations := slices.Concat(r.planRecreations(pcs, obs, d.recreate, d.reason, now),
-		r.planRecreations(pcs, obs, d.recreateUncounted, copsev1alpha1.RecreationReasonUncountedRestart, now),
-		r.planRecreations(pcs, obs, placement.recreate, copsev1alpha1.RecreationReasonIncompletePlacement, now),
-		r.planRecreations(pcs, obs, barriers.recreate, copsev1alpha1.RecreationReasonInPlaceRestartTimeout, now))
-	rolloutIn := rolloutInputsOf(pcs, obs, replicas, recreatingReplicas(progress.inProgress, newRecreations), now)
-	rollout := decideRollout(rolloutIn)
-
-	status := computeStatus(pcs, statusInputs{
-		observed:              obs,
-		replicas:              replicas,
-		progress:              progress,
-		newRecreations:        newRecreations,
-		decision:              d,
-		startTime:             startTime,
-		now:                   now,
-		gangScheduling:        r.gangKind() != "",
-		gangs:                 gangs,
-		incompleteGangTimeout: r.IncompleteGangTimeout,
-		rollout:               rollout,
-		rolloutReplicas:       rolloutIn.replicas,
-		admission:             admission,
-	})
-	previous := pcs.Status.DeepCopy()
-	written, err := r.writeStatus(ctx, pcs, status)
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			// Our view was stale; the next pass starts from fresh data.
-			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	r.recordTransitions(written, previous, replicas, newRecreations, obs.pods, now)
-	r.recordRolloutEvents(written, rollout)
-
-	result, failures := r.act(ctx, written, obs, rollout)
-	if err := r.noteFailures(ctx, written, failures, now); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := failures.err(); err != nil {
-		return ctrl.Result{}, err
-	}
-	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: d.requeueAfter})
-	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: barriers.requeueAfter})
-	return requeue.Earliest(result, ctrl.Result{RequeueAfter: placement.requeueAfter}), nil
+	plan := planPass(f, r.config())
+	logPlan(logger, plan)
+	return resultOf(plan, r.writer().Execute(ctx, plan.PassPlan))
 }
 
-// act carries out what the written status says: it is durable, so acting
-// on it is safe whatever happens next.
-func (r *Reconciler) act(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, rollout rolloutDecision) (ctrl.Result, stepFailures) {
-	var failures stepFailures
-	budget := children.NewBudget(r.writeBudget()).OnCut(metrics.WriteBudgetCut("PodCliqueSet"))
-	if lifecycle.WorkloadEnded(pcs) {
-		// No outcome is recorded any more: the pods that ended, kept for
-		// their logs, need no finalizer.
-		failures.add(errCodeTerminatePods, r.releaseEndedPods(ctx, pcs, obs, budget))
-	}
-	if pcs.Status.Phase.IsTerminal() {
-		return requeueIfCut(budget), failures
-	}
-	failures.add(errCodeRecreateReplica, r.deleteOldRuns(ctx, pcs, obs, budget))
-	if lifecycle.WorkloadEnded(pcs) {
-		// The outcome (a failure, or the success policy met) is durable:
-		// stop every pod that still runs. Pods that already ended stay, for
-		// their logs.
-		failures.add(errCodeTerminatePods, r.terminateActivePods(ctx, pcs, obs, budget))
-	} else {
-		failures.add(errCodeTerminatePods, r.endLingeringPods(ctx, pcs, obs, budget))
-		failures.add(errCodeSyncChildren, r.converge(ctx, pcs, obs, budget))
-		failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
-		failures.add(errCodeRollingUpdate, r.deleteOldPods(ctx, pcs, rollout, budget))
-	}
-	result := requeueIfCut(budget)
-	if at := overdueCheckAt(pcs, obs); !at.IsZero() {
-		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(r.Clock.Now()), minRequeue)})
-	}
-	return result, failures
+// config is the operator configuration a pass decides with.
+func (r *Reconciler) config() passConfig {
+	return passConfig{rows: r.resources(), gangKind: r.gangKind(),
+		incompleteGangTimeout: r.IncompleteGangTimeout, inPlaceRestartTimeout: r.InPlaceRestartTimeout}
 }
 
-// requeueIfCut asks for the next pass at once when the budget left work.
-func requeueIfCut(budget *children.Budget) ctrl.Result {
-	if budget.Exhausted() {
-		return ctrl.Result{RequeueAfter: requeue.Soon}
+// writer is the one writer of the pass: status, events, objects, pods.
+func (r *Reconciler) writer() children.Writer {
+	return children.Writer{Client: r.Client, Scheme: r.Scheme, Recorder: r.Recorder, Written: &r.written,
+		Budget: r.writeBudget(), OnCut: metrics.WriteBudgetCut("PodCliqueSet")}
+}
+
+// logPlan says what the pass's pod writes are for, by step and kind.
+func logPlan(logger logr.Logger, plan passPlan) {
+	if len(plan.Pods) == 0 {
+		return
 	}
-	return ctrl.Result{}
+	counts := map[string]int{}
+	for _, p := range plan.Pods {
+		counts[p.Step+"/"+string(p.Op)]++
+	}
+	logger.V(1).Info("pod writes planned", "writes", counts)
 }
 
 // gangKind is the resource table row whose objects are the scheduler's

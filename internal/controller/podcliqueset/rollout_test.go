@@ -279,7 +279,7 @@ func TestRolloutEvents(t *testing.T) {
 	got := rolloutEvents(pcs, rolloutDecision{hash: "h2", started: true, replicaStarted: 1, replicaUpdated: 0, completed: false})
 	var reasons []string
 	for _, e := range got {
-		reasons = append(reasons, e.reason)
+		reasons = append(reasons, e.Reason)
 	}
 	want := []string{EventRollingUpdateStarted, EventReplicaUpdated, EventReplicaUpdateStarted}
 	if !slices.Equal(reasons, want) {
@@ -288,7 +288,7 @@ func TestRolloutEvents(t *testing.T) {
 	got = rolloutEvents(pcs, rolloutDecision{hash: "h2", replicaStarted: -1, replicaUpdated: 1, completed: true})
 	reasons = nil
 	for _, e := range got {
-		reasons = append(reasons, e.reason)
+		reasons = append(reasons, e.Reason)
 	}
 	if want := []string{EventReplicaUpdated, EventRollingUpdateCompleted}; !slices.Equal(reasons, want) {
 		t.Errorf("events %v, want %v", reasons, want)

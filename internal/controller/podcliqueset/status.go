@@ -1,19 +1,15 @@
 package podcliqueset
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ai-dynamo/grove/operator/api/common/constants"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
@@ -339,38 +335,4 @@ func mergeRecreations(previous, added []copsev1alpha1.ReplicaRecreation, progres
 		out = append(out, byReplica[idx])
 	}
 	return out
-}
-
-// writeStatus writes status if it changed and returns the PodCliqueSet as
-// written; pcs itself is left as it was. The patch carries the
-// resourceVersion the pass started from, so a decision made on a stale view
-// fails with a conflict instead of overwriting newer state.
-func (r *Reconciler) writeStatus(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, status copsev1alpha1.PodCliqueSetStatus) (*copsev1alpha1.PodCliqueSet, error) {
-	updated := pcs.DeepCopy()
-	if apiequality.Semantic.DeepEqual(pcs.Status, status) {
-		return updated, nil
-	}
-	patch := client.MergeFromWithOptions(pcs, client.MergeFromWithOptimisticLock{})
-	updated.Status = status
-	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
-		return nil, fmt.Errorf("write status of %s/%s: %w", pcs.Namespace, pcs.Name, err)
-	}
-	r.written.Wrote(client.ObjectKeyFromObject(pcs).String(), updated)
-	return updated, nil
-}
-
-// noteFailures records this pass's failed steps in status.lastErrors, in a
-// second write that happens only when they changed (an error appears, or
-// the last one is gone).
-func (r *Reconciler) noteFailures(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, failures stepFailures, now time.Time) error {
-	lastErrors := failures.lastErrors(pcs.Status.LastErrors, now)
-	if apiequality.Semantic.DeepEqual(lastErrors, pcs.Status.LastErrors) {
-		return nil
-	}
-	status := *pcs.Status.DeepCopy()
-	status.LastErrors = lastErrors
-	if _, err := r.writeStatus(ctx, pcs, status); err != nil && !apierrors.IsConflict(err) {
-		return err
-	}
-	return nil
 }

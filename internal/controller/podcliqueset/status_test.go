@@ -217,7 +217,7 @@ func TestTransitionEvents(t *testing.T) {
 	reasons := func(events []transitionEvent) []string {
 		var out []string
 		for _, e := range events {
-			out = append(out, e.reason)
+			out = append(out, e.Reason)
 		}
 		return out
 	}
@@ -229,7 +229,7 @@ func TestTransitionEvents(t *testing.T) {
 		if got := strings.Join(reasons(events), ","); got != "PodCliqueFailed,ReplicaRestarting" {
 			t.Fatalf("events %s", got)
 		}
-		if msg := events[1].message; !strings.Contains(msg, "attempt 1; restart 1 of 3 allowed; first failure: job-0-worker-x: container train exited 1, Error") {
+		if msg := events[1].Message; !strings.Contains(msg, "attempt 1; restart 1 of 3 allowed; first failure: job-0-worker-x: container train exited 1, Error") {
 			t.Errorf("ReplicaRestarting message %q", msg)
 		}
 	})
@@ -244,7 +244,7 @@ func TestTransitionEvents(t *testing.T) {
 			t.Fatalf("events %s", got)
 		}
 		want := `attempt 3; uncounted restart 2 of 10 allowed, maxRestarts not spent (failurePolicy rule "preempted": RestartReplicaWithoutCount); first failure`
-		if msg := events[1].message; !strings.Contains(msg, want) {
+		if msg := events[1].Message; !strings.Contains(msg, want) {
 			t.Errorf("ReplicaRestarting message %q, want it to contain %q", msg, want)
 		}
 	})
@@ -257,7 +257,7 @@ func TestTransitionEvents(t *testing.T) {
 		if got := strings.Join(reasons(events), ","); got != "GangPlacedIncomplete" {
 			t.Fatalf("events %s", got)
 		}
-		if msg := events[0].message; !strings.Contains(msg, "no restart is counted") || !strings.Contains(msg, "job-0-leader") {
+		if msg := events[0].Message; !strings.Contains(msg, "no restart is counted") || !strings.Contains(msg, "job-0-leader") {
 			t.Errorf("message %q", msg)
 		}
 	})
@@ -268,7 +268,7 @@ func TestTransitionEvents(t *testing.T) {
 		if got := strings.Join(reasons(events), ","); got != "InPlaceRestartTimedOut" {
 			t.Fatalf("events %s", got)
 		}
-		if msg := events[0].message; !strings.Contains(msg, "no restart is counted") || !strings.Contains(msg, "attempt 2") {
+		if msg := events[0].Message; !strings.Contains(msg, "no restart is counted") || !strings.Contains(msg, "attempt 2") {
 			t.Errorf("message %q", msg)
 		}
 	})
@@ -299,7 +299,7 @@ func TestTransitionEvents(t *testing.T) {
 		done := met
 		done.Phase = copsev1alpha1.PodCliqueSetPhaseSucceeded
 		events := transitionEvents(pcs, &met, &done, nil, nil)
-		if len(events) != 1 || events[0].reason != EventWorkloadSucceeded || !strings.Contains(events[0].message, "met the success policy") {
+		if len(events) != 1 || events[0].Reason != EventWorkloadSucceeded || !strings.Contains(events[0].Message, "met the success policy") {
 			t.Errorf("events %+v", events)
 		}
 	})
@@ -309,7 +309,7 @@ func TestTransitionEvents(t *testing.T) {
 		suspended.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuspended, Status: metav1.ConditionTrue, Reason: copsev1alpha1.ReasonSuspended}}
 		events := transitionEvents(pcs, &running, &suspended, breached,
 			[]copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Attempt: 1, Reason: copsev1alpha1.RecreationReasonSuspension}})
-		if len(events) != 1 || events[0].reason != EventSuspended || !strings.Contains(events[0].message, "restartCount 2 is kept") {
+		if len(events) != 1 || events[0].Reason != EventSuspended || !strings.Contains(events[0].Message, "restartCount 2 is kept") {
 			t.Errorf("events %+v", events)
 		}
 		if got := transitionEvents(pcs, &suspended, &suspended, nil, nil); len(got) != 0 {
@@ -325,7 +325,7 @@ func TestTransitionEvents(t *testing.T) {
 		inference, _ := trainingJob(metav1.ConditionTrue)
 		inference.Spec.WorkloadType = copsev1alpha1.WorkloadTypeInference
 		events := transitionEvents(inference, &running, &running, breached, []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0}})
-		if len(events) != 1 || events[0].reason != EventGangTermination || !strings.Contains(events[0].message, "job-0-worker (PodsFailed)") {
+		if len(events) != 1 || events[0].Reason != EventGangTermination || !strings.Contains(events[0].Message, "job-0-worker (PodsFailed)") {
 			t.Errorf("events %+v", events)
 		}
 	})

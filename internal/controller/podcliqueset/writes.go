@@ -1,0 +1,156 @@
+package podcliqueset
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/claimtemplates"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
+)
+
+// passWrites are the object and pod writes of one pass. They are decided
+// from the status the pass writes (planned), never from the status it
+// read, and carried out only once that status is durable: every
+// destructive write follows a durable decision, so a crash at any line
+// resumes the same one.
+type passWrites struct {
+	deletes []children.Deletion
+	objects []children.Set
+	pods    []children.PodWrite
+	// timeBound: the pods' burst stops after children.PassTime (moves of a
+	// restart in place: each is a read and a patch, and the agents' own
+	// writes follow it).
+	timeBound bool
+	// failures known before any write: a ResourceClaimTemplate that does
+	// not exist yet.
+	failures stepFailures
+}
+
+// planWrites decides the pass's writes, in durable order:
+//
+//	ended      release the outcome finalizer of the pods that stopped
+//	           (kept for their logs; no outcome is recorded any more)
+//	old runs   of the recreations in progress: kept pods moved to the
+//	           new attempt, the others deleted, then the recorded objects
+//	ended      every pod still running deleted (a failure, or the success
+//	           policy met), or, while it runs:
+//	suspended  the lingering pods of replicas that succeeded deleted
+//	converge   what replicas that may run lack created, objects brought
+//	           to the template (children.Pass)
+//	rollout    the old pods of the replica the update records as
+//	           currentlyUpdating deleted
+//
+// A terminal workload gets only the first.
+func planWrites(planned *copsev1alpha1.PodCliqueSet, obs *observed, rows []blueprint.ReplicaResource, rollout rolloutDecision) passWrites {
+	var w passWrites
+	ended := lifecycle.WorkloadEnded(planned)
+	if ended {
+		w.addPods(string(errCodeTerminatePods), children.PodRelease, endedHeldPods(obs))
+	}
+	if planned.Status.Phase.IsTerminal() {
+		return w
+	}
+	w.planOldRuns(planned, obs, rows)
+	if ended {
+		w.addPods(string(errCodeTerminatePods), children.PodDelete, obs.activePods())
+		return w
+	}
+	w.addPods(string(errCodeTerminatePods), children.PodDelete, lingeringPods(planned, obs.activePods()))
+	w.objects = convergeSets(planned, obs, rows)
+	w.failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
+	w.addRollout(planned, rollout)
+	return w
+}
+
+// endedHeldPods are the pods of an ended workload that stopped and still
+// carry the outcome finalizer: nothing else would release them once the
+// workload's status stops changing.
+func endedHeldPods(obs *observed) []podstate.Summary {
+	var held []podstate.Summary
+	for _, p := range obs.pods {
+		if p.HasOutcomeFinalizer && p.Terminal() {
+			held = append(held, p)
+		}
+	}
+	return held
+}
+
+// addPods adds a write of op for each pod; deletions also release the
+// outcome finalizer (the pod is no longer to be accounted for).
+func (w *passWrites) addPods(step string, op children.PodOp, pods []podstate.Summary) {
+	for _, p := range pods {
+		w.pods = append(w.pods, children.PodWrite{Op: op, Step: step, Pod: p, Release: op == children.PodDelete})
+	}
+}
+
+// planOldRuns carries out the recreations recorded in status: the old
+// run's pods are deleted here rather than left to the garbage collector,
+// so that the new run starts as soon as the old one is gone (their grace
+// period is what the new run waits for), and then the recorded objects
+// that still exist. A restart in place moves the pods it keeps instead;
+// the recorded objects go only once no kept pod names them as its
+// controller any more, or the garbage collector would take the kept pods
+// along. UID preconditions keep every write from touching anything made
+// afterwards.
+func (w *passWrites) planOldRuns(planned *copsev1alpha1.PodCliqueSet, obs *observed, rows []blueprint.ReplicaResource) {
+	step := string(errCodeRecreateReplica)
+	for _, rec := range planned.Status.ReplicaRecreations {
+		if rec.CompletedAt != nil {
+			continue
+		}
+		replica := int(rec.ReplicaIndex)
+		pods := oldRunPods(obs.replica(replica).pods, replica, rec.Attempt)
+		var kept []podstate.Summary
+		if rec.InPlace {
+			kept, pods = splitKept(pods, obs.lostNodes)
+		}
+		for _, p := range kept {
+			w.pods = append(w.pods, children.PodWrite{Op: children.PodMove, Step: step, Pod: p, Attempt: int(rec.Attempt), DropOwners: rec.Deleting})
+			w.timeBound = true
+		}
+		for _, p := range pods {
+			if rec.InPlace && obs.lostNodes[p.Node] {
+				w.pods = append(w.pods, children.PodWrite{Op: children.PodDeleteNow, Step: step, Pod: p})
+			} else {
+				w.pods = append(w.pods, children.PodWrite{Op: children.PodDelete, Step: step, Pod: p, Release: true})
+			}
+		}
+		if len(kept) > 0 {
+			continue
+		}
+		doomed := make(map[types.UID]bool, len(rec.Deleting))
+		for _, uid := range rec.Deleting {
+			doomed[uid] = true
+		}
+		for _, row := range rows {
+			var recorded []client.Object
+			for _, obj := range obs.children.Of(row.Kind, replica) {
+				if doomed[obj.GetUID()] {
+					recorded = append(recorded, obj)
+				}
+			}
+			if len(recorded) > 0 {
+				w.deletes = append(w.deletes, children.Deletion{Step: step, Kind: row.Kind, Objects: recorded})
+			}
+		}
+	}
+}
+
+// addRollout deletes the old pods of this pass's rollout step once the
+// status records their replica as the one being updated: a crash after the
+// write resumes the same replica, and a replica already updated is never
+// touched.
+func (w *passWrites) addRollout(planned *copsev1alpha1.PodCliqueSet, d rolloutDecision) {
+	p := planned.Status.UpdateProgress
+	if len(d.deletePods) == 0 || !rollingUpdateInProgress(p) || len(p.CurrentlyUpdating) == 0 ||
+		int(p.CurrentlyUpdating[0].ReplicaIndex) != d.deleteReplica {
+		return
+	}
+	for _, pod := range d.deletePods {
+		w.pods = append(w.pods, children.PodWrite{Op: children.PodDelete, Step: string(errCodeRollingUpdate), Pod: pod})
+	}
+}
