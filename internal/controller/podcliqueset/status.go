@@ -90,7 +90,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		status.CreatedReplicaIndexes = createdReplicas(pcs, in.replicas, recreatingReplicas(in.progress.inProgress, in.newRecreations)).String()
 	}
 	rolloutStatus(&status, pcs, in.observed, in.rollout, in.rolloutReplicas)
-	meta.SetStatusCondition(&status.Conditions, breachCondition(pcs, available, breachedReplicas))
+	setCondition(in.now, &status.Conditions, breachCondition(pcs, available, breachedReplicas))
 
 	d := in.decision
 	status.RestartCount = d.restartCount
@@ -98,7 +98,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	status.RestartsCountTowardsMax = max(d.restartCount-d.uncountedRestarts, 0)
 	status.FailureRuleMatches = countRuleMatches(status.FailureRuleMatches, d.verdicts)
 	if d.failReason != "" {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		setCondition(in.now, &status.Conditions, metav1.Condition{
 			Type: copsev1alpha1.ConditionTypeFailed, Status: metav1.ConditionTrue, Reason: d.failReason,
 			Message: withRootCause(d.failMessage, in.replicas, d.causeReplica), ObservedGeneration: pcs.Generation,
 		})
@@ -119,11 +119,11 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	if policy != nil && inTime && !failing && !pcs.Status.Phase.IsTerminal() &&
 		!meta.IsStatusConditionTrue(status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet) {
 		// Written before any pod is terminated: act terminates from it.
-		meta.SetStatusCondition(&status.Conditions, successCriteriaMetCondition(pcs, policy, in.replicas, in.now))
+		setCondition(in.now, &status.Conditions, successCriteriaMetCondition(pcs, policy, in.replicas, in.now))
 	}
 	activePods := len(in.observed.activePods())
 	if cond := suspendedCondition(pcs, activePods, in.now); cond != nil {
-		meta.SetStatusCondition(&status.Conditions, *cond)
+		setCondition(in.now, &status.Conditions, *cond)
 	}
 	status.Phase = computePhase(phaseInputs{
 		training:   pcs.IsTraining(),
@@ -151,7 +151,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 		status.StartTime = nil
 	}
 
-	setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
+	setOrRemoveCondition(in.now, &status.Conditions, copsev1alpha1.ConditionTypeTopologyLevelsUnavailable,
 		topologyCondition(pcs, in.observed.packingProblems, in.now))
 	var gangs *metav1.Condition
 	if in.gangScheduling && !pcs.IsSuspended() {
@@ -163,15 +163,15 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 			gangs = meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled)
 		}
 	}
-	setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled, gangs)
+	setOrRemoveCondition(in.now, &status.Conditions, copsev1alpha1.ConditionTypePodGangsScheduled, gangs)
 	if in.admission.tracked {
-		setOrRemoveCondition(&status.Conditions, copsev1alpha1.ConditionTypeAdmitted, in.admission.condition)
+		setOrRemoveCondition(in.now, &status.Conditions, copsev1alpha1.ConditionTypeAdmitted, in.admission.condition)
 	}
 
 	withStatus := pcs.DeepCopy()
 	withStatus.Status = status
 	if cond := overdueCondition(pcs, overduePods(awaitedPods(withStatus, in.observed), in.now)); cond != nil {
-		meta.SetStatusCondition(&status.Conditions, *cond)
+		setCondition(in.now, &status.Conditions, *cond)
 	}
 	return status
 }
@@ -201,12 +201,21 @@ func completionTime(status copsev1alpha1.PodCliqueSetStatus, succeededAt, now ti
 
 // setOrRemoveCondition sets cond, or removes the condition of type t when
 // cond is nil.
-func setOrRemoveCondition(conditions *[]metav1.Condition, t string, cond *metav1.Condition) {
+func setOrRemoveCondition(now time.Time, conditions *[]metav1.Condition, t string, cond *metav1.Condition) {
 	if cond == nil {
 		meta.RemoveStatusCondition(conditions, t)
 		return
 	}
-	meta.SetStatusCondition(conditions, *cond)
+	setCondition(now, conditions, *cond)
+}
+
+// setCondition sets cond; a transition without a time of its own is dated
+// by the pass (never the wall clock: the decision is pure).
+func setCondition(now time.Time, conditions *[]metav1.Condition, cond metav1.Condition) {
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.NewTime(now)
+	}
+	meta.SetStatusCondition(conditions, cond)
 }
 
 // successCriteriaMetCondition is SuccessCriteriaMet=True, naming the

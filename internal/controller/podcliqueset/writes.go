@@ -28,6 +28,10 @@ type passWrites struct {
 	// failures known before any write: a ResourceClaimTemplate that does
 	// not exist yet.
 	failures stepFailures
+	// written are the pods a write is planned for: the first step that
+	// names a pod writes it (an ended workload's old-run pods are not
+	// deleted twice).
+	written map[types.UID]bool
 }
 
 // planWrites decides the pass's writes, in durable order:
@@ -83,8 +87,20 @@ func endedHeldPods(obs *observed) []podstate.Summary {
 // outcome finalizer (the pod is no longer to be accounted for).
 func (w *passWrites) addPods(step string, op children.PodOp, pods []podstate.Summary) {
 	for _, p := range pods {
-		w.pods = append(w.pods, children.PodWrite{Op: op, Step: step, Pod: p, Release: op == children.PodDelete})
+		w.addPod(children.PodWrite{Op: op, Step: step, Pod: p, Release: op == children.PodDelete})
 	}
+}
+
+// addPod plans write unless an earlier step planned one for its pod.
+func (w *passWrites) addPod(write children.PodWrite) {
+	if w.written[write.Pod.UID] {
+		return
+	}
+	if w.written == nil {
+		w.written = map[types.UID]bool{}
+	}
+	w.written[write.Pod.UID] = true
+	w.pods = append(w.pods, write)
 }
 
 // planOldRuns carries out the recreations recorded in status: the old
@@ -109,14 +125,14 @@ func (w *passWrites) planOldRuns(planned *copsev1alpha1.PodCliqueSet, obs *obser
 			kept, pods = splitKept(pods, obs.lostNodes)
 		}
 		for _, p := range kept {
-			w.pods = append(w.pods, children.PodWrite{Op: children.PodMove, Step: step, Pod: p, Attempt: int(rec.Attempt), DropOwners: rec.Deleting})
+			w.addPod(children.PodWrite{Op: children.PodMove, Step: step, Pod: p, Attempt: int(rec.Attempt), DropOwners: rec.Deleting})
 			w.timeBound = true
 		}
 		for _, p := range pods {
 			if rec.InPlace && obs.lostNodes[p.Node] {
-				w.pods = append(w.pods, children.PodWrite{Op: children.PodDeleteNow, Step: step, Pod: p})
+				w.addPod(children.PodWrite{Op: children.PodDeleteNow, Step: step, Pod: p})
 			} else {
-				w.pods = append(w.pods, children.PodWrite{Op: children.PodDelete, Step: step, Pod: p, Release: true})
+				w.addPod(children.PodWrite{Op: children.PodDelete, Step: step, Pod: p, Release: true})
 			}
 		}
 		if len(kept) > 0 {
@@ -151,6 +167,6 @@ func (w *passWrites) addRollout(planned *copsev1alpha1.PodCliqueSet, d rolloutDe
 		return
 	}
 	for _, pod := range d.deletePods {
-		w.pods = append(w.pods, children.PodWrite{Op: children.PodDelete, Step: string(errCodeRollingUpdate), Pod: pod})
+		w.addPod(children.PodWrite{Op: children.PodDelete, Step: string(errCodeRollingUpdate), Pod: pod})
 	}
 }
