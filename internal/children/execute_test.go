@@ -44,7 +44,9 @@ func TestExecute(t *testing.T) {
 		kept := pod("kept", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "old-run", UID: "old-run"}}
 		})
-		gated := pod("gated", func(p *corev1.Pod) { p.Annotations = map[string]string{labels.StartupGateAnnotation: labels.StartupGateClosed} })
+		gated := pod("gated", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{labels.StartupGateAnnotation: labels.StartupGateClosed}
+		})
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ownerPod, doomed, kept, gated).
 			WithStatusSubresource(&corev1.Pod{}).WithInterceptorFuncs(funcs).Build()
 		read := &corev1.Pod{}
@@ -73,7 +75,7 @@ func TestExecute(t *testing.T) {
 			},
 		}
 	}
-	get := func(t *testing.T, c client.Client, name string) (*corev1.Pod, error) {
+	get := func(c client.Client, name string) (*corev1.Pod, error) {
 		p := &corev1.Pod{}
 		return p, c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, p)
 	}
@@ -85,17 +87,17 @@ func TestExecute(t *testing.T) {
 		if out.Conflict || out.Gone || out.Err() != nil || out.CutShort || out.PodsLeft != 0 {
 			t.Fatalf("outcome %+v, err %v", out, out.Err())
 		}
-		if owner, _ := get(t, c, "owner"); owner.Status.Message != "settled" {
+		if owner, _ := get(c, "owner"); owner.Status.Message != "settled" {
 			t.Errorf("owner status %q, want the settled one", owner.Status.Message)
 		}
-		if _, err := get(t, c, "doomed"); !apierrors.IsNotFound(err) {
+		if _, err := get(c, "doomed"); !apierrors.IsNotFound(err) {
 			t.Errorf("the deleted pod is still there (its finalizer not released?): %v", err)
 		}
-		kept, _ := get(t, c, "kept")
+		kept, _ := get(c, "kept")
 		if kept.Labels[labels.AttemptKey] != "2" || kept.Annotations[labels.StartupGateAnnotation] != labels.StartupGateClosed || len(kept.OwnerReferences) != 0 {
 			t.Errorf("the kept pod was not moved: labels %v annotations %v owners %v", kept.Labels, kept.Annotations, kept.OwnerReferences)
 		}
-		if gated, _ := get(t, c, "gated"); gated.Annotations[labels.StartupGateAnnotation] != labels.StartupGateOpen {
+		if gated, _ := get(c, "gated"); gated.Annotations[labels.StartupGateAnnotation] != labels.StartupGateOpen {
 			t.Errorf("the gate is %q, want open", gated.Annotations[labels.StartupGateAnnotation])
 		}
 		var got []string
@@ -121,10 +123,10 @@ func TestExecute(t *testing.T) {
 		if !out.Conflict || out.Written != nil {
 			t.Fatalf("outcome %+v, want a conflict", out)
 		}
-		if doomed, err := get(t, c, "doomed"); err != nil || !doomed.DeletionTimestamp.IsZero() {
+		if doomed, err := get(c, "doomed"); err != nil || !doomed.DeletionTimestamp.IsZero() {
 			t.Errorf("a pod was deleted on a decision that is not durable: %v", err)
 		}
-		if kept, _ := get(t, c, "kept"); kept.Labels[labels.AttemptKey] != "1" {
+		if kept, _ := get(c, "kept"); kept.Labels[labels.AttemptKey] != "1" {
 			t.Errorf("a pod was moved on a decision that is not durable")
 		}
 		if len(recorder.Events) != 0 {

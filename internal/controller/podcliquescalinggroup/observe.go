@@ -3,8 +3,10 @@ package podcliquescalinggroup
 import (
 	"context"
 	"fmt"
+	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +19,51 @@ import (
 	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/topology"
 )
+
+// facts is everything one pass reads, and the time it decides at: the
+// pass decides and writes from these alone, reading nothing after them.
+type facts struct {
+	pcsg *copsev1alpha1.PodCliqueScalingGroup
+	// pcs is the PodCliqueSet that controls the group.
+	pcs *copsev1alpha1.PodCliqueSet
+	obs *observed
+	now time.Time
+}
+
+// observeAll makes every read of the pass: the controlling PodCliqueSet,
+// then what exists for the group (observe). It returns nil facts when the
+// group has no live controlling PodCliqueSet: there is nothing to do then.
+func (r *Reconciler) observeAll(ctx context.Context, pcsg *copsev1alpha1.PodCliqueScalingGroup) (*facts, error) {
+	pcs, err := r.owningPodCliqueSet(ctx, pcsg)
+	if err != nil || pcs == nil {
+		return nil, err
+	}
+	obs, err := r.observe(ctx, pcs, pcsg)
+	if err != nil {
+		return nil, err
+	}
+	return &facts{pcsg: pcsg, pcs: pcs, obs: obs, now: r.now()}, nil
+}
+
+// owningPodCliqueSet returns the PodCliqueSet that controls the group, or
+// nil when it is gone or is not the controller (nothing to do then).
+func (r *Reconciler) owningPodCliqueSet(ctx context.Context, pcsg *copsev1alpha1.PodCliqueScalingGroup) (*copsev1alpha1.PodCliqueSet, error) {
+	owner := metav1.GetControllerOf(pcsg)
+	if owner == nil || owner.Kind != "PodCliqueSet" {
+		return nil, nil
+	}
+	pcs := &copsev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pcsg.Namespace, Name: owner.Name}, pcs); err != nil {
+		if err = client.IgnoreNotFound(err); err != nil {
+			return nil, fmt.Errorf("read PodCliqueSet %s/%s, the controller of %s: %w", pcsg.Namespace, owner.Name, pcsg.Name, err)
+		}
+		return nil, nil
+	}
+	if pcs.UID != owner.UID || !pcs.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	return pcs, nil
+}
 
 // observed is what exists for a scaling group, as the cache shows it.
 type observed struct {
@@ -60,12 +107,12 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 		}
 	}
 	if out.packing, _, err = topology.Lookup(ctx, r.Client, r.APIReader, pcs, r.TopologyAwareScheduling); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("observe the topology packing of %s/%s: %w", pcsg.Namespace, pcsg.Name, err)
 	}
 	replica, _ := labels.Index(pcsg.Labels, labels.ReplicaKey)
 	if out.config = resourcesharing.ScalingGroupConfig(pcs, replica, pcsg.Name); out.config != nil && len(out.config.ResourceSharing) > 0 {
 		if out.claimTemplates, out.missingClaimTemplates, err = claimtemplates.Read(ctx, r.Client, pcs); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("observe the claim templates of %s/%s: %w", pcsg.Namespace, pcsg.Name, err)
 		}
 	}
 	return out, nil

@@ -9,13 +9,8 @@ package podcliquescalinggroup
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -25,10 +20,6 @@ import (
 
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/claimtemplates"
-	"github.com/copse-dev/copse/internal/metrics"
-	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -68,14 +59,19 @@ type Reconciler struct {
 
 // Reconcile runs one pass:
 //
-//	owner     the controlling PodCliqueSet (for the clique templates)
-//	observe   the rows of the group's table it controls (its claims and
-//	          PodCliques), by group replica
-//	status    computed from its PodCliques and written once
-//	decide    Inference: group replicas to recreate             (pure)
-//	act       delete the recreated group replicas' PodCliques, then keep
-//	          every row for the group replicas below spec.replicas
-//	          (internal/children), within the write budget
+//	observe   every read of the pass: the controlling PodCliqueSet (for
+//	          the clique templates), the rows of the group's table it
+//	          controls (its claims and PodCliques), by group replica
+//	decide    the status, the group replicas to recreate (Inference) and
+//	          the converge writes, from those facts alone (planPass: pure)
+//	execute   one writer (children.Writer.Execute): the status with an
+//	          optimistic lock, then the recreated group replicas'
+//	          PodCliques deleted and every row kept for the group replicas
+//	          below spec.replicas, within the write budget
+//	settle    the recreation events, naming what was deleted
+//
+// The deletions follow a durable decision: they are made only once the
+// status they were decided with is written.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("podcliquescalinggroup", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
@@ -87,42 +83,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !pcsg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	pcs, err := r.owningPodCliqueSet(ctx, pcsg)
-	if err != nil || pcs == nil {
+	f, err := r.observeAll(ctx, pcsg)
+	if err != nil || f == nil {
 		return ctrl.Result{}, err
 	}
-	obs, err := r.observe(ctx, pcs, pcsg)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
-	status := computeStatus(pcsg, obs.cliques)
-	updateStatus(&status, pcsg, generationOf(pcs), obs.cliques, metav1.NewTime(r.now()))
-	var recreate groupRecreations
-	if !pcs.IsTraining() {
-		// Training restarts the whole replica instead (the PodCliqueSet
-		// controller), since one missing clique stops the job.
-		recreate = decideGroupReplicaRecreations(pcsg.MinAvailable(), status.AvailableReplicas, obs.cliques, pcs.TerminationDelay(), r.now())
-	}
-	if !apiequality.Semantic.DeepEqual(pcsg.Status, status) {
-		patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		pcsg.Status = status
-		if err := r.Client.Status().Patch(ctx, pcsg, patch); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("write status of %s: %w", req.NamespacedName, err)
-		}
-	}
-
-	budget := children.NewBudget(r.writeBudget()).OnCut(metrics.WriteBudgetCut("PodCliqueScalingGroup"))
-	recreateErr := r.recreateGroupReplicas(ctx, pcsg, obs, recreate.replicas, budget)
-	convergeErr := r.converge(ctx, pcs, pcsg, obs, recreate.replicas, budget)
-	result := ctrl.Result{RequeueAfter: recreate.requeueAfter}
-	if budget.Exhausted() {
-		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: requeue.Soon})
-	}
-	return result, errors.Join(recreateErr, convergeErr, claimtemplates.MissingError(obs.missingClaimTemplates))
+	plan := planPass(*f, r.writeBudget())
+	return resultOf(plan, r.writer().Execute(ctx, plan.PassPlan))
 }
 
 func (r *Reconciler) writeBudget() int {
@@ -137,21 +103,4 @@ func (r *Reconciler) now() time.Time {
 		return time.Now()
 	}
 	return r.Clock.Now()
-}
-
-// owningPodCliqueSet returns the PodCliqueSet that controls the group, or
-// nil when it is gone or is not the controller (nothing to do then).
-func (r *Reconciler) owningPodCliqueSet(ctx context.Context, pcsg *copsev1alpha1.PodCliqueScalingGroup) (*copsev1alpha1.PodCliqueSet, error) {
-	owner := metav1.GetControllerOf(pcsg)
-	if owner == nil || owner.Kind != "PodCliqueSet" {
-		return nil, nil
-	}
-	pcs := &copsev1alpha1.PodCliqueSet{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pcsg.Namespace, Name: owner.Name}, pcs); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if pcs.UID != owner.UID || !pcs.DeletionTimestamp.IsZero() {
-		return nil, nil
-	}
-	return pcs, nil
 }

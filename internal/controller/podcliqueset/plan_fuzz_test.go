@@ -12,12 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/google/go-cmp/cmp"
+
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/fuzzinput"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/scheduler"
-	"github.com/google/go-cmp/cmp"
 )
 
 // Flags of FuzzPlanPass's workload.
