@@ -6,9 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // PassPlan is everything one reconcile pass of an owner writes, as plain
@@ -153,3 +155,20 @@ func (o Outcome) Err() error {
 
 // Failed reports whether a write of step failed.
 func (o Outcome) Failed(step string) bool { return len(o.Errors[step]) > 0 }
+
+// EndedAtStatus is the pass's result when it ended at the status write,
+// with nothing else written: a status decided on a stale view is decided
+// again soon from fresh data, an owner gone needs nothing more, a failed
+// write is retried with back-off. ended is false when the status write
+// went through and the result is the caller's to make.
+func (o Outcome) EndedAtStatus() (result ctrl.Result, ended bool, err error) {
+	switch {
+	case o.Conflict:
+		return ctrl.Result{RequeueAfter: requeue.AfterConflict}, true, nil
+	case o.Gone:
+		return ctrl.Result{}, true, nil
+	case o.Failed(StatusStep):
+		return ctrl.Result{}, true, o.Err()
+	}
+	return ctrl.Result{}, false, nil
+}

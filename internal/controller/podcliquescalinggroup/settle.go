@@ -46,13 +46,8 @@ func settleRecreations(minAvailable int32, recreations []recreation, budget int)
 // budget left work for the next pass, with the writes' errors and those
 // known before them.
 func resultOf(plan passPlan, out children.Outcome) (ctrl.Result, error) {
-	switch {
-	case out.Conflict:
-		return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
-	case out.Gone:
-		return ctrl.Result{}, nil
-	case out.Failed(children.StatusStep):
-		return ctrl.Result{}, out.Err()
+	if result, ended, err := out.EndedAtStatus(); ended {
+		return result, err
 	}
 	result := ctrl.Result{RequeueAfter: plan.RequeueAfter}
 	if out.CutShort {

@@ -51,13 +51,8 @@ func settleFailures(decided stepFailures, now time.Time) func(client.Object, chi
 // retried with back-off; work the write budget (or the moves' time bound)
 // left is taken up at once; otherwise the decision's own requeue.
 func resultOf(plan passPlan, out children.Outcome) (ctrl.Result, error) {
-	switch {
-	case out.Conflict:
-		return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
-	case out.Gone:
-		return ctrl.Result{}, nil
-	case out.Failed(children.StatusStep):
-		return ctrl.Result{}, out.Err()
+	if result, ended, err := out.EndedAtStatus(); ended {
+		return result, err
 	}
 	if err := failuresOf(plan.failures, out).err(); err != nil {
 		return ctrl.Result{}, err
