@@ -1,19 +1,7 @@
 package podclique
 
 import (
-	"context"
-	"fmt"
-	"slices"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -52,41 +40,4 @@ func adoptionOf(pclq *copsev1alpha1.PodClique, attempt int, inPlace bool, owned,
 		}
 	}
 	return adopt, discard, rest
-}
-
-// adoptPods makes the PodClique the controller of the pods a restart in
-// place kept, in one write per pod with an optimistic lock, and puts the
-// outcome finalizer back (the old PodClique's strays lose it).
-func (r *Reconciler) adoptPods(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podstate.Summary) (int, error) {
-	if len(pods) == 0 {
-		return 0, nil
-	}
-	gvk, err := apiutil.GVKForObject(pclq, r.Scheme)
-	if err != nil {
-		return 0, fmt.Errorf("resolving the PodClique kind: %w", err)
-	}
-	owner := *metav1.NewControllerRef(pclq, gvk)
-	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
-	adopted, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
-		return r.adoptPod(ctx, pclq.Namespace, pods[i], owner)
-	})
-	if adopted > 0 {
-		ctrl.LoggerFrom(ctx).Info("adopted the pods a restart in place kept", "adopted", adopted, "planned", len(pods), "attempt", pods[0].Attempt)
-		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonPodsAdopted, "AdoptPods",
-			"Adopted %d pod(s) the replica's restart in place kept, moved to attempt %d; their containers restart where they are", adopted, pods[0].Attempt)
-	}
-	if err != nil {
-		return adopted, fmt.Errorf("adopting the kept pods of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
-	}
-	return adopted, nil
-}
-
-func (r *Reconciler) adoptPod(ctx context.Context, namespace string, p podstate.Summary, owner metav1.OwnerReference) error {
-	return children.MutatePod(ctx, r.Client, namespace, p, func(pod *corev1.Pod) {
-		pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool {
-			return ref.Controller != nil && *ref.Controller
-		})
-		pod.OwnerReferences = append(pod.OwnerReferences, owner)
-		controllerutil.AddFinalizer(pod, copsev1alpha1.OutcomeFinalizer)
-	})
 }

@@ -2,14 +2,8 @@ package podclique
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	resourcev1 "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -17,7 +11,6 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/requeue"
 	"github.com/copse-dev/copse/internal/resourcesharing"
@@ -28,24 +21,6 @@ type claimState struct {
 	exists     bool
 	controller types.UID
 	deleting   bool
-}
-
-// readClaim reads one claim from the cache.
-func (r *Reconciler) readClaim(ctx context.Context, namespace, name string) (claimState, error) {
-	claim := &resourcev1.ResourceClaim{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return claimState{}, nil
-		}
-		return claimState{}, fmt.Errorf("read ResourceClaim %s/%s: %w", namespace, name, err)
-	}
-	state := claimState{exists: true, deleting: !claim.DeletionTimestamp.IsZero()}
-	for _, ref := range claim.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			state.controller = ref.UID
-		}
-	}
-	return state, nil
 }
 
 // claimOwners are the objects that own the claims of each level a pod of
@@ -73,53 +48,31 @@ func claimsWaiting(refs []resourcesharing.Ref, claims map[string]claimState, own
 	return out
 }
 
-// syncClaims keeps the clique level of resourceSharing: the rows of the
-// clique's table (blueprint.CliqueResources, its claims) for the pod
-// indices below spec.replicas, owned by the PodClique so that they go with
-// it, within a write budget of their own; those of scaled-in indices are
-// deleted. act is false when the clique has no pods to get (being deleted,
-// no PodCliqueSet, labels missing). The pods that need a claim wait for it
-// (claimsReady); a template that does not exist yet is reported. budgetCut
-// is called when the budget leaves claims for the next pass.
-func (r *Reconciler) syncClaims(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet,
-	id blueprint.CliqueIdentity, act bool, budgetCut func()) (ctrl.Result, error) {
-	if !act || pcs == nil || len(resourcesharing.References(pcs)) == 0 {
-		return ctrl.Result{}, nil
+// claimSets are the clique level of resourceSharing as the writer's sets:
+// the rows of the clique's table (blueprint.CliqueResources, its claims)
+// for the pod indices below spec.replicas, owned by the PodClique so that
+// they go with it; those of scaled-in indices are deleted. None when the
+// clique's pods get no claims of their own, or it has no pods to get
+// (observeClaims read nothing). The pods that need a claim wait for it
+// (unreadyClaims).
+func claimSets(pclq *copsev1alpha1.PodClique, o *observation) []children.Set {
+	if !o.claims.read {
+		return nil
 	}
-	template := pcs.CliqueTemplate(id.Clique)
-	if template == nil || len(template.ResourceSharing) == 0 {
-		return ctrl.Result{}, nil
-	}
-	external, missing, err := claimtemplates.Read(ctx, r.Client, pcs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	rows := blueprint.CliqueResources()
-	selector := k8slabels.SelectorFromSet(labels.Merge(labels.ForPodCliqueSet(pcs.Name), map[string]string{labels.PodCliqueKey: pclq.Name}))
-	listed, err := children.List(ctx, r.Client, rows, pclq.Namespace, selector)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
-	}
-	for kind, objs := range listed {
-		listed[kind] = children.ControlledBy(objs, map[types.UID]bool{pclq.UID: true})
-	}
+	template := o.pcs.CliqueTemplate(o.id.Clique)
 	pass := children.Pass[blueprint.CliqueInputs]{
-		Rows:     rows,
-		Observed: children.Index(listed, podIndexLabel),
+		Rows:     blueprint.CliqueResources(),
+		Observed: children.Index(o.claims.listed, podIndexLabel),
 		Replicas: int(pclq.Spec.Replicas),
 		Inputs: func(index int) blueprint.CliqueInputs {
-			return blueprint.CliqueInputs{PodCliqueSet: pcs, PodClique: pclq, Template: template, Index: index, ClaimTemplates: external}
+			return blueprint.CliqueInputs{PodCliqueSet: o.pcs, PodClique: pclq, Template: template, Index: index, ClaimTemplates: o.claims.templates}
 		},
 	}
-	budget := children.NewBudget(r.writeBudget()).OnCut(budgetCut)
-	if err := (children.Writer{Client: r.Client, Scheme: r.Scheme}).Converge(ctx, pclq, pass.Sets(), budget); err != nil {
-		return ctrl.Result{}, errors.Join(fmt.Errorf("resource claims of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err),
-			claimtemplates.MissingError(missing))
+	sets := pass.Sets()
+	for i := range sets {
+		sets[i].Step = stepClaims
 	}
-	if budget.Exhausted() {
-		return ctrl.Result{RequeueAfter: requeue.Soon}, claimtemplates.MissingError(missing)
-	}
-	return ctrl.Result{}, claimtemplates.MissingError(missing)
+	return sets
 }
 
 // podIndexLabel reads a claim's pod index label; children.NoReplica when it

@@ -2,14 +2,18 @@
 // at spec.replicas, one pod per index, replaces pods that end, and writes the
 // PodClique's status.
 //
-// The reconciler is a thin shell around pure decisions. Reconcile gathers
-// the PodClique, its pods and its PodCliqueSet from the cache (observe),
-// syncs the expectations store, and hands plain values to planPods,
-// decideCreation and computeStatus; it writes the status and then applies
-// their results (act). Everything that decides (which indices to create,
-// which pods to delete, whether to replace an ended pod, whether any pod
-// may be created now and why not, the status and its conditions) is a
-// function of values, tested with tables.
+// A pass is observe -> plan -> execute -> settle. observe (observe*.go)
+// makes every read: the PodClique's pods, its PodCliqueSet, its start
+// order, and what the writes the plan would make depend on (claims, the
+// base gang, the API server's word past the cache). planPass (decide.go)
+// is pure: from those reads, the status, its events, the clique's claims
+// and the pod writes, as one children.PassPlan. children.Writer.Execute
+// makes every write, status first; settleWrites (settle.go) turns what the
+// writes did into events and the creation attempt's record. Everything
+// that decides (which indices to create, which pods to delete, whether to
+// replace an ended pod, whether any pod may be created now and why not,
+// the status and its conditions) is a function of values, tested with
+// tables and fuzzed.
 //
 // "May this clique create pods now" is one answer, decideCreation over a
 // creationState (maycreate.go): the replica's answer (lifecycle.MayCreatePods)

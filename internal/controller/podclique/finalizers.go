@@ -1,7 +1,11 @@
 package podclique
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/types"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/podstate"
@@ -57,4 +61,51 @@ func outcomeReleasable(p podstate.Summary, in releaseInput) bool {
 		return in.recordedReplacing[p.UID]
 	}
 	return false
+}
+
+// releaseInputOf is what outcomeReleasable decides from for the PodClique's
+// pods, its records as pclq holds them (the status this pass writes, when
+// the plan is made).
+func releaseInputOf(pclq *copsev1alpha1.PodClique, ws workloadState) releaseInput {
+	return releaseInput{
+		cliqueUID:         pclq.UID,
+		cliqueGoing:       pclq.DeletionTimestamp != nil,
+		training:          ws.training(),
+		ended:             ws.ended,
+		replicaSucceeded:  ws.replicaSucceeded,
+		desired:           int(pclq.Spec.Replicas),
+		recordedSucceeded: recordedSucceeded(pclq),
+		recordedReplacing: uidSet(pclq.Status.ReplacingPods),
+	}
+}
+
+// releaseDecision is what releasesOf decided.
+type releaseDecision struct {
+	pods []podstate.Summary
+	// truncated: more pods wait for their finalizer than the budget allowed.
+	truncated bool
+}
+
+// releasesOf are the pods whose outcome finalizer goes this pass: those
+// whose outcome the written status records, or that are not to be accounted
+// for (outcomeReleasable), and the strays. Pods deleted this pass are
+// released with their deletion (skip). Without the PodCliqueSet the records
+// cannot be trusted to be complete: only pods that are plainly not this
+// clique's go. At most budget are released.
+func releasesOf(in releaseInput, known bool, owned, strays []podstate.Summary, skip map[types.UID]bool, budget int) releaseDecision {
+	var out releaseDecision
+	if !known && len(strays) == 0 {
+		return out
+	}
+	for _, p := range append(slices.Clone(owned), strays...) {
+		if skip[p.UID] || !outcomeReleasable(p, in) {
+			continue
+		}
+		if len(out.pods) >= budget {
+			out.truncated = true
+			break
+		}
+		out.pods = append(out.pods, p)
+	}
+	return out
 }

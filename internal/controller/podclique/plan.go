@@ -5,7 +5,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
@@ -230,4 +233,75 @@ func latestFinish(pods []podstate.Summary, now time.Time) time.Time {
 		}
 	}
 	return latest
+}
+
+// planInput is what planPods decides from: the observed pods, the
+// PodClique's records and whether a cause holds the plan.
+func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, budget int) planInput {
+	return planInput{
+		desired:      int(pclq.Spec.Replicas),
+		minAvailable: int(pclq.MinAvailable()),
+		training:     o.workload.training(),
+		templateHash: pclq.Labels[labels.PodTemplateHashKey],
+		blocked:      o.creation.planHeld(),
+		pods:         o.owned,
+		creating:     creatingIndices(o.pending),
+		deleting:     deletingUIDs(o.pending),
+		vacating:     indicesOf(o.discard),
+		succeeded:    o.completion.Succeeded,
+		replacing:    uidSet(pclq.Status.ReplacingPods),
+		ignored:      o.ignored,
+		replacements: pclq.Status.PodReplacements,
+		now:          now,
+		budget:       budget,
+	}
+}
+
+// creatingIndices are the indices of pods created but not yet in the cache.
+func creatingIndices(pending expectations.Pending) []int {
+	var out []int
+	for _, e := range pending.Creations {
+		if i, ok := labels.Index(e.Labels, labels.PodIndexKey); ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// deletingUIDs are the pods deleted that the cache still shows alive.
+func deletingUIDs(pending expectations.Pending) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(pending.Deletions))
+	for _, e := range pending.Deletions {
+		out[e.UID] = true
+	}
+	return out
+}
+
+// indicesOf are the pod indices of pods, those without one left out.
+func indicesOf(pods []podstate.Summary) []int {
+	var out []int
+	for _, p := range pods {
+		if p.HasIndex {
+			out = append(out, p.Index)
+		}
+	}
+	return out
+}
+
+func uidSet(uids []types.UID) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(uids))
+	for _, uid := range uids {
+		out[uid] = true
+	}
+	return out
+}
+
+// recordedSucceeded parses the written succeededIndexes; a malformed record
+// releases nothing.
+func recordedSucceeded(pclq *copsev1alpha1.PodClique) indexset.Set {
+	set, err := indexset.Parse(pclq.Status.SucceededIndexes, int(pclq.Spec.Replicas))
+	if err != nil {
+		return indexset.Set{}
+	}
+	return set
 }

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,9 +19,9 @@ import (
 	configv1alpha1 "github.com/copse-dev/copse/api/config/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/expectations"
-	"github.com/copse-dev/copse/internal/indexset"
-	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/requeue"
 )
@@ -94,17 +92,15 @@ type Reconciler struct {
 	written expectations.WrittenVersions
 }
 
-// Reconcile gathers the PodClique, its pods and its PodCliqueSet, decides
-// with planPods, decideCreation and computeStatus, writes the status, and
-// then acts on it: first the records (an index that exited 0, a replacement
-// counted, why no pod is created) become durable, then pods are deleted,
-// finalizers released and pods created.
+// Reconcile is one pass: read the PodClique, then observe (every read),
+// planPass (pure: the status, its events, the claims and the pod writes),
+// one Writer.Execute (status first, with the optimistic lock, so the
+// records an act depends on are durable before it), and settle (what the
+// writes did: events, the creation attempt's record, the requeue).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// controller-runtime's logger already names the PodClique (namespace, name).
 	r.once.Do(r.init)
 	key := expectations.Key(req.Namespace, req.Name)
-	now := r.Clock.Now()
-
 	pclq := &copsev1alpha1.PodClique{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -116,36 +112,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).V(1).Info("the cache has not caught up with the last status write yet")
 		return ctrl.Result{RequeueAfter: requeue.CacheCatchUp}, nil
 	}
-
-	o, err := r.observe(ctx, key, pclq, now)
+	o, err := r.observe(ctx, key, pclq, r.Clock.Now(), r.writeBudget())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := planPods(o.planInput(pclq, now, r.writeBudget()))
-	if o.creation.going {
-		plan = podPlan{}
-	}
-	if err := r.observeCreation(ctx, pclq, o, plan.create); err != nil {
-		return ctrl.Result{}, err
-	}
-	creation := decideCreation(o.creation)
+	plan := planPass(pclq, o, passConfig{budget: r.writeBudget(), decorators: r.Decorators})
+	out := r.writer(len(plan.Pods)).Execute(ctx, plan.PassPlan)
+	r.settle(ctx, key, plan, out)
+	return resultOf(plan, out)
+}
 
-	status := computeStatus(pclq, statusInput{pods: o.owned, workload: o.workload, completion: o.completion, replaced: plan.replace, ignored: o.ignored,
-		startOrder: o.startOrder, creation: creation, template: templateStateOf(o.pcs, pclq), now: metav1.NewTime(now)})
-	wasInvalid := creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels
-	if err := r.writeStatus(ctx, pclq, status); err != nil {
-		if apierrors.IsConflict(err) {
-			ctrl.LoggerFrom(ctx).V(1).Info("status computed from a stale PodClique; retrying")
-			return ctrl.Result{RequeueAfter: requeue.AfterConflict}, nil
+// writer is the one writer of a pass: status, events, claims, pods. The
+// pod writes were budgeted by the decision (planPods, releasesOf,
+// gatesToOpen), so the writer's budget is the claims' own plus those.
+func (r *Reconciler) writer(podWrites int) children.Writer {
+	return children.Writer{Client: r.Client, Scheme: r.Scheme, Recorder: r.Recorder, Written: &r.written,
+		Expectations: r.Expectations, Budget: r.writeBudget() + podWrites, OnCut: metrics.WriteBudgetCut("PodClique")}
+}
+
+// settle keeps this process's records of what the writes did (the
+// clique's creation burst, the write-budget metric) and logs it.
+func (r *Reconciler) settle(ctx context.Context, key string, plan passPlan, out children.Outcome) {
+	log := ctrl.LoggerFrom(ctx)
+	if plan.cutShort && !out.CutShort {
+		metrics.WriteBudgetCut("PodClique")()
+	}
+	if plan.holdReason != "" {
+		log.V(1).Info("creating no pods", "reason", plan.holdReason, "planned", len(plan.pods.create))
+	}
+	tally := tallyPods(plan.Pods, out)
+	if t := tally[stepCreate]; t.started() {
+		r.history.burst(key, len(t.errs) == 0)
+	}
+	for _, step := range []string{stepAdopt, stepDelete, stepRelease, stepOpenGates, stepCreate} {
+		if t := tally[step]; t.planned > 0 {
+			log.V(1).Info("pod writes", "step", step, "done", t.done, "planned", t.planned, "failed", len(t.errs))
 		}
-		return ctrl.Result{}, err
 	}
-	if !wasInvalid && creationBlockedReason(pclq) == copsev1alpha1.ReasonInvalidLabels {
-		ctrl.LoggerFrom(ctx).Error(o.idErr, "PodClique cannot have pods until its labels are fixed")
-		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, EventReasonInvalidPodClique, "CreatePods", "Cannot create pods: %v", o.idErr)
+	if err := out.Err(); err != nil {
+		log.Error(err, "some writes of the pass failed")
 	}
-	// The records are durable now: act on them.
-	return r.act(ctx, pclq, o, plan, creation)
 }
 
 // creationBlockedReason is the reason of the PodClique's PodCreationBlocked
@@ -168,29 +174,14 @@ func (r *Reconciler) forget(ctx context.Context, req ctrl.Request, key string) e
 	if err != nil {
 		return err
 	}
-	return r.releaseAll(ctx, req.Namespace, strays)
-}
-
-// planInput is what planPods decides from: the observed pods, the
-// PodClique's records and whether a cause holds the plan.
-func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, budget int) planInput {
-	return planInput{
-		desired:      int(pclq.Spec.Replicas),
-		minAvailable: int(pclq.MinAvailable()),
-		training:     o.workload.training(),
-		templateHash: pclq.Labels[labels.PodTemplateHashKey],
-		blocked:      o.creation.planHeld(),
-		pods:         o.owned,
-		creating:     creatingIndices(o.pending),
-		deleting:     deletingUIDs(o.pending),
-		vacating:     indicesOf(o.discard),
-		succeeded:    o.completion.Succeeded,
-		replacing:    uidSet(pclq.Status.ReplacingPods),
-		ignored:      o.ignored,
-		replacements: pclq.Status.PodReplacements,
-		now:          now,
-		budget:       budget,
+	gone := &copsev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+	plan := children.PassPlan{Observed: gone}
+	for _, p := range strays {
+		if p.HasOutcomeFinalizer {
+			plan.Pods = append(plan.Pods, children.PodWrite{Op: children.PodRelease, Step: stepRelease, Pod: p})
+		}
 	}
+	return r.writer(len(plan.Pods)).Execute(ctx, plan).Err()
 }
 
 // syncExpectations folds the cache's view into the expectations store and
@@ -217,82 +208,9 @@ func (r *Reconciler) syncExpectations(ctx context.Context, key string, pclq *cop
 	return pending
 }
 
-// writeStatus is the only place that writes a PodClique's status, and only
-// when it changed. The write carries the resourceVersion it was computed
-// from: MinAvailableBreached, Succeeded and the Training records depend on
-// the previous status, so a status computed from a stale PodClique must be
-// refused rather than overwrite a newer one. On success pclq holds what was
-// written.
-func (r *Reconciler) writeStatus(ctx context.Context, pclq *copsev1alpha1.PodClique, status copsev1alpha1.PodCliqueStatus) error {
-	if equality.Semantic.DeepEqual(status, pclq.Status) {
-		return nil
-	}
-	base := client.MergeFromWithOptions(pclq.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	updated := pclq.DeepCopy()
-	updated.Status = status
-	if err := r.Client.Status().Patch(ctx, updated, base); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("writing status of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
-	}
-	r.written.Wrote(expectations.Key(pclq.Namespace, pclq.Name), updated)
-	updated.DeepCopyInto(pclq)
-	return nil
-}
-
 func (r *Reconciler) writeBudget() int {
 	if r.WriteBudget > 0 {
 		return r.WriteBudget
 	}
 	return int(configv1alpha1.DefaultMaxWritesPerReconcile)
-}
-
-// creatingIndices are the indices of pods created but not yet in the cache.
-func creatingIndices(pending expectations.Pending) []int {
-	var out []int
-	for _, e := range pending.Creations {
-		if i, ok := labels.Index(e.Labels, labels.PodIndexKey); ok {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// deletingUIDs are the pods deleted that the cache still shows alive.
-func deletingUIDs(pending expectations.Pending) map[types.UID]bool {
-	out := make(map[types.UID]bool, len(pending.Deletions))
-	for _, e := range pending.Deletions {
-		out[e.UID] = true
-	}
-	return out
-}
-
-// indicesOf are the pod indices of pods, those without one left out.
-func indicesOf(pods []podstate.Summary) []int {
-	var out []int
-	for _, p := range pods {
-		if p.HasIndex {
-			out = append(out, p.Index)
-		}
-	}
-	return out
-}
-
-func uidSet(uids []types.UID) map[types.UID]bool {
-	out := make(map[types.UID]bool, len(uids))
-	for _, uid := range uids {
-		out[uid] = true
-	}
-	return out
-}
-
-// recordedSucceeded parses the written succeededIndexes; a malformed record
-// releases nothing.
-func recordedSucceeded(pclq *copsev1alpha1.PodClique) indexset.Set {
-	set, err := indexset.Parse(pclq.Status.SucceededIndexes, int(pclq.Spec.Replicas))
-	if err != nil {
-		return indexset.Set{}
-	}
-	return set
 }

@@ -544,6 +544,7 @@ func TestCreateFailureIsReportedAndRetried(t *testing.T) {
 	scheme := testScheme(t)
 	server := newAPIServer(t, scheme, false, testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(8))
 	refusing := fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&copsev1alpha1.PodClique{}, &corev1.Pod{}).
 		WithObjects(testfixtures.PodCliqueSet(copsev1alpha1.WorkloadTypeInference), testfixtures.StandaloneClique(8)).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -556,9 +557,9 @@ func TestCreateFailureIsReportedAndRetried(t *testing.T) {
 	recorder := events.NewFakeRecorder(100)
 	r := &Reconciler{Client: cache, APIReader: server, Scheme: scheme, Recorder: recorder, Expectations: expectations.New(expectations.Options{})}
 
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(testfixtures.StandaloneClique(8))})
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(testfixtures.StandaloneClique(8))})
 	if err == nil {
-		t.Fatal("no error: the request would not be retried")
+		t.Fatalf("no error: the request would not be retried (result %+v)", res)
 	}
 	if e := <-recorder.Events; e[:len("Warning "+EventReasonPodCreateFailed)] != "Warning "+EventReasonPodCreateFailed {
 		t.Errorf("event %q", e)

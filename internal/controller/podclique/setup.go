@@ -165,3 +165,26 @@ func limitsChanged() predicate.Funcs {
 		return !equality.Semantic.DeepEqual(old.Spec, cur.Spec)
 	})
 }
+
+// siblingsOf maps a PodClique to the other PodCliques of its replica and
+// attempt, whose start order may depend on it.
+func (r *Reconciler) siblingsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if l[labels.PartOfKey] == "" || l[labels.ReplicaKey] == "" {
+		return nil
+	}
+	var list copsev1alpha1.PodCliqueList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{
+		labels.PartOfKey: l[labels.PartOfKey], labels.ReplicaKey: l[labels.ReplicaKey], labels.AttemptKey: l[labels.AttemptKey],
+	}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the sibling PodCliques of a PodClique", "podClique", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Name != obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}

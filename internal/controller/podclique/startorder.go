@@ -1,25 +1,17 @@
 package podclique
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
-	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/requeue"
@@ -135,33 +127,6 @@ func startupBlockedCondition(o startOrder) *metav1.Condition {
 	return nil
 }
 
-// observeStartOrder gathers the clique's start order: its predecessors from
-// the PodCliqueSet's template, and its siblings from the cache.
-func (r *Reconciler) observeStartOrder(ctx context.Context, pclq *copsev1alpha1.PodClique, pcs *copsev1alpha1.PodCliqueSet, id blueprint.CliqueIdentity) (startOrder, error) {
-	if pcs == nil {
-		return startOrder{}, nil
-	}
-	groupMinAvailable := blueprint.GroupMinAvailable(pcs)
-	scope := startScope(pcs, id, groupMinAvailable)
-	in := startOrderInput{
-		readyPredecessors:   blueprint.ScopePredecessors(blueprint.GatePredecessors(pcs)[id.Clique], scope, blueprint.CliqueScalingGroups(pcs)),
-		successPredecessors: blueprint.SuccessPredecessors(pcs)[id.Clique],
-		scope:               scope,
-	}
-	if len(in.readyPredecessors) == 0 && len(in.successPredecessors) == 0 {
-		return startOrder{}, nil
-	}
-	in.groupMinAvailable = groupMinAvailable
-	var list copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pclq.Namespace), siblingSelector(id)); err != nil {
-		return startOrder{}, fmt.Errorf("listing the PodCliques of replica %d of %s/%s: %w", id.Replica, pclq.Namespace, id.PodCliqueSet, err)
-	}
-	for i := range list.Items {
-		in.siblings = append(in.siblings, siblingOf(&list.Items[i]))
-	}
-	return decideStartOrder(in), nil
-}
-
 // startScope is the part of its replica a clique's start order keeps to:
 // for Inference, a clique of a scaling-group replica at or beyond the
 // group's minAvailable is scoped to that group replica, as in Grove.
@@ -198,57 +163,6 @@ func siblingOf(pclq *copsev1alpha1.PodClique) blueprint.SiblingClique {
 		MinAvailable:      int(pclq.MinAvailable()),
 		Succeeded:         meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded),
 	}
-}
-
-// openGates sets the startup gate of pods to open. The kubelet refreshes
-// the gate's downward-API file, and the gate container lets the pod's
-// containers start. It returns how many gates it opened.
-func (r *Reconciler) openGates(ctx context.Context, pclq *copsev1alpha1.PodClique, pods []podstate.Summary) (int, error) {
-	if len(pods) == 0 {
-		return 0, nil
-	}
-	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, labels.StartupGateAnnotation, labels.StartupGateOpen))
-	stopBy := time.Now().Add(children.PassTime) // wall time: it bounds work, not a decision
-	opened, err := children.InSlowStart(ctx, len(pods), children.MaxInFlight, children.MaxInFlight, stopBy, func(ctx context.Context, i int) error {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pclq.Namespace, Name: pods[i].Name}}
-		if err := r.Client.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("opening the startup gate of pod %s: %w", pods[i].Name, err)
-		}
-		return nil
-	})
-	if opened > 0 {
-		ctrl.LoggerFrom(ctx).Info("opened startup gates", "opened", opened, "planned", len(pods))
-		r.Recorder.Eventf(pclq, nil, corev1.EventTypeNormal, EventReasonStartupGatesOpened, "OpenStartupGates",
-			"Opened the startup gate of %d pod(s): the cliques this clique starts after are Ready or done, and no pod of the replica runs an earlier attempt", opened)
-	}
-	if err != nil {
-		return opened, fmt.Errorf("opening startup gates of PodClique %s/%s: %w", pclq.Namespace, pclq.Name, err)
-	}
-	return opened, nil
-}
-
-// siblingsOf maps a PodClique to the other PodCliques of its replica and
-// attempt, whose start order may depend on it.
-func (r *Reconciler) siblingsOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	l := obj.GetLabels()
-	if l[labels.PartOfKey] == "" || l[labels.ReplicaKey] == "" {
-		return nil
-	}
-	var list copsev1alpha1.PodCliqueList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{
-		labels.PartOfKey: l[labels.PartOfKey], labels.ReplicaKey: l[labels.ReplicaKey], labels.AttemptKey: l[labels.AttemptKey],
-	}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the sibling PodCliques of a PodClique", "podClique", client.ObjectKeyFromObject(obj))
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Name != obj.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
 }
 
 // startOrderSignalChanged passes PodClique status updates that can move a
