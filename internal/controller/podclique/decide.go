@@ -79,32 +79,36 @@ func planPass(pclq *copsev1alpha1.PodClique, o *observation, cfg passConfig) pas
 
 	deletions := slices.Concat(pods.delete, deletionsOf(o.discard, causeNotAdoptable))
 	rest := max(budget-len(deletions)-len(pods.create), children.MaxInFlight)
-	skip := map[types.UID]bool{}
+
+	// Each pod is written at most once a pass: the writes of one burst run
+	// at once, so a second write to a pod would race the first (an
+	// adopted pod's gate opens in the pass its adoption wakes).
+	planned := map[types.UID]bool{}
+	add := func(w children.PodWrite) {
+		if !planned[w.Pod.UID] {
+			planned[w.Pod.UID] = true
+			plan.Pods = append(plan.Pods, w)
+		}
+	}
+	for _, p := range o.adopt {
+		add(children.PodWrite{Op: children.PodAdopt, Step: stepAdopt, Pod: p, Owner: &o.owner})
+	}
 	for _, d := range deletions {
-		skip[d.pod.UID] = true
+		add(children.PodWrite{Op: children.PodDelete, Step: stepDelete, Pod: d.pod, Release: true})
 	}
 	in := releaseInputOf(written, o.workload)
 	in.namespaceGoing = o.namespaceGoing
-	releases := releasesOf(in, o.workload.known, o.owned, o.strays, skip, rest)
+	releases := releasesOf(in, o.workload.known, o.owned, o.strays, planned, rest)
 	var gates gateOpening
 	if !o.creation.going {
 		gates = gatesToOpen(o.startOrder, o.owned, rest)
 	}
 	plan.cutShort = pods.truncated || releases.truncated || gates.truncated
-
-	for _, p := range o.adopt {
-		plan.Pods = append(plan.Pods, children.PodWrite{Op: children.PodAdopt, Step: stepAdopt, Pod: p, Owner: &o.owner})
-	}
-	for _, d := range deletions {
-		plan.Pods = append(plan.Pods, children.PodWrite{Op: children.PodDelete, Step: stepDelete, Pod: d.pod, Release: true})
-	}
 	for _, p := range releases.pods {
-		if p.HasOutcomeFinalizer {
-			plan.Pods = append(plan.Pods, children.PodWrite{Op: children.PodRelease, Step: stepRelease, Pod: p})
-		}
+		add(children.PodWrite{Op: children.PodRelease, Step: stepRelease, Pod: p})
 	}
 	for _, p := range gates.pods {
-		plan.Pods = append(plan.Pods, children.PodWrite{Op: children.PodOpenGate, Step: stepOpenGates, Pod: p})
+		add(children.PodWrite{Op: children.PodOpenGate, Step: stepOpenGates, Pod: p})
 	}
 	creates, holdReason, buildErr := buildCreations(written, o, cfg.decorators, pods.create, creation)
 	if buildErr != nil {

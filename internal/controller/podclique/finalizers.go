@@ -88,8 +88,8 @@ type releaseDecision struct {
 
 // releasesOf are the pods whose outcome finalizer goes this pass: those
 // whose outcome the written status records, or that are not to be accounted
-// for (outcomeReleasable), and the strays. Pods deleted this pass are
-// released with their deletion (skip). Without the PodCliqueSet the records
+// for (outcomeReleasable), and the strays; not those the pass writes
+// otherwise (skip: a pod deleted is released with its deletion). Without the PodCliqueSet the records
 // cannot be trusted to be complete: only pods that are plainly not this
 // clique's go. At most budget are released.
 func releasesOf(in releaseInput, known bool, owned, strays []podstate.Summary, skip map[types.UID]bool, budget int) releaseDecision {
