@@ -5,20 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/expectations"
-	"github.com/copse-dev/copse/internal/labels"
 )
 
 // ObjectsStep is the Step of the object writes whose set names none.
@@ -48,18 +40,7 @@ func (w Writer) Execute(ctx context.Context, plan PassPlan) Outcome {
 	}
 
 	budget := NewBudget(w.budget()).OnCut(w.OnCut)
-	for _, d := range plan.Deletes {
-		if _, err := w.Delete(ctx, d.Kind, d.Objects, budget); err != nil {
-			out.note(d.Step, err)
-		}
-	}
-	objects := PlanWrites(written.GetUID(), plan.Objects, budget.Remaining())
-	budget.spend(len(objects.Writes), objects.CutShort)
-	for _, write := range objects.Writes {
-		if err := w.apply(ctx, written, write); err != nil {
-			out.note(stepOr(write.Step), err)
-		}
-	}
+	w.writeObjects(ctx, written, plan, budget, &out)
 	w.writePods(ctx, written, plan, budget, &out)
 	out.CutShort = budget.Exhausted()
 
@@ -85,106 +66,6 @@ func (w Writer) record(owner client.Object, events []Event) {
 	for _, e := range events {
 		w.Recorder.Eventf(owner, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
-}
-
-// writePods starts the plan's pod writes, as many as the budget leaves, in
-// one slow-starting burst.
-func (w Writer) writePods(ctx context.Context, owner client.Object, plan PassPlan, budget *Budget, out *Outcome) {
-	pods := Cut(budget, plan.Pods)
-	out.PodDone = make([]bool, len(plan.Pods))
-	out.PodErrors = make([]error, len(plan.Pods))
-	var stopBy time.Time
-	if plan.PodTimeBound {
-		stopBy = time.Now().Add(PassTime) // wall time: it bounds work, not a decision
-	}
-	start := plan.PodStartWindow
-	if start <= 0 {
-		start = MaxInFlight
-	}
-	done, _ := InSlowStart(ctx, len(pods), start, MaxInFlight, stopBy, func(ctx context.Context, i int) error {
-		err := w.writePod(ctx, owner, pods[i])
-		out.PodErrors[i] = err // each index is written by one call only
-		out.PodDone[i] = err == nil
-		return err
-	})
-	for i, err := range out.PodErrors {
-		if err != nil {
-			out.note(stepOr(plan.Pods[i].Step), err)
-		}
-	}
-	failed := 0
-	for _, err := range out.PodErrors {
-		if err != nil {
-			failed++
-		}
-	}
-	out.PodsLeft = len(plan.Pods) - done - failed
-}
-
-// writePod makes one pod write.
-func (w Writer) writePod(ctx context.Context, owner client.Object, p PodWrite) error {
-	ns := owner.GetNamespace()
-	switch p.Op {
-	case PodDelete:
-		var err error
-		if p.Release {
-			err = DeletePodAndRelease(ctx, w.Client, ns, p.Pod)
-		} else {
-			err = DeletePod(ctx, w.Client, ns, p.Pod)
-		}
-		if err == nil {
-			w.expectDeletion(owner, p)
-		}
-		return err
-	case PodDeleteNow:
-		return DeletePodFromLostNode(ctx, w.Client, ns, p.Pod)
-	case PodRelease:
-		return ReleasePodOutcome(ctx, w.Client, ns, p.Pod)
-	case PodMove:
-		drop := make(map[types.UID]bool, len(p.DropOwners))
-		for _, uid := range p.DropOwners {
-			drop[uid] = true
-		}
-		return MutatePod(ctx, w.Client, ns, p.Pod, func(pod *corev1.Pod) {
-			pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return drop[ref.UID] })
-			if pod.Labels == nil {
-				pod.Labels = map[string]string{}
-			}
-			pod.Labels[labels.AttemptKey] = strconv.Itoa(p.Attempt)
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[labels.StartupGateAnnotation] = labels.StartupGateClosed
-		})
-	case PodAdopt:
-		return MutatePod(ctx, w.Client, ns, p.Pod, func(pod *corev1.Pod) {
-			pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool {
-				return ref.Controller != nil && *ref.Controller
-			})
-			pod.OwnerReferences = append(pod.OwnerReferences, *p.Owner)
-			controllerutil.AddFinalizer(pod, copsev1alpha1.OutcomeFinalizer)
-		})
-	case PodOpenGate:
-		return OpenStartupGate(ctx, w.Client, ns, p.Pod)
-	case PodCreate:
-		pod := p.New.DeepCopy()
-		if err := w.Client.Create(ctx, pod); err != nil {
-			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
-		}
-		if w.Expectations != nil {
-			w.Expectations.ExpectCreations(expectations.Key(owner.GetNamespace(), owner.GetName()), pod)
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown pod write %q", p.Op)
-}
-
-func (w Writer) expectDeletion(owner client.Object, p PodWrite) {
-	if w.Expectations == nil {
-		return
-	}
-	w.Expectations.ExpectDeletions(expectations.Key(owner.GetNamespace(), owner.GetName()),
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: p.Pod.Name, UID: p.Pod.UID}})
 }
 
 // writeStatus writes desired's status when it differs from observed's, with
@@ -221,13 +102,6 @@ const DefaultBudget = 1000
 
 func (o *Outcome) note(step string, err error) {
 	o.Errors[step] = append(o.Errors[step], err)
-}
-
-func stepOr(step string) string {
-	if step == "" {
-		return ObjectsStep
-	}
-	return step
 }
 
 // joinSteps joins errors by step, each wrapped with its step's name, in a

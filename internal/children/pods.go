@@ -6,14 +6,19 @@ package children
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 )
@@ -106,4 +111,104 @@ func OpenStartupGate(ctx context.Context, c client.Client, namespace string, pod
 		return fmt.Errorf("opening the startup gate of pod %s/%s: %w", namespace, pod.Name, err)
 	}
 	return nil
+}
+
+// writePods starts the plan's pod writes, as many as the budget leaves, in
+// one slow-starting burst, then records the creations and deletions that
+// went through as expectations of the owner (the cache shows them later).
+func (w Writer) writePods(ctx context.Context, owner client.Object, plan PassPlan, budget *Budget, out *Outcome) {
+	pods := Cut(budget, plan.Pods)
+	out.PodDone = make([]bool, len(plan.Pods))
+	out.PodErrors = make([]error, len(plan.Pods))
+	made := make([]*corev1.Pod, len(plan.Pods))
+	var stopBy time.Time
+	if plan.PodTimeBound {
+		stopBy = time.Now().Add(PassTime) // wall time: it bounds work, not a decision
+	}
+	start := plan.PodStartWindow
+	if start <= 0 {
+		start = MaxInFlight
+	}
+	done, _ := InSlowStart(ctx, len(pods), start, MaxInFlight, stopBy, func(ctx context.Context, i int) error {
+		// each index is written by one call only
+		made[i], out.PodErrors[i] = w.writePod(ctx, owner.GetNamespace(), pods[i])
+		out.PodDone[i] = out.PodErrors[i] == nil
+		return out.PodErrors[i]
+	})
+	failed := 0
+	for i, err := range out.PodErrors {
+		if err != nil {
+			out.note(stepOr(plan.Pods[i].Step), err)
+			failed++
+		}
+	}
+	out.PodsLeft = len(plan.Pods) - done - failed
+	w.expect(owner, plan.Pods, made, out.PodDone)
+}
+
+// writePod makes one pod write; a creation returns the pod as created.
+func (w Writer) writePod(ctx context.Context, ns string, p PodWrite) (*corev1.Pod, error) {
+	switch p.Op {
+	case PodDelete:
+		if p.Release {
+			return nil, DeletePodAndRelease(ctx, w.Client, ns, p.Pod)
+		}
+		return nil, DeletePod(ctx, w.Client, ns, p.Pod)
+	case PodDeleteNow:
+		return nil, DeletePodFromLostNode(ctx, w.Client, ns, p.Pod)
+	case PodRelease:
+		return nil, ReleasePodOutcome(ctx, w.Client, ns, p.Pod)
+	case PodMove:
+		drop := make(map[types.UID]bool, len(p.DropOwners))
+		for _, uid := range p.DropOwners {
+			drop[uid] = true
+		}
+		return nil, MutatePod(ctx, w.Client, ns, p.Pod, func(pod *corev1.Pod) {
+			pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool { return drop[ref.UID] })
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[labels.AttemptKey] = strconv.Itoa(p.Attempt)
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[labels.StartupGateAnnotation] = labels.StartupGateClosed
+		})
+	case PodAdopt:
+		return nil, MutatePod(ctx, w.Client, ns, p.Pod, func(pod *corev1.Pod) {
+			pod.OwnerReferences = slices.DeleteFunc(pod.OwnerReferences, func(ref metav1.OwnerReference) bool {
+				return ref.Controller != nil && *ref.Controller
+			})
+			pod.OwnerReferences = append(pod.OwnerReferences, *p.Owner)
+			controllerutil.AddFinalizer(pod, copsev1alpha1.OutcomeFinalizer)
+		})
+	case PodOpenGate:
+		return nil, OpenStartupGate(ctx, w.Client, ns, p.Pod)
+	case PodCreate:
+		pod := p.New.DeepCopy()
+		if err := w.Client.Create(ctx, pod); err != nil {
+			return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		}
+		return pod, nil
+	}
+	return nil, fmt.Errorf("unknown pod write %q", p.Op)
+}
+
+// expect records the pods created and deleted (with their grace period)
+// as the owner's expectations, in one call.
+func (w Writer) expect(owner client.Object, writes []PodWrite, made []*corev1.Pod, done []bool) {
+	if w.Expectations == nil {
+		return
+	}
+	var created, deleted []metav1.Object
+	for i, p := range writes {
+		switch {
+		case !done[i]:
+		case p.Op == PodCreate:
+			created = append(created, made[i])
+		case p.Op == PodDelete:
+			deleted = append(deleted, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: p.Pod.Name, UID: p.Pod.UID}})
+		}
+	}
+	w.Expectations.Expect(expectations.Key(owner.GetNamespace(), owner.GetName()), created, deleted)
 }

@@ -70,6 +70,24 @@ func (w Writer) Delete(ctx context.Context, kind string, objs []client.Object, b
 	return deleted, errors.Join(errs...)
 }
 
+// writeObjects makes a plan's object writes within the budget: the
+// deletions a durable decision names, then the sets' creates, updates and
+// deletes (PlanWrites); failures are noted under their step.
+func (w Writer) writeObjects(ctx context.Context, owner client.Object, plan PassPlan, budget *Budget, out *Outcome) {
+	for _, d := range plan.Deletes {
+		if _, err := w.Delete(ctx, d.Kind, d.Objects, budget); err != nil {
+			out.note(d.Step, err)
+		}
+	}
+	objects := PlanWrites(owner.GetUID(), plan.Objects, budget.Remaining())
+	budget.spend(len(objects.Writes), objects.CutShort)
+	for _, write := range objects.Writes {
+		if err := w.apply(ctx, owner, write); err != nil {
+			out.note(stepOr(write.Step), err)
+		}
+	}
+}
+
 func (w Writer) apply(ctx context.Context, owner client.Object, write Write) error {
 	obj := write.Object
 	switch write.Op {
@@ -103,4 +121,13 @@ func (w Writer) delete(ctx context.Context, kind string, obj client.Object) erro
 		return fmt.Errorf("delete %s %s: %w", kind, obj.GetName(), err)
 	}
 	return nil
+}
+
+// stepOr is the step a write's failure is noted under: its own, or
+// ObjectsStep for a write that names none.
+func stepOr(step string) string {
+	if step == "" {
+		return ObjectsStep
+	}
+	return step
 }

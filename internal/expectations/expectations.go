@@ -132,6 +132,17 @@ func Key(namespace, name string) string {
 	return namespace + "/" + name
 }
 
+// Expect records, in one call, the objects the controller just created and
+// those it just deleted (ExpectCreations, ExpectDeletions).
+func (s *Store) Expect(key string, created, deleted []metav1.Object) {
+	if len(created) > 0 {
+		s.ExpectCreations(key, created...)
+	}
+	if len(deleted) > 0 {
+		s.ExpectDeletions(key, deleted...)
+	}
+}
+
 // ExpectCreations records objects the controller just created. Call it after
 // each successful Create, with the object the API server returned (it carries
 // the UID).

@@ -203,27 +203,6 @@ func succeededCondition(completion lifecycle.Completion, replicas int, now metav
 	}
 }
 
-// refusalCondition is the PodCreationRefused condition after a creation
-// attempt: True quoting the API server's refusal (message), False once pods
-// are created again after a refusal. nil means no change: no refusal now and
-// none reported before, or the same refusal as reported.
-func refusalCondition(previous *metav1.Condition, message *string, now metav1.Time) *metav1.Condition {
-	cond := metav1.Condition{Type: copsev1alpha1.ConditionTypePodCreationRefused, LastTransitionTime: now}
-	switch {
-	case message != nil:
-		cond.Status, cond.Reason = metav1.ConditionTrue, copsev1alpha1.ReasonCreationRefused
-		cond.Message = "The API server refuses to create this clique's pods: " + *message
-	case previous == nil || previous.Status == metav1.ConditionFalse:
-		return nil
-	default:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, copsev1alpha1.ReasonCreationAccepted, "Pods are being created again"
-	}
-	if previous != nil && previous.Status == cond.Status && previous.Message == cond.Message {
-		return nil
-	}
-	return &cond
-}
-
 // wasAvailable reports whether the clique has been available once: its
 // MinAvailableBreached condition has left Unknown. Its gang has then been
 // placed.

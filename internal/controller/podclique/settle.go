@@ -9,6 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,6 +109,50 @@ func settleWrites(o *observation, pods []children.PodWrite, deletions []podDelet
 		settled.Status = status
 		return settled, events
 	}
+}
+
+// statusAfterAttempt is the status after a creation attempt: a refusal
+// (refusal is the API server's message) sets PodCreationRefused, quoting it
+// (refusalCondition), and lastPodCreationRefusalTime; a creation that went
+// through after refusals turns the condition False and clears the time.
+// PodCreationBlocked follows the new record (decideCreation). changed is
+// false when the attempt changes nothing, e.g. a creation with no refusal
+// before.
+func statusAfterAttempt(pclq *copsev1alpha1.PodClique, state creationState, refusal *string, now time.Time) (status copsev1alpha1.PodCliqueStatus, changed bool) {
+	status = *pclq.Status.DeepCopy()
+	previous := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)
+	if cond := refusalCondition(previous, refusal, metav1.NewTime(now)); cond != nil {
+		cond.ObservedGeneration = pclq.Generation
+		meta.SetStatusCondition(&status.Conditions, *cond)
+	}
+	status.LastPodCreationRefusalTime = nil
+	if refusal != nil {
+		status.LastPodCreationRefusalTime = &metav1.MicroTime{Time: now}
+	}
+	state.refusal, state.now = refusalRecordOf(&status), now
+	setCondition(&status, pclq.Generation, creationBlockedCondition(decideCreation(state)), metav1.NewTime(now))
+	return status, !equality.Semantic.DeepEqual(status, pclq.Status)
+}
+
+// refusalCondition is the PodCreationRefused condition after a creation
+// attempt: True quoting the API server's refusal (message), False once pods
+// are created again after a refusal. nil means no change: no refusal now and
+// none reported before, or the same refusal as reported.
+func refusalCondition(previous *metav1.Condition, message *string, now metav1.Time) *metav1.Condition {
+	cond := metav1.Condition{Type: copsev1alpha1.ConditionTypePodCreationRefused, LastTransitionTime: now}
+	switch {
+	case message != nil:
+		cond.Status, cond.Reason = metav1.ConditionTrue, copsev1alpha1.ReasonCreationRefused
+		cond.Message = "The API server refuses to create this clique's pods: " + *message
+	case previous == nil || previous.Status == metav1.ConditionFalse:
+		return nil
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, copsev1alpha1.ReasonCreationAccepted, "Pods are being created again"
+	}
+	if previous != nil && previous.Status == cond.Status && previous.Message == cond.Message {
+		return nil
+	}
+	return &cond
 }
 
 // resultOf is what a pass returns after its writes: a status decided on a

@@ -3,10 +3,8 @@ package podclique
 import (
 	"maps"
 	"slices"
-	"time"
 
 	groveconstants "github.com/ai-dynamo/grove/operator/api/common/constants"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -129,29 +127,6 @@ func setCondition(status *copsev1alpha1.PodCliqueStatus, generation int64, cond 
 	cond.ObservedGeneration = generation
 	cond.LastTransitionTime = now
 	meta.SetStatusCondition(&status.Conditions, cond)
-}
-
-// statusAfterAttempt is the status after a creation attempt: a refusal
-// (refusal is the API server's message) sets PodCreationRefused, quoting it
-// (refusalCondition), and lastPodCreationRefusalTime; a creation that went
-// through after refusals turns the condition False and clears the time.
-// PodCreationBlocked follows the new record (decideCreation). changed is
-// false when the attempt changes nothing, e.g. a creation with no refusal
-// before.
-func statusAfterAttempt(pclq *copsev1alpha1.PodClique, state creationState, refusal *string, now time.Time) (status copsev1alpha1.PodCliqueStatus, changed bool) {
-	status = *pclq.Status.DeepCopy()
-	previous := meta.FindStatusCondition(pclq.Status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)
-	if cond := refusalCondition(previous, refusal, metav1.NewTime(now)); cond != nil {
-		cond.ObservedGeneration = pclq.Generation
-		meta.SetStatusCondition(&status.Conditions, *cond)
-	}
-	status.LastPodCreationRefusalTime = nil
-	if refusal != nil {
-		status.LastPodCreationRefusalTime = &metav1.MicroTime{Time: now}
-	}
-	state.refusal, state.now = refusalRecordOf(&status), now
-	setCondition(&status, pclq.Generation, creationBlockedCondition(decideCreation(state)), metav1.NewTime(now))
-	return status, !equality.Semantic.DeepEqual(status, pclq.Status)
 }
 
 // union is the UIDs in a or b.
