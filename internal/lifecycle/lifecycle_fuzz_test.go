@@ -239,6 +239,9 @@ func FuzzMayCreatePods(f *testing.F) {
 		if s.Recreating != wantRecreating {
 			t.Fatalf("Recreating = %v for replica %d of %+v", s.Recreating, replica, pcs.Status.ReplicaRecreations)
 		}
+		if got, want := RecordsOf(pcs).Attempt(replica), CurrentAttempt(pcs, replica); got != want {
+			t.Fatalf("the records' current attempt of replica %d is %d, the status says %d", replica, got, want)
+		}
 		if !unique {
 			return
 		}

@@ -132,25 +132,7 @@ func MayCreatePodCliques(s ReplicaState) Reason {
 // when not found). attempt is the run the asking object belongs to (its
 // copse.dev/attempt label); -1 when the asker is the PodCliqueSet itself.
 func ReplicaStateOf(pcs *copsev1alpha1.PodCliqueSet, replica int, attempt int) ReplicaState {
-	if pcs == nil {
-		return ReplicaState{}
-	}
-	s := ReplicaState{Known: true, Deleting: !pcs.DeletionTimestamp.IsZero(), Ended: WorkloadEnded(pcs), Suspended: pcs.IsSuspended(),
-		AwaitingAdmission: awaitingAdmission(pcs), Succeeded: SucceededReplicas(pcs).Has(replica), RunCreated: CreatedReplicas(pcs).Has(replica)}
-	for _, rec := range pcs.Status.ReplicaRecreations {
-		if int(rec.ReplicaIndex) != replica {
-			continue
-		}
-		if rec.CompletedAt == nil {
-			s.Recreating = true
-		}
-		if attempt >= 0 && attempt < int(rec.Attempt) {
-			s.Superseded = true
-		}
-		s.InPlace = rec.InPlace
-		s.Barrier = rec.InPlace && rec.BarrierLiftedAt == nil
-	}
-	return s
+	return RecordsOf(pcs).Replica(replica, attempt)
 }
 
 // awaitingAdmission reports whether the PodCliqueSet is suspended while it

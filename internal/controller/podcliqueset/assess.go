@@ -124,7 +124,7 @@ func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, group
 	training := pcs.IsTraining()
 	cliques := obs.replica(r).podCliques
 	if training {
-		cliques = obs.replica(r).run(int(lifecycle.CurrentAttempt(pcs, r))).podCliques
+		cliques = obs.replica(r).run(int(obs.records.Attempt(r))).podCliques
 	}
 	for _, pclq := range cliques {
 		m := member{name: pclq.Name, template: pclq.Labels[labels.CliqueTemplateKey], conditions: pclq.Status.Conditions,

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // barrierDecision is what this pass decides about restarts in place whose
@@ -19,7 +18,7 @@ type barrierDecision struct {
 // decideBarriers is overdueBarriers for pcs in this pass: nothing for an
 // ended workload, and no replica that is decided otherwise this pass.
 func decideBarriers(pcs *copsev1alpha1.PodCliqueSet, d passDecision, placement placementDecision, timeout time.Duration, now time.Time) barrierDecision {
-	if timeout <= 0 || lifecycle.WorkloadEnded(pcs) || d.failReason != "" {
+	if timeout <= 0 || d.ended || d.failReason != "" {
 		return barrierDecision{}
 	}
 	skip := map[int]bool{}

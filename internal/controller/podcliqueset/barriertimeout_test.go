@@ -67,8 +67,7 @@ func TestDecideBarriersLeavesEndedWorkloadsAndOtherDecisions(t *testing.T) {
 	if got := decideBarriers(pcs, passDecision{}, placementDecision{}, 0, now); len(got.recreate) != 0 {
 		t.Errorf("with no timeout: recreate %v, want none", got.recreate)
 	}
-	pcs.Status.Phase = copsev1alpha1.PodCliqueSetPhaseFailed
-	if got := decideBarriers(pcs, passDecision{}, placementDecision{}, 5*time.Minute, now); len(got.recreate) != 0 {
+	if got := decideBarriers(pcs, passDecision{ended: true}, placementDecision{}, 5*time.Minute, now); len(got.recreate) != 0 {
 		t.Errorf("ended workload: recreate %v, want none", got.recreate)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // ones of a row with a Refresh are brought to the template (never a Training
 // workload's). Replicas at or beyond spec.replicas lose all their objects.
 // Objects a scaling group controls are left to it.
-func convergeSets(pcs *copsev1alpha1.PodCliqueSet, obs *observed, rows []blueprint.ReplicaResource) []children.Set {
+func convergeSets(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, obs *observed, rows []blueprint.ReplicaResource) []children.Set {
 	groupReplicas := obs.groupReplicas()
 	pass := children.Pass[blueprint.ReplicaInputs]{
 		Rows:     rows,
@@ -25,12 +25,12 @@ func convergeSets(pcs *copsev1alpha1.PodCliqueSet, obs *observed, rows []bluepri
 			in := blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: replica, GroupReplicas: groupReplicas,
 				Packing: obs.packing, ClaimTemplates: obs.claimTemplates}
 			if replica != children.NoReplica {
-				in.Attempt = lifecycle.CurrentAttempt(pcs, replica)
+				in.Attempt = rec.Attempt(replica)
 			}
 			return in
 		},
 		MayCreate: func(replica int) bool {
-			return lifecycle.MayCreatePods(lifecycle.ReplicaStateOf(pcs, replica, -1)) == ""
+			return lifecycle.MayCreatePods(rec.Replica(replica, -1)) == ""
 		},
 		Frozen: pcs.IsTraining(),
 	}

@@ -373,6 +373,9 @@ func computePhase(in phaseInputs) copsev1alpha1.PodCliqueSetPhase {
 
 // passDecision is what one pass decided, for either workload type.
 type passDecision struct {
+	// ended: the workload had ended when the pass read it (the records
+	// decide was given); no placement or barrier decision is made then.
+	ended    bool
 	recreate []int
 	reason   copsev1alpha1.RecreationReason
 	// recreateUncounted are Training restarts that spend no unit of
@@ -396,10 +399,10 @@ type passDecision struct {
 // is not gang-terminated. A suspended workload that has not ended takes no other decision than its
 // suspensions: no gang termination, restart or failure, and no restart is
 // consumed.
-func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inProgress, currentRun map[int]bool, startTime *time.Time, now time.Time) passDecision {
-	if pcs.IsSuspended() && !lifecycle.WorkloadEnded(pcs) {
+func decide(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, replicas []replicaAssessment, inProgress, currentRun map[int]bool, startTime *time.Time, now time.Time) passDecision {
+	if rec.Suspended && !rec.Ended {
 		return passDecision{recreate: decideSuspensions(replicas, inProgress, currentRun), reason: copsev1alpha1.RecreationReasonSuspension,
-			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1}
+			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1, ended: rec.Ended}
 	}
 	if !pcs.IsTraining() {
 		// The replica a rolling update is replacing is below minAvailable
@@ -413,7 +416,7 @@ func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inPro
 		}
 		g := decideGangTerminations(replicas, exempt, pcs.TerminationDelay(), now)
 		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
-			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1, requeueAfter: g.requeueAfter}
+			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1, requeueAfter: g.requeueAfter, ended: rec.Ended}
 	}
 	t := decideTraining(trainingInputs{
 		replicas:             replicas,
@@ -432,7 +435,7 @@ func decide(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, inPro
 	})
 	return passDecision{recreate: t.restart, reason: copsev1alpha1.RecreationReasonTrainingRestart, recreateUncounted: t.restartUncounted,
 		restartCount: t.restartCount, uncountedRestarts: t.uncountedRestarts, verdicts: t.verdicts, failReason: t.failReason, failMessage: t.failMessage,
-		causeReplica: t.causeReplica, requeueAfter: t.requeueAfter}
+		causeReplica: t.causeReplica, requeueAfter: t.requeueAfter, ended: rec.Ended}
 }
 
 // startTimeInputs is what status.startTime depends on.

@@ -1,6 +1,7 @@
 package podcliqueset
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -66,16 +67,13 @@ func missingRunMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, replica i
 // was whole (status.createdReplicaIndexes) and may have lost a member since:
 // not being recreated, not succeeded, not suspended, the workload not
 // ended. Others get no decision that a deletion could change.
-func replicasToCheckForDeletions(pcs *copsev1alpha1.PodCliqueSet) []int {
-	if !pcs.IsTraining() || pcs.IsSuspended() || lifecycle.WorkloadEnded(pcs) {
+func replicasToCheckForDeletions(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records) []int {
+	if !rec.Training || rec.Suspended || rec.Ended {
 		return nil
 	}
-	created := lifecycle.CreatedReplicas(pcs)
-	succeeded := lifecycle.SucceededReplicas(pcs)
 	var out []int
 	for r := range int(pcs.Spec.Replicas) {
-		state := lifecycle.ReplicaStateOf(pcs, r, -1)
-		if created.Has(r) && !succeeded.Has(r) && !state.Recreating {
+		if state := rec.Replica(r, -1); state.RunCreated && !state.Succeeded && !state.Recreating {
 			out = append(out, r)
 		}
 	}
@@ -85,8 +83,9 @@ func replicasToCheckForDeletions(pcs *copsev1alpha1.PodCliqueSet) []int {
 // createdReplicas is status.createdReplicaIndexes after this pass: the
 // recorded replicas, less those a recreation is under way for (their new
 // run is not whole yet), plus those whose current run is whole now.
-func createdReplicas(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAssessment, recreating map[int]bool) indexset.Set {
-	out := lifecycle.CreatedReplicas(pcs)
+func createdReplicas(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, replicas []replicaAssessment, recreating map[int]bool) indexset.Set {
+	out := indexset.Set{}
+	maps.Copy(out, rec.Created)
 	for _, a := range replicas {
 		switch {
 		case recreating[a.index]:

@@ -12,6 +12,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // groupedTraining is a Training PodCliqueSet "job" of 2 replicas: a
@@ -104,7 +105,7 @@ func TestReplicasToCheckForDeletions(t *testing.T) {
 			if tt.change != nil {
 				tt.change(pcs)
 			}
-			if got := replicasToCheckForDeletions(pcs); !slices.Equal(got, tt.want) {
+			if got := replicasToCheckForDeletions(pcs, lifecycle.RecordsOf(pcs)); !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -118,7 +119,7 @@ func TestCreatedReplicas(t *testing.T) {
 	replicas := []replicaAssessment{{index: 0}, {index: 1}, {index: 2, complete: true}}
 	// Replica 0 lost a member (incomplete, still recorded); replica 1 is
 	// being recreated; replica 2's run just became whole.
-	got := createdReplicas(pcs, replicas, map[int]bool{1: true}).String()
+	got := createdReplicas(pcs, lifecycle.RecordsOf(pcs), replicas, map[int]bool{1: true}).String()
 	if got != "0,2" {
 		t.Errorf("got %q, want \"0,2\"", got)
 	}

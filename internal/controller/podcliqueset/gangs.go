@@ -14,7 +14,6 @@ import (
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/naming"
 )
 
@@ -70,7 +69,7 @@ func gangFactsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, gangKind string
 		if inProgress[replica] {
 			continue
 		}
-		attempt := int(lifecycle.CurrentAttempt(pcs, replica))
+		attempt := int(obs.records.Attempt(replica))
 		for _, obj := range obs.replica(replica).byKind[gangKind] {
 			pg, ok := obj.(*schedulingv1beta1.PodGroup)
 			if !ok || pg.Spec.SchedulingPolicy.Gang == nil || !pg.DeletionTimestamp.IsZero() {
@@ -244,7 +243,7 @@ func decideIncompletePlacements(gangs []gangFacts, skip map[int]bool, timeout ti
 // replacing.
 func decidePlacement(pcs *copsev1alpha1.PodCliqueSet, gangs []gangFacts, replicas []replicaAssessment, inProgress map[int]bool,
 	d passDecision, timeout time.Duration, now time.Time) placementDecision {
-	if timeout <= 0 || lifecycle.WorkloadEnded(pcs) || d.failReason != "" {
+	if timeout <= 0 || d.ended || d.failReason != "" {
 		return placementDecision{}
 	}
 	skip := maps.Clone(inProgress)

@@ -17,6 +17,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/scheduler"
 	"github.com/copse-dev/copse/internal/topology"
@@ -105,8 +106,9 @@ func TestGangFactsOf(t *testing.T) {
 		resumed.Status.ReplicaRecreations = []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 0, Attempt: 1,
 			Reason: copsev1alpha1.RecreationReasonSuspension, CompletedAt: ptr.To(metav1.NewTime(t0.Add(-2 * time.Minute)))}}
 		pending := func() (*copsev1alpha1.PodClique, []podstate.Summary) { return gangClique("job-0-worker", 1, 3, nil, 0) }
-		got := gangFactsOf(resumed, gangObserved([]*schedulingv1beta1.PodGroup{podGroup("job-0", 0, 0, 4, scheduled)}, pending),
-			scheduler.PodGroupKind, nil)
+		obs := gangObserved([]*schedulingv1beta1.PodGroup{podGroup("job-0", 0, 0, 4, scheduled)}, pending)
+		obs.records = lifecycle.RecordsOf(resumed)
+		got := gangFactsOf(resumed, obs, scheduler.PodGroupKind, nil)
 		if len(got) != 1 || got[0].verdict != nil || got[0].isPlaced() {
 			t.Errorf("got %+v; want the stale verdict dropped and the gang not placed", got)
 		}

@@ -59,6 +59,9 @@ type observed struct {
 	// admission is a queued PodCliqueSet's Admitted condition
 	// (observeAdmission).
 	admission admission
+	// records are the PodCliqueSet's records as read (lifecycle.RecordsOf):
+	// ended, suspended, each replica's attempt, parsed once for the pass.
+	records lifecycle.Records
 }
 
 // facts are everything one pass decides on: the PodCliqueSet as read, what
@@ -80,6 +83,7 @@ func (r *Reconciler) observe(ctx context.Context, pcs *copsev1alpha1.PodCliqueSe
 	if err != nil {
 		return facts{}, fmt.Errorf("observe children: %w", err)
 	}
+	obs.records = lifecycle.RecordsOf(pcs)
 	if err := r.observeDeletedMembers(ctx, pcs, obs, now); err != nil {
 		return facts{}, fmt.Errorf("check the runs for members deleted from outside: %w", err)
 	}
@@ -288,13 +292,13 @@ func (o *observed) uids() map[types.UID]bool {
 // currentRuns holds the replicas that still have objects of their current
 // run that a suspension deletes (rows, a kind that makes pods) or pods of
 // it.
-func (o *observed) currentRuns(pcs *copsev1alpha1.PodCliqueSet, rows []blueprint.ReplicaResource) map[int]bool {
+func (o *observed) currentRuns(rows []blueprint.ReplicaResource) map[int]bool {
 	out := map[int]bool{}
 	for replica, entry := range o.replicas {
 		if replica == children.NoReplica {
 			continue
 		}
-		run := entry.run(int(lifecycle.CurrentAttempt(pcs, replica)))
+		run := entry.run(int(o.records.Attempt(replica)))
 		if len(run.pods) > 0 {
 			out[replica] = true
 		}

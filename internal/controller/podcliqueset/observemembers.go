@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // observeDeletedMembers finds the members of whole Training runs that were
@@ -18,8 +17,8 @@ import (
 // read from the API server: it counts as deleted only when the server has
 // no live one of the current run either.
 func (r *Reconciler) observeDeletedMembers(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, now time.Time) error {
-	for _, replica := range replicasToCheckForDeletions(pcs) {
-		attempt := lifecycle.CurrentAttempt(pcs, replica)
+	for _, replica := range replicasToCheckForDeletions(pcs, obs.records) {
+		attempt := obs.records.Attempt(replica)
 		var gone []string
 		for _, name := range missingRunMembers(pcs, obs, replica, attempt) {
 			deleted, err := r.deletedOnServer(ctx, pcs, name, attempt)

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // observeLostNodes finds the nodes of the pods a restart in place may keep,
@@ -21,7 +20,7 @@ import (
 // node goes later is deleted by the pod garbage collector, a failure of the
 // new attempt.
 func (r *Reconciler) observeLostNodes(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed) error {
-	if !pcs.IsTraining() || !pcs.RestartsInPlace() || lifecycle.WorkloadEnded(pcs) {
+	if !obs.records.Training || !pcs.RestartsInPlace() || obs.records.Ended {
 		return nil
 	}
 	for _, p := range obs.pods {

@@ -9,6 +9,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/metrics"
 	"github.com/copse-dev/copse/internal/requeue"
 )
@@ -47,7 +48,7 @@ func planPass(f facts, cfg passConfig) passPlan {
 	replicas := assessReplicas(pcs, obs)
 	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
 	startTime := startTimeCandidate(pcs, replicas, now)
-	d := decide(pcs, replicas, progress.inProgress, obs.currentRuns(pcs, cfg.rows), startTime, now)
+	d := decide(pcs, obs.records, replicas, progress.inProgress, obs.currentRuns(cfg.rows), startTime, now)
 	gangs := gangFactsOf(pcs, obs, cfg.gangKind, progress.inProgress)
 	placement := decidePlacement(pcs, gangs, replicas, progress.inProgress, d, cfg.incompleteGangTimeout, now)
 	barriers := decideBarriers(pcs, d, placement, cfg.inPlaceRestartTimeout, now)
@@ -67,12 +68,13 @@ func planPass(f facts, cfg passConfig) passPlan {
 		admission: obs.admission,
 	})
 	events := append(transitionEvents(planned, &pcs.Status, &planned.Status, replicas, newRecreations), rolloutEvents(planned, rollout)...)
-	writes := planWrites(planned, obs, cfg.rows, rollout)
+	plannedRecords := lifecycle.RecordsOf(planned)
+	writes := planWrites(planned, plannedRecords, obs, cfg.rows, rollout)
 
 	result := ctrl.Result{RequeueAfter: d.requeueAfter}
 	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: barriers.requeueAfter})
 	result = requeue.Earliest(result, ctrl.Result{RequeueAfter: placement.requeueAfter})
-	if at := overdueCheckAt(planned, obs); !at.IsZero() {
+	if at := overdueCheckAt(planned, plannedRecords, obs); !at.IsZero() {
 		result = requeue.Earliest(result, ctrl.Result{RequeueAfter: max(at.Sub(now), minRequeue)})
 	}
 	previous := pcs.Status.DeepCopy()

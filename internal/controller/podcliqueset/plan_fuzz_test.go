@@ -17,6 +17,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/fuzzinput"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/scheduler"
 )
@@ -83,6 +84,7 @@ func planFactsOf(flags, lost byte, podBytes []byte) facts {
 			obs.lostNodes[fmt.Sprintf("node-%d", n)] = true
 		}
 	}
+	obs.records = lifecycle.RecordsOf(pcs) // as observe reads them
 	return facts{pcs: pcs, obs: obs, now: t0}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
-	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // recreationAsk is what one decision of the pass asks for: replicas to
@@ -32,7 +31,7 @@ func decideRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *observed, rows []bl
 			rec := copsev1alpha1.ReplicaRecreation{
 				ReplicaIndex: int32(replica),
 				Reason:       ask.reason,
-				Attempt:      lifecycle.CurrentAttempt(pcs, replica) + 1,
+				Attempt:      obs.records.Attempt(replica) + 1,
 				StartedAt:    metav1.NewTime(now),
 				InPlace:      restartsInPlace(pcs, ask.reason),
 			}

@@ -8,7 +8,6 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/generationhash"
 	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -59,7 +58,7 @@ func rolloutReplicasOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed 
 		if r < len(assessed) {
 			out[r].breached, out[r].available = assessed[r].breached, assessed[r].available
 		}
-		for _, pclq := range obs.replica(r).run(int(lifecycle.CurrentAttempt(pcs, r))).podCliques {
+		for _, pclq := range obs.replica(r).run(int(obs.records.Attempt(r))).podCliques {
 			if !pclq.DeletionTimestamp.IsZero() {
 				continue
 			}

@@ -87,7 +87,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 	status.AvailableReplicas = available
 	if pcs.IsTraining() {
 		status.SucceededReplicaIndexes = succeededReplicas(in.replicas).String()
-		status.CreatedReplicaIndexes = createdReplicas(pcs, in.replicas, recreatingReplicas(in.progress.inProgress, in.newRecreations)).String()
+		status.CreatedReplicaIndexes = createdReplicas(pcs, in.observed.records, in.replicas, recreatingReplicas(in.progress.inProgress, in.newRecreations)).String()
 	}
 	rolloutStatus(&status, pcs, in.observed, in.rollout, in.rolloutReplicas)
 	setCondition(in.now, &status.Conditions, breachCondition(pcs, available, breachedReplicas))
@@ -170,7 +170,7 @@ func computeStatus(pcs *copsev1alpha1.PodCliqueSet, in statusInputs) copsev1alph
 
 	withStatus := pcs.DeepCopy()
 	withStatus.Status = status
-	if cond := overdueCondition(pcs, overduePods(awaitedPods(withStatus, in.observed), in.now)); cond != nil {
+	if cond := overdueCondition(pcs, overduePods(awaitedPods(withStatus, lifecycle.RecordsOf(withStatus), in.observed), in.now)); cond != nil {
 		setCondition(in.now, &status.Conditions, *cond)
 	}
 	return status

@@ -202,7 +202,7 @@ func TestComputeStatus(t *testing.T) {
 		if meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeTerminationOverdue) != nil {
 			t.Error("not overdue yet: no condition")
 		}
-		if at := overdueCheckAt(pcs, obs); !at.Equal(t0.Add(-time.Second + overdueGrace)) {
+		if at := overdueCheckAt(pcs, lifecycle.RecordsOf(pcs), obs); !at.Equal(t0.Add(-time.Second + overdueGrace)) {
 			t.Errorf("overdue check at %v", at)
 		}
 	})

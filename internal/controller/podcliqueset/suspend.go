@@ -35,14 +35,13 @@ func decideSuspensions(replicas []replicaAssessment, inProgress, currentRun map[
 // and gets no new pods (lifecycle.MayCreatePods), so the suspension is
 // complete, startTime clears and a queue gets its quota back once they
 // are gone too.
-func lingeringPods(pcs *copsev1alpha1.PodCliqueSet, active []podstate.Summary) []podstate.Summary {
-	if !pcs.IsSuspended() || lifecycle.WorkloadEnded(pcs) {
+func lingeringPods(rec lifecycle.Records, active []podstate.Summary) []podstate.Summary {
+	if !rec.Suspended || rec.Ended {
 		return nil
 	}
-	succeeded := lifecycle.SucceededReplicas(pcs)
 	var out []podstate.Summary
 	for _, p := range active {
-		if succeeded.Has(p.Replica) {
+		if rec.Succeeded.Has(p.Replica) {
 			out = append(out, p)
 		}
 	}

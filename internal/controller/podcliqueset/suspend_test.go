@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -73,7 +74,7 @@ func TestLingeringPods(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, p := range lingeringPods(c.pcs, active) {
+			for _, p := range lingeringPods(lifecycle.RecordsOf(c.pcs), active) {
 				got = append(got, p.Name)
 			}
 			if !slices.Equal(got, c.want) {
@@ -216,7 +217,7 @@ func TestDecideWhileSuspended(t *testing.T) {
 			if c.ended {
 				pcs.Status.Conditions = []metav1.Condition{{Type: copsev1alpha1.ConditionTypeSuccessCriteriaMet, Status: metav1.ConditionTrue}}
 			}
-			d := decide(pcs, replicas, nil, map[int]bool{0: true, 1: true, 2: true}, &start, t0)
+			d := decide(pcs, lifecycle.RecordsOf(pcs), replicas, nil, map[int]bool{0: true, 1: true, 2: true}, &start, t0)
 			if c.ended {
 				if d.reason == copsev1alpha1.RecreationReasonSuspension || len(d.recreate) > 0 || d.failReason != "" {
 					t.Fatalf("an ended workload got %+v", d)

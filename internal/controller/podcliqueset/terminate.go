@@ -16,12 +16,12 @@ const overdueGrace = 30 * time.Second
 // awaitedPods are the pods the controller waits to be gone: the previous
 // runs of replicas being recreated, every pod still running of an ended
 // workload, and the lingering pods a suspension ends.
-func awaitedPods(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []podstate.Summary {
+func awaitedPods(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, obs *observed) []podstate.Summary {
 	var out []podstate.Summary
-	if lifecycle.WorkloadEnded(pcs) {
+	if rec.Ended {
 		out = append(out, obs.activePods()...)
 	}
-	out = append(out, lingeringPods(pcs, obs.activePods())...)
+	out = append(out, lingeringPods(rec, obs.activePods())...)
 	for _, rec := range pcs.Status.ReplicaRecreations {
 		if rec.CompletedAt == nil {
 			out = append(out, oldRunPods(obs.replica(int(rec.ReplicaIndex)).pods, int(rec.ReplicaIndex), rec.Attempt)...)
@@ -44,9 +44,9 @@ func overduePods(awaited []podstate.Summary, now time.Time) []podstate.Summary {
 
 // overdueCheckAt is when the next awaited, terminating pod becomes overdue;
 // zero when none will.
-func overdueCheckAt(pcs *copsev1alpha1.PodCliqueSet, obs *observed) time.Time {
+func overdueCheckAt(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, obs *observed) time.Time {
 	var next time.Time
-	for _, p := range awaitedPods(pcs, obs) {
+	for _, p := range awaitedPods(pcs, rec, obs) {
 		if !p.Terminating {
 			continue
 		}

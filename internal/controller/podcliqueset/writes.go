@@ -49,9 +49,9 @@ type passWrites struct {
 //	           currentlyUpdating deleted
 //
 // A terminal workload gets only the first.
-func planWrites(planned *copsev1alpha1.PodCliqueSet, obs *observed, rows []blueprint.ReplicaResource, rollout rolloutDecision) passWrites {
+func planWrites(planned *copsev1alpha1.PodCliqueSet, plannedRecords lifecycle.Records, obs *observed, rows []blueprint.ReplicaResource, rollout rolloutDecision) passWrites {
 	var w passWrites
-	ended := lifecycle.WorkloadEnded(planned)
+	ended := plannedRecords.Ended
 	if ended {
 		w.addPods(string(errCodeTerminatePods), children.PodRelease, endedHeldPods(obs))
 	}
@@ -63,8 +63,8 @@ func planWrites(planned *copsev1alpha1.PodCliqueSet, obs *observed, rows []bluep
 		w.addPods(string(errCodeTerminatePods), children.PodDelete, obs.activePods())
 		return w
 	}
-	w.addPods(string(errCodeTerminatePods), children.PodDelete, lingeringPods(planned, obs.activePods()))
-	w.objects = convergeSets(planned, obs, rows)
+	w.addPods(string(errCodeTerminatePods), children.PodDelete, lingeringPods(plannedRecords, obs.activePods()))
+	w.objects = convergeSets(planned, plannedRecords, obs, rows)
 	w.failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
 	w.addRollout(planned, rollout)
 	return w
