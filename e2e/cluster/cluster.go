@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,12 +98,45 @@ type Cluster struct {
 // kube-controller-manager, kube-scheduler and kwok on loopback, creates the
 // simulated nodes and waits until they are Ready. On failure everything
 // started is stopped and the directory is kept for its logs.
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	began := time.Now()
-	out := opts.Out
-	if out == nil {
-		out = os.Stderr
+//
+// The ports are picked free before the components start, seconds before
+// the last binds its own; meanwhile any process on the machine (a client
+// of another cluster, given an ephemeral port) may take one. A start that
+// fails only because a port was taken is made again, on new ports, up to
+// startAttempts times, each in a directory of its own (with Options.Dir,
+// in that directory again).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		var c *Cluster
+		if c, err = startOnce(ctx, opts); err == nil || !portTaken(err) || ctx.Err() != nil {
+			return c, err
+		}
+		fmt.Fprintf(outOf(opts), "a port was taken before its component bound it (attempt %d of %d): starting again on new ports\n", attempt, startAttempts)
 	}
+	return nil, err
+}
+
+// startAttempts bounds Start's attempts after a port was taken.
+const startAttempts = 3
+
+// portTaken reports whether a start failed because a component could not
+// bind its port: the component's last log lines, quoted in err, say so.
+func portTaken(err error) bool {
+	return strings.Contains(err.Error(), "address already in use")
+}
+
+// outOf is where a start reports progress.
+func outOf(opts Options) io.Writer {
+	if opts.Out == nil {
+		return os.Stderr
+	}
+	return opts.Out
+}
+
+func startOnce(ctx context.Context, opts Options) (c *Cluster, err error) {
+	began := time.Now()
+	out := outOf(opts)
 	topo := DefaultTopology()
 	if opts.Topology != nil {
 		topo = *opts.Topology

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/podstate"
 )
@@ -47,4 +48,15 @@ func CliqueCompletion(replicas int, recorded string, recordedLast *metav1.Time, 
 	}
 	c.Complete = replicas > 0 && c.Succeeded.CountBelow(replicas) == replicas
 	return c
+}
+
+// RecordedSucceeded are the indices a Training PodClique's status records
+// as exited 0 (status.succeededIndexes), below its replicas; a malformed
+// record counts none.
+func RecordedSucceeded(pclq *copsev1alpha1.PodClique) indexset.Set {
+	set, err := indexset.Parse(pclq.Status.SucceededIndexes, int(pclq.Spec.Replicas))
+	if err != nil {
+		return indexset.Set{}
+	}
+	return set
 }

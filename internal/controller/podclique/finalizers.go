@@ -8,6 +8,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 
 	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -74,7 +75,7 @@ func releaseInputOf(pclq *copsev1alpha1.PodClique, ws workloadState) releaseInpu
 		ended:             ws.ended,
 		replicaSucceeded:  ws.replicaSucceeded,
 		desired:           int(pclq.Spec.Replicas),
-		recordedSucceeded: recordedSucceeded(pclq),
+		recordedSucceeded: lifecycle.RecordedSucceeded(pclq),
 		recordedReplacing: uidSet(pclq.Status.ReplacingPods),
 	}
 }

@@ -297,11 +297,3 @@ func uidSet(uids []types.UID) map[types.UID]bool {
 }
 
 // recordedSucceeded parses the written succeededIndexes; a malformed record
-// releases nothing.
-func recordedSucceeded(pclq *copsev1alpha1.PodClique) indexset.Set {
-	set, err := indexset.Parse(pclq.Status.SucceededIndexes, int(pclq.Spec.Replicas))
-	if err != nil {
-		return indexset.Set{}
-	}
-	return set
-}

@@ -13,6 +13,7 @@ import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/requeue"
 )
@@ -159,7 +160,7 @@ func siblingOf(pclq *copsev1alpha1.PodClique) blueprint.SiblingClique {
 		Grouped:           grouped && pclq.Labels[labels.ScalingGroupKey] != "",
 		GroupReplica:      j,
 		ReadyReplicas:     int(pclq.Status.ReadyReplicas),
-		SucceededReplicas: recordedSucceeded(pclq).CountBelow(int(pclq.Spec.Replicas)),
+		SucceededReplicas: lifecycle.RecordedSucceeded(pclq).CountBelow(int(pclq.Spec.Replicas)),
 		MinAvailable:      int(pclq.MinAvailable()),
 		Succeeded:         meta.IsStatusConditionTrue(pclq.Status.Conditions, copsev1alpha1.ConditionTypeSucceeded),
 	}

@@ -12,8 +12,8 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
-	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/naming"
 )
 
@@ -96,7 +96,7 @@ func gangFactsOfGroup(pcs *copsev1alpha1.PodCliqueSet, obs *observed, pg *schedu
 		if pclq.Labels[labels.PodGangKey] != pg.Name || !pclq.DeletionTimestamp.IsZero() {
 			continue
 		}
-		placed := recordedSucceededIndexes(pclq)
+		placed := lifecycle.RecordedSucceeded(pclq)
 		for _, p := range obs.podsByClique[pclq.Name] {
 			if p.ControllerUID != pclq.UID || p.Attempt != attempt {
 				continue
@@ -126,14 +126,6 @@ func gangFactsOfGroup(pcs *copsev1alpha1.PodCliqueSet, obs *observed, pg *schedu
 }
 
 // recordedSucceededIndexes are the indices a Training PodClique recorded
-// as exited 0; they were placed, even once their pods are gone.
-func recordedSucceededIndexes(pclq *copsev1alpha1.PodClique) indexset.Set {
-	set, err := indexset.Parse(pclq.Status.SucceededIndexes, int(pclq.Spec.Replicas))
-	if err != nil {
-		return indexset.Set{}
-	}
-	return set
-}
 
 // runStart is when the replica's current run began: its latest recreation's
 // completion, or the resume after a suspension, whichever is later; zero
