@@ -145,12 +145,12 @@ func (r *Reconciler) settle(ctx context.Context, key string, plan passPlan, out 
 		r.history.burst(key, len(t.errs) == 0)
 	}
 	for _, step := range []string{stepAdopt, stepDelete, stepRelease, stepOpenGates, stepCreate} {
-		if t := tally[step]; t.planned > 0 {
-			log.V(1).Info("pod writes", "step", step, "done", t.done, "planned", t.planned, "failed", len(t.errs))
+		switch t := tally[step]; {
+		case t.done > 0 || len(t.errs) > 0:
+			log.Info("pod writes", "step", step, "done", t.done, "planned", t.planned, "failed", len(t.errs))
+		case t.planned > 0:
+			log.V(1).Info("pod writes left for the next pass", "step", step, "planned", t.planned)
 		}
-	}
-	if err := out.Err(); err != nil {
-		log.Error(err, "some writes of the pass failed")
 	}
 }
 
