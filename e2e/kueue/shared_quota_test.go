@@ -140,8 +140,12 @@ var _ = Describe("One GPU quota shared by TrainJobs on both backends and PodCliq
 		By("the PodCliqueSet-backend TrainJob completes; nothing was lost and nothing was admitted twice")
 		env.MakePodExit(ctx, &pcsBackendPods[0], "0")
 		tjWaitComplete(ctx, onPCS)
+		// Kueue marks a TrainJob's Workload Finished on its own pass after
+		// the TrainJob completes, so the record may lag the condition.
 		for _, tj := range []*trainerv1alpha1.TrainJob{onJobSet, onPCS} {
-			Expect(workloadCondition(tjWorkload(ctx, Default, tj), kueue.WorkloadFinished)).To(Equal(metav1.ConditionTrue), "TrainJob %s", tj.Name)
+			Eventually(func(g Gomega) {
+				g.Expect(workloadCondition(tjWorkload(ctx, g, tj), kueue.WorkloadFinished)).To(Equal(metav1.ConditionTrue), "TrainJob %s", tj.Name)
+			}).WithContext(ctx).WithTimeout(sharedWait).Should(Succeed())
 		}
 		Expect(env.GetPodCliqueSet(ctx, Default, ns, urgent.Name).Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded))
 		var workloads kueue.WorkloadList
