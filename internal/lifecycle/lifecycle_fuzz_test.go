@@ -118,7 +118,7 @@ func FuzzCliqueCompletion(f *testing.F) {
 // deleted, not ended, the replica is not being recreated and the asker is
 // not of an earlier run; a refusal gives the reason that holds. With one
 // recreation entry per replica (as mergeRecreations keeps them), an object
-// of the replica's current run (CurrentAttempt) is never superseded, one of
+// of the replica's current run (Records.Attempt) is never superseded, one of
 // an earlier run always is.
 //
 // Each recreation is three bytes: replica (modulo 4), attempt (modulo 5),
@@ -239,13 +239,19 @@ func FuzzMayCreatePods(f *testing.F) {
 		if s.Recreating != wantRecreating {
 			t.Fatalf("Recreating = %v for replica %d of %+v", s.Recreating, replica, pcs.Status.ReplicaRecreations)
 		}
-		if got, want := RecordsOf(pcs).Attempt(replica), CurrentAttempt(pcs, replica); got != want {
-			t.Fatalf("the records' current attempt of replica %d is %d, the status says %d", replica, got, want)
+		var wantAttempt int32 = -1 // the first entry of the replica names its attempt
+		for _, rec := range pcs.Status.ReplicaRecreations {
+			if int(rec.ReplicaIndex) == replica && wantAttempt < 0 {
+				wantAttempt = rec.Attempt
+			}
+		}
+		if got := RecordsOf(pcs).Attempt(replica); got != max(wantAttempt, 0) {
+			t.Fatalf("the records' current attempt of replica %d is %d, the status says %d", replica, got, max(wantAttempt, 0))
 		}
 		if !unique {
 			return
 		}
-		current := int(CurrentAttempt(pcs, replica))
+		current := int(RecordsOf(pcs).Attempt(replica))
 		if wantSuperseded := attempt >= 0 && attempt < current; s.Superseded != wantSuperseded {
 			t.Fatalf("Superseded = %v for attempt %d of replica %d, whose current attempt is %d", s.Superseded, attempt, replica, current)
 		}

@@ -155,17 +155,6 @@ func WorkloadEnded(pcs *copsev1alpha1.PodCliqueSet) bool {
 		meta.IsStatusConditionTrue(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuccessCriteriaMet)
 }
 
-// CurrentAttempt is the run a replica's objects belong to: the attempt of
-// its latest recreation, 0 if it was never recreated.
-func CurrentAttempt(pcs *copsev1alpha1.PodCliqueSet, replica int) int32 {
-	for _, rec := range pcs.Status.ReplicaRecreations {
-		if int(rec.ReplicaIndex) == replica {
-			return rec.Attempt
-		}
-	}
-	return 0
-}
-
 // MayCreatePodsChanged reports whether a change of a PodCliqueSet, from old
 // to cur, can change what MayCreatePods answers for any of its replicas: a
 // deletion started, the Training workload ended, spec.suspend changed (or,

@@ -108,11 +108,12 @@ func TestEveryReasonHasAMessage(t *testing.T) {
 	}
 }
 
-func TestCurrentAttempt(t *testing.T) {
+func TestRecordsAttempt(t *testing.T) {
 	pcs := &copsev1alpha1.PodCliqueSet{}
 	pcs.Status.ReplicaRecreations = []copsev1alpha1.ReplicaRecreation{{ReplicaIndex: 1, Attempt: 3}}
-	if CurrentAttempt(pcs, 0) != 0 || CurrentAttempt(pcs, 1) != 3 {
-		t.Errorf("attempts %d %d, want 0 3", CurrentAttempt(pcs, 0), CurrentAttempt(pcs, 1))
+	rec := RecordsOf(pcs)
+	if rec.Attempt(0) != 0 || rec.Attempt(1) != 3 {
+		t.Errorf("attempts %d %d, want 0 3", rec.Attempt(0), rec.Attempt(1))
 	}
 }
 
