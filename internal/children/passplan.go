@@ -1,6 +1,7 @@
 package children
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,8 @@ import (
 //	         below is written from a decision that is not durable
 //	events   Events, on the owner as written; then OnWritten
 //	objects  Deletes, then the sets' creates, updates and deletes
-//	         (PlanWrites), within the write budget
+//	         (PlanWrites), within the write budget; then OwnWrites, in
+//	         order, the first that fails stopping the rest
 //	pods     Pods, in order, in one slow-starting burst, within what is
 //	         left of the budget
 //	settle   Settle's status, written when it differs, and its events
@@ -46,6 +48,11 @@ type PassPlan struct {
 	Deletes []Deletion
 	// Objects are the owner's desired-against-observed sets (PlanWrites).
 	Objects []Set
+	// OwnWrites are writes whose rules are the owner's controller's own
+	// (a TrainJob's build: applied server-side, created once, a refusal
+	// recorded on the owner), made after the object sets; the first that
+	// fails stops the rest, its error noted under OwnWritesStep.
+	OwnWrites []OwnWrite
 	// Pods are the pod writes, in the order they are started.
 	Pods []PodWrite
 	// PodStartWindow is how many pod writes the burst starts with before
@@ -75,7 +82,19 @@ type Deletion struct {
 	Step    string
 	Kind    string
 	Objects []client.Object
+	// Propagation is how the garbage collector deletes their dependents;
+	// "" is in the background.
+	Propagation metav1.DeletionPropagation
 }
+
+// OwnWrite is one write of PassPlan.OwnWrites: made with the Writer's
+// client and recorder, for owner as its status was written.
+type OwnWrite interface {
+	Write(ctx context.Context, w Writer, owner client.Object) error
+}
+
+// OwnWritesStep is the Step of the OwnWrites' errors.
+const OwnWritesStep = "writes"
 
 // PodOp is a kind of pod write.
 type PodOp string

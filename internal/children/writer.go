@@ -52,6 +52,11 @@ func (w Writer) Converge(ctx context.Context, owner client.Object, sets []Set, b
 // is for objects a durable decision names (a replica's old run): unlike
 // Converge, it does not ask who controls them.
 func (w Writer) Delete(ctx context.Context, kind string, objs []client.Object, budget *Budget) ([]client.Object, error) {
+	return w.deleteAll(ctx, Deletion{Kind: kind, Objects: objs}, budget)
+}
+
+func (w Writer) deleteAll(ctx context.Context, d Deletion, budget *Budget) ([]client.Object, error) {
+	objs := d.Objects
 	var live []client.Object
 	for _, obj := range objs {
 		if obj.GetDeletionTimestamp().IsZero() {
@@ -61,7 +66,7 @@ func (w Writer) Delete(ctx context.Context, kind string, objs []client.Object, b
 	var deleted []client.Object
 	var errs []error
 	for _, obj := range Cut(budget, live) {
-		if err := w.delete(ctx, kind, obj); err != nil {
+		if err := w.delete(ctx, d.Kind, obj, d.Propagation); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -75,7 +80,7 @@ func (w Writer) Delete(ctx context.Context, kind string, objs []client.Object, b
 // deletes (PlanWrites); failures are noted under their step.
 func (w Writer) writeObjects(ctx context.Context, owner client.Object, plan PassPlan, budget *Budget, out *Outcome) {
 	for _, d := range plan.Deletes {
-		if _, err := w.Delete(ctx, d.Kind, d.Objects, budget); err != nil {
+		if _, err := w.deleteAll(ctx, d, budget); err != nil {
 			out.note(d.Step, err)
 		}
 	}
@@ -84,6 +89,12 @@ func (w Writer) writeObjects(ctx context.Context, owner client.Object, plan Pass
 	for _, write := range objects.Writes {
 		if err := w.apply(ctx, owner, write); err != nil {
 			out.note(stepOr(write.Step), err)
+		}
+	}
+	for _, own := range plan.OwnWrites {
+		if err := own.Write(ctx, w, owner); err != nil {
+			out.note(OwnWritesStep, err)
+			return
 		}
 	}
 }
@@ -106,17 +117,21 @@ func (w Writer) apply(ctx context.Context, owner client.Object, write Write) err
 			return fmt.Errorf("update %s %s: %w", write.Kind, obj.GetName(), err)
 		}
 	case Delete:
-		return w.delete(ctx, write.Kind, obj)
+		return w.delete(ctx, write.Kind, obj, "")
 	}
 	return nil
 }
 
 // delete deletes obj with its UID as a precondition, so that an object
 // made since under the same name is never touched; gone already, or
-// replaced (a conflict), is success.
-func (w Writer) delete(ctx context.Context, kind string, obj client.Object) error {
+// replaced (a conflict), is success. Dependents go as propagation says, in
+// the background when it is "".
+func (w Writer) delete(ctx context.Context, kind string, obj client.Object, propagation metav1.DeletionPropagation) error {
+	if propagation == "" {
+		propagation = metav1.DeletePropagationBackground
+	}
 	uid := obj.GetUID()
-	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(propagation))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s %s: %w", kind, obj.GetName(), err)
 	}

@@ -13,11 +13,12 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 )
 
 // What copse does with the objects Kubeflow Trainer left behind when a
 // cluster moves from Trainer to copse: its runtime snapshot is adopted
-// (runtime.go, adoptSnapshot) and its JobSet is taken over as it is.
+// (runtime.go, readSnapshot) and its JobSet is taken over as it is.
 
 // adoptionFieldOwner is the field manager of copse's updates of a JobSet
 // it adopted.
@@ -96,15 +97,15 @@ func adoptedJobSetUpdate(existing, desired *jobsetv1alpha2.JobSet, trainJobSuspe
 // (an apply would own, and later remove, fields Kubeflow Trainer set), and
 // under another field manager than the builds copse applies, so that the
 // JobSet stays adopted (builtByCopse).
-func (r *Reconciler) updateAdoptedJobSet(ctx context.Context, tj *trainerv1alpha1.TrainJob, obj client.Object) error {
+func updateAdoptedJobSet(ctx context.Context, w children.Writer, tj *trainerv1alpha1.TrainJob, obj client.Object) error {
 	updated, ok := obj.(*jobsetv1alpha2.JobSet)
 	if !ok {
 		return fmt.Errorf("update adopted JobSet: %T is no JobSet", obj)
 	}
-	if err := r.Client.Update(ctx, updated, client.FieldOwner(adoptionFieldOwner)); err != nil {
+	if err := w.Client.Update(ctx, updated, client.FieldOwner(adoptionFieldOwner)); err != nil {
 		return fmt.Errorf("update adopted JobSet %s: %w", updated.Name, err)
 	}
-	r.Recorder.Eventf(tj, updated, corev1.EventTypeNormal, reasonAdoptedJobSetUpdated, "Update",
+	w.Recorder.Eventf(tj, updated, corev1.EventTypeNormal, reasonAdoptedJobSetUpdated, "Update",
 		"JobSet %s, built by another controller (Kubeflow Trainer), updated: suspend %t and its pods' scheduling directives; its other fields are kept as built",
 		updated.Name, ptr.Deref(updated.Spec.Suspend, false))
 	return nil

@@ -16,6 +16,9 @@ type builtObjects struct {
 	podCliqueSet *trainjob.PodCliqueSetObjects
 }
 
+// any reports whether a backend was built.
+func (b builtObjects) any() bool { return b.jobSet != nil || b.podCliqueSet != nil }
+
 // build runs the backend's pipeline; a finished TrainJob builds nothing. A
 // runtime the backend cannot run is a
 // fact (Unsupported: the TrainJob fails), not an error; so is a topology
@@ -24,8 +27,8 @@ type builtObjects struct {
 // against the bindings only until the PodCliqueSet exists; from then on its
 // own topologyConstraint is kept (trainjob.KeepTopology), so the
 // bindings never block a rebuild, a suspension or a resume.
-func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime,
-	backend trainerv1alpha1.RuntimeBackend, f *facts) (builtObjects, error) {
+func (r *Reconciler) build(tj *trainerv1alpha1.TrainJob, runtime trainjob.Runtime, f *facts) (builtObjects, error) {
+	backend := f.Backend
 	if finished(tj.Status) {
 		return builtObjects{}, nil
 	}

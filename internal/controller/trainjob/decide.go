@@ -80,6 +80,20 @@ type facts struct {
 	// "" otherwise.
 	BackendDeleted string
 	Now            time.Time
+
+	// ResolveErr is why the runtime could not be resolved, BuildErr why the
+	// build could not be made; nil when it could. Either leaves the status
+	// as it is: the pass carries a suspension to the backend's object and
+	// fails, to be retried.
+	ResolveErr, BuildErr error
+	// RuntimeWrites are what the runtime's resolution writes (an adopted
+	// snapshot, the runtime marked in use, its snapshot).
+	RuntimeWrites runtimeWrites
+	// Built is the backend's build (none for a finished TrainJob, or one
+	// that cannot run); Existing what exists of its objects besides the
+	// backend's object.
+	Built    builtObjects
+	Existing existingBuild
 }
 
 // decision is what one pass does: the status to write and what to do after.
@@ -265,12 +279,14 @@ func setTopologyUnavailable(status *trainerv1alpha1.TrainJobStatus, unresolved s
 }
 
 // mirrorOutcome carries the JobSet's outcome over: Completed becomes
-// Complete and Failed stays Failed, with the JobSet's reason and message.
+// Complete and Failed stays Failed, with the JobSet's reason and message,
+// in that order: the same facts always make the same status.
 func mirrorOutcome(status *trainerv1alpha1.TrainJobStatus, jobSet *jobsetv1alpha2.JobSet) {
-	for from, to := range map[string]string{
-		string(jobsetv1alpha2.JobSetCompleted): trainerv1alpha1.TrainJobComplete,
-		string(jobsetv1alpha2.JobSetFailed):    trainerv1alpha1.TrainJobFailed,
+	for _, pair := range [][2]string{
+		{string(jobsetv1alpha2.JobSetCompleted), trainerv1alpha1.TrainJobComplete},
+		{string(jobsetv1alpha2.JobSetFailed), trainerv1alpha1.TrainJobFailed},
 	} {
+		from, to := pair[0], pair[1]
 		if c := meta.FindStatusCondition(jobSet.Status.Conditions, from); c != nil && c.Status == metav1.ConditionTrue {
 			carried := *c
 			carried.Type = to

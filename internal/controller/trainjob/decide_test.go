@@ -215,7 +215,7 @@ func TestDecideOnTheBackendObject(t *testing.T) {
 		{"an object it does not control, deadline sooner: woken at the deadline",
 			facts{TrainJob: job(15, false), NotControlled: notControlled, Now: at(10)},
 			outcome{Conditions: map[string]string{"BackendRefused": "True/NotControlled"}, RequeueAfter: 5 * time.Second}},
-		{"a refusal not yet resolved is kept while the TrainJob runs (the act step clears it)",
+		{"a refusal not yet resolved is kept while the TrainJob runs (settle clears it)",
 			facts{TrainJob: job(0, false, refusedBefore), Now: at(10)},
 			outcome{Conditions: map[string]string{"BackendRefused": "True/ResourceQuota"}, Run: true}},
 		{"a refused TrainJob past its deadline fails, and BackendRefused goes (nothing is retried)",

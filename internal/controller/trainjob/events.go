@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 )
 
 // Event reasons of the TrainJob controller, besides the condition reasons.
@@ -18,9 +19,10 @@ const (
 	reasonSuspendedOnly = "SuspendedWithoutBuild"
 )
 
-// recordTransitions emits one event per condition that became true in the
-// status just written.
-func (r *Reconciler) recordTransitions(tj *trainerv1alpha1.TrainJob, before, after trainerv1alpha1.TrainJobStatus) {
+// transitionEvents are the events of a status write: one per condition
+// that became true, a warning for those that say something went wrong.
+func transitionEvents(before, after trainerv1alpha1.TrainJobStatus) []children.Event {
+	var out []children.Event
 	for _, c := range after.Conditions {
 		if c.Status != "True" || meta.IsStatusConditionTrue(before.Conditions, c.Type) {
 			continue
@@ -30,6 +32,7 @@ func (r *Reconciler) recordTransitions(tj *trainerv1alpha1.TrainJob, before, aft
 			c.Type == trainerv1alpha1.TrainJobBackendRefused {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(tj, nil, eventType, c.Reason, c.Type, "%s", c.Message)
+		out = append(out, children.Event{Type: eventType, Reason: c.Reason, Action: c.Type, Message: c.Message})
 	}
+	return out
 }

@@ -4,33 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
-// The gather step: everything a pass decides on is read here, before any
-// decision. observe reads the backend's object (and, on the PodCliqueSet
-// backend, its PodCliques and pods); observeBuilt reads what exists of the
-// other objects the build makes.
+// The observe step: everything a pass decides on is read here, before any
+// decision, and nothing is read after. observe reads the runtime
+// (observeRuntime), the backend's object (observeBackend; on the
+// PodCliqueSet backend also its PodCliques and pods), builds the backend's
+// objects (pure) and reads what exists of them (observeBuilt).
 
-// observe reads the backend's object: the JobSet (from the API server when
+// observe reads everything the pass decides on into its facts. A runtime
+// that cannot be resolved, or a build that cannot be made, is a fact
+// (ResolveErr, BuildErr): the pass still carries a suspension to the
+// backend's object. Any other failed read is returned: nothing is written.
+func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob) (facts, error) {
+	f := facts{TrainJob: tj, Now: r.Clock.Now(), Backend: trainerv1alpha1.RuntimeBackendJobSet}
+	runtime, err := r.observeRuntime(ctx, &f)
+	if err != nil {
+		f.ResolveErr = errors.Join(err, r.observeSuspendTargets(ctx, &f))
+		return f, nil
+	}
+	if err := r.observeBackend(ctx, &f); err != nil {
+		return f, err
+	}
+	if f.Built, err = r.build(tj, runtime, &f); err != nil {
+		f.BuildErr = fmt.Errorf("build the %s of TrainJob %s: %w", f.Backend, tj.Name, err)
+		return f, nil
+	}
+	f.Existing, err = r.observeBuilt(ctx, f)
+	return f, err
+}
+
+// observeBackend reads the backend's object: the JobSet (from the API server when
 // the cache has none), or the PodCliqueSet, its
 // PodCliques and how many of its pods have not ended. A PodCliqueSet's
 // status changes as its pods go away (its Suspended condition counts them),
@@ -42,8 +58,9 @@ import (
 // it yet, so its absence is confirmed with a read from the API server.
 // The PodCliqueSet backend's packing comes from here: the existing
 // PodCliqueSet's, else the ClusterTopologyBindings to resolve against.
-func (r *Reconciler) observe(ctx context.Context, tj *trainerv1alpha1.TrainJob, backend trainerv1alpha1.RuntimeBackend, f *facts) error {
-	if backend != trainerv1alpha1.RuntimeBackendPodCliqueSet {
+func (r *Reconciler) observeBackend(ctx context.Context, f *facts) error {
+	tj := f.TrainJob
+	if f.Backend != trainerv1alpha1.RuntimeBackendPodCliqueSet {
 		jobSet, err := r.getJobSet(ctx, tj)
 		if err == nil && jobSet == nil && !finished(tj.Status) {
 			jobSet, err = r.getJobSetFromServer(ctx, tj)
@@ -239,137 +256,4 @@ func (e *notControlledError) Error() string {
 func asNotControlled(err error) (*notControlledError, bool) {
 	var notControlled *notControlledError
 	return notControlled, errors.As(err, &notControlled)
-}
-
-// existingBuild is what exists of the objects a build makes besides the
-// backend's object (facts.JobSet, facts.PodCliqueSet): decideWrites reads
-// these plain facts, gathered before anything is decided.
-type existingBuild struct {
-	// Hostfile is the MPI hostfile ConfigMap, nil when there is none.
-	Hostfile *corev1.ConfigMap
-	// PodGroups holds the names of the TrainJob's Workload-API PodGroups
-	// that exist; Workload is its Workload, nil when it has none.
-	PodGroups map[string]bool
-	Workload  *schedulingv1beta1.Workload
-	// SchedulerPodGroup and ComputeDomain are the TrainJob's coscheduling
-	// or Volcano PodGroup and its ComputeDomain, nil when there is none.
-	SchedulerPodGroup *unstructured.Unstructured
-	ComputeDomain     *unstructured.Unstructured
-	// BeyondSuspend: applying the PodCliqueSet's build would change more
-	// than its spec.suspend (beyondSuspend asks the API server). It is read
-	// only where the rebuild rule needs it (rebuildNeedsDryRun).
-	BeyondSuspend bool
-}
-
-// observeBuilt reads what exists of the objects built: the hostfile (from
-// the cache, else the API server, where Kubeflow Trainer's is found), the
-// Workload and PodGroups, the scheduler's PodGroup and the ComputeDomain of
-// the JobSet backend; on the PodCliqueSet backend, whether the build would
-// change the existing PodCliqueSet beyond its suspension, where the rebuild
-// rule turns on it.
-func (r *Reconciler) observeBuilt(ctx context.Context, tj *trainerv1alpha1.TrainJob, built builtObjects, f facts) (existingBuild, error) {
-	var out existingBuild
-	var hostfile *corev1.ConfigMap
-	var err error
-	switch {
-	case built.jobSet != nil:
-		objects := built.jobSet
-		hostfile = objects.MPIHostfile
-		if objects.Workload != nil {
-			if out.Workload, out.PodGroups, err = r.observePodGroups(ctx, objects); err != nil {
-				return out, err
-			}
-		}
-		if desired := objects.SchedulerPodGroup; desired != nil {
-			if out.SchedulerPodGroup, err = r.getUnstructured(ctx, desired, trainjob.NewSchedulerPodGroup(desired.GroupVersionKind())); err != nil {
-				return out, err
-			}
-		}
-		if desired := objects.ComputeDomain; desired != nil {
-			if out.ComputeDomain, err = r.getUnstructured(ctx, desired, mnnvl.NewComputeDomain()); err != nil {
-				return out, err
-			}
-		}
-	case built.podCliqueSet != nil:
-		hostfile = built.podCliqueSet.MPIHostfile
-		if existing := f.PodCliqueSet; rebuildNeedsDryRun(ptr.Deref(tj.Spec.Suspend, false), existing) {
-			if out.BeyondSuspend, err = r.beyondSuspend(ctx, built.podCliqueSet.PodCliqueSet, existing); err != nil {
-				return out, err
-			}
-		}
-	}
-	if hostfile != nil {
-		cm, found, err := r.getConfigMap(ctx, client.ObjectKeyFromObject(hostfile))
-		if err != nil {
-			return out, err
-		}
-		if found {
-			out.Hostfile = cm
-		}
-	}
-	return out, nil
-}
-
-// observePodGroups reads the TrainJob's Workload and which of its PodGroups
-// exist.
-func (r *Reconciler) observePodGroups(ctx context.Context, objects *trainjob.JobSetObjects) (*schedulingv1beta1.Workload, map[string]bool, error) {
-	exist := map[string]bool{}
-	for _, podGroup := range trainjob.BuildPodGroups(objects.Plan, "") {
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(podGroup), &schedulingv1beta1.PodGroup{})
-		switch {
-		case err == nil:
-			exist[podGroup.Name] = true
-		case !apierrors.IsNotFound(err):
-			return nil, nil, fmt.Errorf("get PodGroup %s: %w", podGroup.Name, err)
-		}
-	}
-	workload := &schedulingv1beta1.Workload{}
-	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(objects.Workload), workload); {
-	case apierrors.IsNotFound(err):
-		return nil, exist, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("get Workload %s: %w", objects.Workload.Name, err)
-	}
-	return workload, exist, nil
-}
-
-// getUnstructured reads the object of desired's name into into; nil when
-// there is none.
-func (r *Reconciler) getUnstructured(ctx context.Context, desired, into *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), into); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get %s %s: %w", desired.GetKind(), desired.GetName(), err)
-	}
-	return into, nil
-}
-
-// beyondSuspend asks the API server whether applying the PodCliqueSet's
-// build would change more than its spec.suspend: the build, with the
-// existing object's spec.suspend, is applied as a dry run. It would when the
-// result's spec, labels or annotations differ from the existing object's,
-// or when the dry run is refused (the PodCliqueSet's admission keeps the
-// templates of a run in progress). The API server merges and defaults as it
-// would for the real write, so copse keeps no record of its last build.
-func (r *Reconciler) beyondSuspend(ctx context.Context, desired, existing *copsev1alpha1.PodCliqueSet) (bool, error) {
-	probe := desired.DeepCopy()
-	probe.Spec.Suspend = ptr.To(existing.IsSuspended())
-	config, err := applyConfiguration(probe)
-	if err != nil {
-		return false, err
-	}
-	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(config), client.FieldOwner(FieldOwner), client.ForceOwnership, client.DryRunAll)
-	switch {
-	case apierrors.IsInvalid(err), apierrors.IsForbidden(err):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("dry-run the build of PodCliqueSet %s: %w", existing.Name, err)
-	}
-	result := &copsev1alpha1.PodCliqueSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(config.Object, result); err != nil {
-		return false, fmt.Errorf("read the dry run of PodCliqueSet %s: %w", existing.Name, err)
-	}
-	return !apiequality.Semantic.DeepEqual(result.Spec, existing.Spec) ||
-		!maps.Equal(result.Labels, existing.Labels) || !maps.Equal(result.Annotations, existing.Annotations), nil
 }

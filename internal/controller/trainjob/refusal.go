@@ -51,7 +51,7 @@ const (
 )
 
 // refusedWrite is the error of a create or update the API server refused,
-// with the object it was about: the act step returns it, and Reconcile
+// with the object it was about: the build's writes return it, and settle
 // records it on the TrainJob (classifyRefusal).
 type refusedWrite struct {
 	op   writeOp
@@ -138,7 +138,7 @@ func quotaRefused(err error) bool {
 	return strings.Contains(msg, "exceeded quota:") || strings.Contains(msg, "for quota:")
 }
 
-// asRefusedWrite finds a refused write in an act step's error.
+// asRefusedWrite finds a refused write in the writes' errors.
 func asRefusedWrite(err error) (*refusedWrite, bool) {
 	var write *refusedWrite
 	return write, errors.As(err, &write)

@@ -6,69 +6,126 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/trainjob"
 )
 
-// resolveRuntime returns the runtime a TrainJob runs: its snapshot when it
-// has one, else the live runtime, which is first marked in use (so it cannot
-// be deleted under the TrainJob) and then frozen into the snapshot, before
-// anything is built from it.
-func (r *Reconciler) resolveRuntime(ctx context.Context, tj *trainerv1alpha1.TrainJob) (trainjob.Runtime, error) {
-	runtime, found, err := r.readSnapshot(ctx, tj)
-	if err != nil || found {
-		return runtime, err
-	}
-	var live client.Object
-	// Many TrainJobs of one runtime start together; each marks it in use,
-	// so a write that lost the race reads the runtime again.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		if live, err = r.liveRuntime(ctx, tj); err != nil {
-			return err
-		}
-		if controllerutil.ContainsFinalizer(live, trainjob.RuntimeInUseFinalizer) {
-			return nil
-		}
-		controllerutil.AddFinalizer(live, trainjob.RuntimeInUseFinalizer)
-		return r.Client.Update(ctx, live)
-	})
-	if err != nil {
-		return trainjob.Runtime{}, fmt.Errorf("mark %s %s in use: %w", trainjob.RuntimeKind(tj), tj.Spec.RuntimeRef.Name, err)
-	}
-	runtime = trainjob.RuntimeOf(live)
-	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
-	if err != nil {
+// The runtime a TrainJob runs: its snapshot when it has one, else the live
+// runtime, which is marked in use (so it cannot be deleted under the
+// TrainJob) and frozen into the snapshot before anything is built from it.
+// observeRuntime reads; runtimeWrites are what the resolution writes, made
+// by the pass's writer before the build's objects.
+
+// runtimeWrites are the writes a runtime's resolution needs, in order; the
+// zero value writes nothing.
+type runtimeWrites struct {
+	// Adopted is a snapshot Kubeflow Trainer wrote, made copse's
+	// (trainjob.AdoptRuntimeSnapshot); adoptedTTL says where its TTL came
+	// from, for the event.
+	Adopted    *corev1.ConfigMap
+	AdoptedTTL string
+	// MarkInUse is the live runtime with copse's in-use finalizer added,
+	// nil when it has it already; Snapshot is the snapshot to create.
+	MarkInUse client.Object
+	Snapshot  *corev1.ConfigMap
+}
+
+// observeRuntime reads the TrainJob's runtime into f (backend, TTL, failure
+// policy) and returns it, with what its resolution writes. A finished
+// TrainJob only needs the snapshot's TTL and backend, and has no runtime to
+// build from.
+func (r *Reconciler) observeRuntime(ctx context.Context, f *facts) (trainjob.Runtime, error) {
+	tj := f.TrainJob
+	runtime, found, err := r.readSnapshot(ctx, f)
+	switch {
+	case err != nil:
 		return trainjob.Runtime{}, err
+	case found && finished(tj.Status):
+		f.TTL = runtime.Spec.TTLSecondsAfterFinished
+		f.Backend = trainjob.BackendOf(&runtime.Spec)
+		return trainjob.Runtime{}, nil
+	case finished(tj.Status):
+		return trainjob.Runtime{}, nil
+	case !found:
+		if runtime, err = r.readLiveRuntime(ctx, f); err != nil {
+			return trainjob.Runtime{}, err
+		}
 	}
-	if err := r.Client.Create(ctx, snapshot); err != nil {
-		return trainjob.Runtime{}, fmt.Errorf("create runtime snapshot %s: %w", snapshot.Name, err)
-	}
+	f.TTL = runtime.Spec.TTLSecondsAfterFinished
+	f.FailurePolicy = runtime.Spec.Template.Spec.FailurePolicy != nil
+	f.Backend = trainjob.BackendOf(&runtime.Spec)
 	return runtime, nil
 }
 
 // readSnapshot reads the TrainJob's runtime snapshot; found is false when it
 // has none yet. A snapshot another controller wrote (Kubeflow Trainer's,
-// before the move to copse) is adopted first (adoptSnapshot).
-func (r *Reconciler) readSnapshot(ctx context.Context, tj *trainerv1alpha1.TrainJob) (trainjob.Runtime, bool, error) {
+// before the move to copse) is adopted: the runtime returned is the one the
+// adopted snapshot holds, and f.RuntimeWrites the adoption.
+func (r *Reconciler) readSnapshot(ctx context.Context, f *facts) (trainjob.Runtime, bool, error) {
+	tj := f.TrainJob
 	cm, found, err := r.getConfigMap(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Name + trainjob.RuntimeSnapshotSuffix})
 	if err != nil || !found {
 		return trainjob.Runtime{}, false, err
 	}
 	runtime, err := trainjob.RuntimeFromSnapshot(tj, cm)
+	if err != nil || trainjob.IsCopseSnapshot(cm) {
+		return runtime, err == nil, err
+	}
+	// Its TTL comes from the live runtime when the snapshot has none
+	// (Trainer's API cannot hold one).
+	var ttl *int32
+	if runtime.Spec.TTLSecondsAfterFinished == nil {
+		live, key, err := trainjob.RuntimeRefTarget(tj)
+		if err != nil {
+			return trainjob.Runtime{}, false, err
+		}
+		switch err := r.Client.Get(ctx, key, live); {
+		case err == nil:
+			ttl = trainjob.RuntimeOf(live).Spec.TTLSecondsAfterFinished
+		case !apierrors.IsNotFound(err):
+			return trainjob.Runtime{}, false, fmt.Errorf("get %s %s for the TTL of the adopted runtime snapshot: %w", trainjob.RuntimeKind(tj), key.Name, err)
+		}
+	}
+	adopted, err := trainjob.AdoptRuntimeSnapshot(tj, cm, runtime, ttl)
 	if err != nil {
 		return trainjob.Runtime{}, false, err
 	}
-	if !trainjob.IsCopseSnapshot(cm) {
-		if runtime, err = r.adoptSnapshot(ctx, tj, cm, runtime); err != nil {
-			return trainjob.Runtime{}, false, err
-		}
+	f.RuntimeWrites = runtimeWrites{Adopted: adopted, AdoptedTTL: describeTTL(ttl, runtime.Spec.TTLSecondsAfterFinished)}
+	runtime, err = trainjob.RuntimeFromSnapshot(tj, adopted)
+	return runtime, err == nil, err
+}
+
+// readLiveRuntime reads the runtime the TrainJob's runtimeRef names (a
+// TrainingRuntime of its namespace or a ClusterTrainingRuntime) and puts
+// into f.RuntimeWrites its marking in use and its snapshot.
+func (r *Reconciler) readLiveRuntime(ctx context.Context, f *facts) (trainjob.Runtime, error) {
+	tj := f.TrainJob
+	live, key, err := trainjob.RuntimeRefTarget(tj)
+	if err != nil {
+		return trainjob.Runtime{}, err
 	}
-	return runtime, true, nil
+	if err := r.Client.Get(ctx, key, live); err != nil {
+		return trainjob.Runtime{}, fmt.Errorf("get %s %s named by spec.runtimeRef: %w", trainjob.RuntimeKind(tj), key.Name, err)
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return trainjob.Runtime{}, fmt.Errorf("%s %s named by spec.runtimeRef is being deleted", trainjob.RuntimeKind(tj), key.Name)
+	}
+	runtime := trainjob.RuntimeOf(live)
+	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
+	if err != nil {
+		return trainjob.Runtime{}, err
+	}
+	f.RuntimeWrites = runtimeWrites{Snapshot: snapshot}
+	if !controllerutil.ContainsFinalizer(live, trainjob.RuntimeInUseFinalizer) {
+		marked := live.DeepCopyObject().(client.Object)
+		controllerutil.AddFinalizer(marked, trainjob.RuntimeInUseFinalizer)
+		f.RuntimeWrites.MarkInUse = marked
+	}
+	return runtime, nil
 }
 
 // getConfigMap reads a ConfigMap of the TrainJob's: from the cache, which
@@ -90,37 +147,32 @@ func (r *Reconciler) getConfigMap(ctx context.Context, key client.ObjectKey) (*c
 	return cm, true, nil
 }
 
-// adoptSnapshot makes a runtime snapshot Kubeflow Trainer wrote copse's
-// (trainjob.AdoptRuntimeSnapshot): labelled, so the cache and the watch see
-// it from now on, and with the live runtime's ttlSecondsAfterFinished,
-// which Trainer's API cannot hold. The ConfigMap is updated with an
-// optimistic lock, never recreated, and the runtime it returns is the one
-// the snapshot now holds.
-func (r *Reconciler) adoptSnapshot(ctx context.Context, tj *trainerv1alpha1.TrainJob, cm *corev1.ConfigMap, runtime trainjob.Runtime) (trainjob.Runtime, error) {
-	var ttl *int32
-	if runtime.Spec.TTLSecondsAfterFinished == nil {
-		live, key, err := trainjob.RuntimeRefTarget(tj)
-		if err != nil {
-			return trainjob.Runtime{}, err
+// Write makes the resolution's writes. The adopted snapshot is updated with
+// an optimistic lock, never recreated, so the cache and the watch see it
+// from now on. The runtime is marked in use with the resourceVersion it was
+// read at: many TrainJobs of one runtime start together, and one that lost
+// the race ends its pass with a conflict and reads the runtime again.
+func (rw runtimeWrites) Write(ctx context.Context, w children.Writer, owner client.Object) error {
+	tj := owner.(*trainerv1alpha1.TrainJob)
+	if rw.Adopted != nil {
+		if err := w.Client.Update(ctx, rw.Adopted); err != nil {
+			return fmt.Errorf("adopt runtime snapshot %s: %w", rw.Adopted.Name, err)
 		}
-		switch err := r.Client.Get(ctx, key, live); {
-		case err == nil:
-			ttl = trainjob.RuntimeOf(live).Spec.TTLSecondsAfterFinished
-		case !apierrors.IsNotFound(err):
-			return trainjob.Runtime{}, fmt.Errorf("get %s %s for the TTL of the adopted runtime snapshot: %w", trainjob.RuntimeKind(tj), key.Name, err)
+		w.Recorder.Eventf(tj, rw.Adopted, corev1.EventTypeNormal, reasonRuntimeSnapshotAdopted, "Adopt",
+			"adopted runtime snapshot %s, written without copse's labels (by Kubeflow Trainer); ttlSecondsAfterFinished %s",
+			rw.Adopted.Name, rw.AdoptedTTL)
+	}
+	if rw.MarkInUse != nil {
+		if err := w.Client.Update(ctx, rw.MarkInUse); err != nil {
+			return fmt.Errorf("mark %s %s in use: %w", trainjob.RuntimeKind(tj), rw.MarkInUse.GetName(), err)
 		}
 	}
-	adopted, err := trainjob.AdoptRuntimeSnapshot(tj, cm, runtime, ttl)
-	if err != nil {
-		return trainjob.Runtime{}, err
+	if rw.Snapshot != nil {
+		if err := w.Client.Create(ctx, rw.Snapshot); err != nil {
+			return fmt.Errorf("create runtime snapshot %s: %w", rw.Snapshot.Name, err)
+		}
 	}
-	if err := r.Client.Update(ctx, adopted); err != nil {
-		return trainjob.Runtime{}, fmt.Errorf("adopt runtime snapshot %s: %w", cm.Name, err)
-	}
-	r.Recorder.Eventf(tj, adopted, corev1.EventTypeNormal, reasonRuntimeSnapshotAdopted, "Adopt",
-		"adopted runtime snapshot %s, written without copse's labels (by Kubeflow Trainer); ttlSecondsAfterFinished %s",
-		cm.Name, describeTTL(ttl, runtime.Spec.TTLSecondsAfterFinished))
-	return trainjob.RuntimeFromSnapshot(tj, adopted)
+	return nil
 }
 
 // describeTTL says where an adopted snapshot's TTL came from.
@@ -133,20 +185,4 @@ func describeTTL(fromLive, inSnapshot *int32) string {
 	default:
 		return "unset"
 	}
-}
-
-// liveRuntime gets the runtime the TrainJob's runtimeRef names: a
-// TrainingRuntime of its namespace or a ClusterTrainingRuntime.
-func (r *Reconciler) liveRuntime(ctx context.Context, tj *trainerv1alpha1.TrainJob) (client.Object, error) {
-	obj, key, err := trainjob.RuntimeRefTarget(tj)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Client.Get(ctx, key, obj); err != nil {
-		return nil, fmt.Errorf("get %s %s named by spec.runtimeRef: %w", trainjob.RuntimeKind(tj), key.Name, err)
-	}
-	if obj.GetDeletionTimestamp() != nil {
-		return nil, fmt.Errorf("%s %s named by spec.runtimeRef is being deleted", trainjob.RuntimeKind(tj), key.Name)
-	}
-	return obj, nil
 }

@@ -19,8 +19,8 @@ import (
 )
 
 // What a pass writes of a TrainJob's build, decided from the build and what
-// the gather step found of it (decideWrites, pure), then written in order by
-// the act step (apply.go). An object copse keeps in line with the build is
+// the observe step found of it (decideWrites, pure), then written in order by
+// the pass's writer (buildWrites, apply.go). An object copse keeps in line with the build is
 // applied server-side with the field owner FieldOwner: the JobSet and the
 // PodCliqueSet, the coscheduling or Volcano PodGroup and the MPI hostfile.
 // An object whose spec is immutable and that copse only ever creates (the
@@ -28,7 +28,7 @@ import (
 // created with that field owner, and an existing one is never written: a
 // create cannot change an object someone else made under that name.
 
-// writeHow is how the act step writes an object.
+// writeHow is how the writer writes an object.
 type writeHow int
 
 const (
@@ -50,17 +50,17 @@ const (
 	// adoptedJobSetUpdate allows.
 	writeAdopted
 	// writeBlocked writes nothing: an object of the build's name exists
-	// that the TrainJob does not control; the act step stops with err.
+	// that the TrainJob does not control; the writes stop with err.
 	writeBlocked
 )
 
-// write is one object the act step writes.
+// write is one object the writer writes.
 type write struct {
 	how writeHow
 	// object is the build to apply or create, or the existing object as
 	// updated (writeSuspend, writeAdopted).
 	object client.Object
-	// exists: the gather step found the object, so a refusal is one of an
+	// exists: the observe step found the object, so a refusal is one of an
 	// update, else of a create (classifyRefusal).
 	exists bool
 	err    error
@@ -148,7 +148,7 @@ func mpiWrites(secret bool, hostfile, existing *corev1.ConfigMap) []write {
 // made: PodGroups that exist keep the Workload they name (a TrainJob's
 // Workload was named after it alone before it was <trainjob>.trainjob). A
 // PodGroup built before its Workload exists gets the Workload's UID when
-// written (the act step).
+// written (buildWrites).
 func podGroupWrites(objects *trainjob.JobSetObjects, existing existingBuild) []write {
 	var out []write
 	uid := ""
@@ -311,7 +311,7 @@ func decideRebuild(in rebuildInputs) rebuildStep {
 
 // rebuildNeedsDryRun: decideRebuild turns on BeyondSuspend for this
 // PodCliqueSet (it exists, it or the TrainJob is suspended, and its
-// templates are not mutable now), so the gather step asks the API server.
+// templates are not mutable now), so the observe step asks the API server.
 func rebuildNeedsDryRun(tjSuspended bool, existing *copsev1alpha1.PodCliqueSet) bool {
 	return existing != nil && (tjSuspended || existing.IsSuspended()) && !existing.SchedulingDirectivesMutable()
 }

@@ -52,7 +52,7 @@ func TestDecideRebuild(t *testing.T) {
 	}
 }
 
-// TestRebuildNeedsDryRun: the gather step asks the API server exactly where
+// TestRebuildNeedsDryRun: the observe step asks the API server exactly where
 // decideRebuild reads its answer.
 func TestRebuildNeedsDryRun(t *testing.T) {
 	for _, tjSuspended := range []bool{false, true} {
