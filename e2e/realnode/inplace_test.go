@@ -85,5 +85,11 @@ var _ = Describe("A Training PodCliqueSet restarted in place on a real node", La
 			}
 		}
 		Expect(strings.Fields(logs(ctx, Default, &after, "main"))).To(HaveExactElements("0", "1"), "the emptyDir holds both starts")
+
+		By("ending copse's restart agent with exit 0 when the kubelet stops it at the pod's end: it handles SIGTERM, so no failure rule ever sees a 137 of copse's")
+		for _, p := range pods {
+			Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", labels.RestartAgentContainer),
+				HaveField("State.Terminated.ExitCode", BeEquivalentTo(0)))), "pod %s", p.Name)
+		}
 	})
 })

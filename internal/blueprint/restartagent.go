@@ -12,7 +12,7 @@ import (
 
 // Names of what a restart in place adds to a pod.
 const (
-	RestartAgentContainer = "copse-restart-agent"
+	RestartAgentContainer = labels.RestartAgentContainer
 	restartAgentFile      = "attempt"
 	// RestartAgentExitCode is the code the agent exits with when the pod
 	// moves to a new attempt; the agent's restart rule turns it into the
@@ -23,8 +23,11 @@ const (
 // restartAgentScript remembers the pod's attempt (its copse.dev/attempt
 // label, through the startup gate's downward-API volume) and exits with
 // RestartAgentExitCode once the label says another: the PodClique of the
-// new attempt adopted the pod. Like the gate, it needs no API access.
-var restartAgentScript = fmt.Sprintf(`started=$(cat %[1]s/%[2]s); while [ "$(cat %[1]s/%[2]s)" = "$started" ]; do sleep 1; done; exit %[3]d`,
+// new attempt adopted the pod. Like the gate, it needs no API access. It
+// ends with 0 on SIGTERM (the kubelet stops sidecars so at the pod's end):
+// as PID 1 of its container, sh would otherwise ignore the signal and be
+// killed with 137 once the grace period ran out, holding the pod that long.
+var restartAgentScript = fmt.Sprintf(`trap 'exit 0' TERM; started=$(cat %[1]s/%[2]s); while [ "$(cat %[1]s/%[2]s)" = "$started" ]; do sleep 1; done; exit %[3]d`,
 	startupGateDir, restartAgentFile, RestartAgentExitCode)
 
 // RestartAgent is the decorator of trainingSpec.restartStrategy InPlace:

@@ -52,6 +52,18 @@ const (
 // whose status tells whether a pod's containers are held at the gate.
 const StartupGateContainer = "copse-startup-gate"
 
+// RestartAgentContainer is the name of the restart agent's sidecar (a
+// restart in place, blueprint.RestartAgent).
+const RestartAgentContainer = "copse-restart-agent"
+
+// IsCopseContainer reports whether a container is one copse adds to a pod
+// (the startup gate, the restart agent): its exits are copse's mechanism,
+// never the workload's outcome, so failure rules and failure reasons do not
+// see them.
+func IsCopseContainer(name string) bool {
+	return name == StartupGateContainer || name == RestartAgentContainer
+}
+
 // TemplateReplicasAnnotation, on a PodClique or PodCliqueScalingGroup,
 // holds the replica count of the PodCliqueSet template that copse last
 // applied to it. A template count different from it is a change of the

@@ -89,16 +89,18 @@ func conditionsMatch(reqs []copsev1alpha1.PodConditionRequirement, conditions ma
 	return false
 }
 
-// IgnoredFailures are the failed pods among pods (all of clique template
-// clique) that a rule with action Ignore matches: they neither breach
-// their clique nor restart anything; their PodClique replaces them.
+// IgnoredFailures are the failed or disrupted pods among pods (all of
+// clique template clique) that a rule with action Ignore matches: they
+// neither breach their clique nor restart anything, and are never a
+// replica's root cause (FirstFailure), not even while a disrupted one is
+// still ending; their PodClique replaces them.
 func IgnoredFailures(policy *copsev1alpha1.TrainingFailurePolicy, clique string, pods []podstate.Summary) map[types.UID]bool {
 	if policy == nil {
 		return nil
 	}
 	var out map[types.UID]bool
 	for _, p := range pods {
-		if !p.Failed() || JudgeFailure(policy, clique, p.Failure).Action != copsev1alpha1.FailureActionIgnore {
+		if (!p.Failed() && !p.Disrupted) || JudgeFailure(policy, clique, p.Failure).Action != copsev1alpha1.FailureActionIgnore {
 			continue
 		}
 		if out == nil {

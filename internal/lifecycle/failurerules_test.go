@@ -96,6 +96,17 @@ func TestIgnoredFailures(t *testing.T) {
 	if got := IgnoredFailures(nil, "eval", pods); got != nil {
 		t.Errorf("no policy: ignored %v", got)
 	}
+	// A pod being evicted with a normal grace period has not failed yet,
+	// but it is already a replica's root cause candidate (disrupted): an
+	// Ignore rule's clique must not become one.
+	evicted := []podstate.Summary{{UID: "evicted", Phase: corev1.PodRunning, Terminating: true, Disrupted: true,
+		Failure: &podstate.Failure{Reason: "EvictionByEvictionAPI", Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{corev1.DisruptionTarget: corev1.ConditionTrue}}}}
+	if got := IgnoredFailures(policy, "eval", evicted); !got["evicted"] {
+		t.Errorf("eval: ignored %v, want the disrupted pod too", got)
+	}
+	if got := IgnoredFailures(policy, "worker", evicted); len(got) != 0 {
+		t.Errorf("worker: ignored %v, want none", got)
+	}
 }
 
 // rulesOf reads up to 6 rules, four bytes each: action (low 2 bits),

@@ -22,7 +22,8 @@ var (
 	gpuSecondsLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "copse_gpu_seconds_lost_total",
 		Help: "GPU time whose work a replica recreation threw away: for each pod of the replica's previous run, its nvidia.com/gpu " +
-			"times the time from its scheduling to its end (or to the recreation), by namespace and the recreation's reason " +
+			"times the time from the start of that run on the pod (its scheduling, or for a pod a restart in place kept, that restart) " +
+			"to its end (or to the recreation), by namespace and the recreation's reason " +
 			"(TrainingRestart, UncountedRestart: restarts; IncompletePlacement: gangs placed incomplete; Suspension; GangTermination; " +
 			"InPlaceRestartTimeout).",
 	}, []string{"namespace", "reason"})
@@ -89,7 +90,7 @@ func TransitionsOf(pcs *copsev1alpha1.PodCliqueSet, previous, current *copsev1al
 	t := Transitions{Namespace: pcs.Namespace, WorkloadType: pcs.Spec.WorkloadType.OrDefault()}
 	for _, rec := range newRecreations {
 		t.Recreations = append(t.Recreations, Recreation{Reason: rec.Reason, InPlace: rec.InPlace,
-			GPUSecondsLost: gpuSecondsOfRun(pods, int(rec.ReplicaIndex), int(rec.Attempt), now)})
+			GPUSecondsLost: gpuSecondsOfRun(pods, int(rec.ReplicaIndex), int(rec.Attempt), keptSince(previous, rec.ReplicaIndex), now)})
 	}
 	if current.Phase != previous.Phase && current.Phase != "" {
 		t.Phase = current.Phase
@@ -152,21 +153,48 @@ func boolLabel(b bool) string {
 }
 
 // gpuSecondsOfRun is the GPU time the pods of replica's runs before attempt
-// held: GPUs times the time from scheduling to the pod's end, or to now for
-// a pod that has not ended.
-func gpuSecondsOfRun(pods []podstate.Summary, replica, attempt int, now time.Time) float64 {
+// held since their run began: GPUs times the time from the run's start to
+// the pod's end, or to now for a pod that has not ended. A run starts at
+// the pod's scheduling, or, for a pod a restart in place kept (kept: its
+// attempt, and when that restart was decided), when it joined that
+// attempt: the time before belongs to the run the earlier restart threw
+// away, counted then.
+func gpuSecondsOfRun(pods []podstate.Summary, replica, attempt int, kept keptRun, now time.Time) float64 {
 	var total float64
 	for _, p := range pods {
 		if p.Replica != replica || p.Attempt >= attempt || p.GPUs == 0 || p.ScheduledAt.IsZero() {
 			continue
 		}
+		start := p.ScheduledAt
+		if kept.ok && p.Attempt == kept.attempt && kept.since.After(start) {
+			start = kept.since
+		}
 		end := now
 		if !p.FinishedAt.IsZero() && p.FinishedAt.Before(now) {
 			end = p.FinishedAt
 		}
-		if held := end.Sub(p.ScheduledAt).Seconds(); held > 0 {
+		if held := end.Sub(start).Seconds(); held > 0 {
 			total += float64(p.GPUs) * held
 		}
 	}
 	return total
+}
+
+// keptRun is the attempt a replica's last restart in place moved its kept
+// pods to, and when it was decided.
+type keptRun struct {
+	ok      bool
+	attempt int
+	since   time.Time
+}
+
+// keptSince reads the replica's last recreation from the status before the
+// write: when it was a restart in place, its pods joined its attempt then.
+func keptSince(previous *copsev1alpha1.PodCliqueSetStatus, replica int32) keptRun {
+	for _, rec := range previous.ReplicaRecreations {
+		if rec.ReplicaIndex == replica && rec.InPlace {
+			return keptRun{ok: true, attempt: int(rec.Attempt), since: rec.StartedAt.Time}
+		}
+	}
+	return keptRun{}
 }

@@ -310,7 +310,7 @@ func exitsOf(pod *corev1.Pod) []ContainerExit {
 	var out []ContainerExit
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for _, cs := range statuses {
-			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !labels.IsCopseContainer(cs.Name) {
 				out = append(out, ContainerExit{Container: cs.Name, Code: t.ExitCode})
 			}
 		}
@@ -395,7 +395,7 @@ func failureOf(pod *corev1.Pod) Failure {
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for _, cs := range statuses {
 			t := cs.State.Terminated
-			if t == nil || t.ExitCode == 0 {
+			if t == nil || t.ExitCode == 0 || labels.IsCopseContainer(cs.Name) {
 				continue
 			}
 			return Failure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}

@@ -178,6 +178,8 @@ func assessReplica(index, expected int, members []member, training bool, policy 
 	for _, m := range members {
 		cliqueOf[m.name] = m.template
 		for _, p := range m.pods {
+			// An ignored failure, or disruption, is never the root
+			// cause (lifecycle.IgnoredFailures).
 			if !m.ignored[p.UID] {
 				pods = append(pods, p)
 			}

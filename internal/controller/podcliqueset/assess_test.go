@@ -12,6 +12,7 @@ import (
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -81,4 +82,40 @@ func TestAssessReplicasReadsThePods(t *testing.T) {
 			t.Errorf("started with one pod of minAvailable 2 not started")
 		}
 	})
+}
+
+// TestAssessReplicaIgnoredCliqueIsNoRootCause: an eval pod an Ignore rule
+// matches is being evicted (disrupted, before its worker failed) while a
+// worker exits with a code a FailWorkload rule names: the worker is the
+// root cause and its rule applies. With the eval pod alone the clique is
+// breached as any clique below minAvailable is (docs/training.md), with no
+// root cause: the default verdict.
+func TestAssessReplicaIgnoredCliqueIsNoRootCause(t *testing.T) {
+	policy := &copsev1alpha1.TrainingFailurePolicy{Rules: []copsev1alpha1.FailureRule{
+		{Name: "eval-tolerant", Action: copsev1alpha1.FailureActionIgnore, TargetCliques: []string{"eval"}},
+		{Name: "bug", Action: copsev1alpha1.FailureActionFailWorkload,
+			OnExitCodes: &copsev1alpha1.ExitCodesRequirement{Operator: copsev1alpha1.ExitCodesIn, Values: []int32{42}}},
+	}}
+	evicted := podstate.Summary{Name: "eval-0", UID: "eval-0", PodClique: "job-0-eval", Phase: corev1.PodRunning, Terminating: true,
+		Disrupted: true, DisruptedAt: t0.Add(-time.Minute),
+		Failure: &podstate.Failure{Reason: "EvictionByEvictionAPI", Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{corev1.DisruptionTarget: corev1.ConditionTrue}}}
+	crashed := podstate.Summary{Name: "worker-0", UID: "worker-0", PodClique: "job-0-worker", Phase: corev1.PodFailed, FinishedAt: t0,
+		Failure: &podstate.Failure{Container: "train", ExitCode: 42, Exits: []podstate.ContainerExit{{Container: "train", Code: 42}}}}
+	breached := []metav1.Condition{{Type: constants.ConditionTypeMinAvailableBreached, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}}
+	eval := member{name: "job-0-eval", template: "eval", conditions: breached, pods: []podstate.Summary{evicted}}
+	eval.ignored = lifecycle.IgnoredFailures(policy, "eval", eval.pods)
+	worker := member{name: "job-0-worker", template: "worker", conditions: breached, pods: []podstate.Summary{crashed}}
+
+	a := assessReplica(0, 2, []member{eval, worker}, true, nil, policy)
+	if a.firstFailure == nil || a.firstFailure.Name != "worker-0" {
+		t.Errorf("root cause %+v, want the worker", a.firstFailure)
+	}
+	if a.verdict.Rule != "bug" || a.verdict.Action != copsev1alpha1.FailureActionFailWorkload {
+		t.Errorf("verdict %+v, want rule bug's FailWorkload", a.verdict)
+	}
+
+	a = assessReplica(0, 1, []member{eval}, true, nil, policy)
+	if a.firstFailure != nil || a.verdict != (lifecycle.RuleVerdict{Action: copsev1alpha1.FailureActionRestartReplica}) {
+		t.Errorf("eval alone: root cause %+v verdict %+v, want none and the default", a.firstFailure, a.verdict)
+	}
 }

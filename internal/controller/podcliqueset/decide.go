@@ -186,7 +186,8 @@ type trainingDecision struct {
 //     at a time, in the order they became due (their start plus
 //     terminationDelay; ties by replica index), each by the failure rules'
 //     verdict on its root cause (replicaAssessment.verdict):
-//     RestartReplica (no rule matched, or a rule said so) consumes one
+//     Ignore (only ignored pods failed) does nothing: the clique replaces
+//     them; RestartReplica (no rule matched, or a rule said so) consumes one
 //     restart while maxRestarts lasts, and the first that finds it spent
 //     fails the workload with MaxRestartsExceeded; RestartReplicaWithoutCount
 //     restarts without spending it while maxUncountedRestarts lasts, then
@@ -251,8 +252,13 @@ func decideTraining(in trainingInputs) trainingDecision {
 		if pastDeadline && !b.at.Before(*deadline) {
 			break
 		}
-		d.causeReplica = b.replica
 		verdict := b.verdict
+		if verdict.Action == copsev1alpha1.FailureActionIgnore {
+			// An ignored failure restarts nothing and spends no budget;
+			// its clique replaces the pod.
+			continue
+		}
+		d.causeReplica = b.replica
 		d.verdicts = append(d.verdicts, verdict)
 		switch verdict.Action {
 		case copsev1alpha1.FailureActionFailWorkload:

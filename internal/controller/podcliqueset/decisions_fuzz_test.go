@@ -266,7 +266,8 @@ func FuzzDecideTraining(f *testing.F) {
 //     already exceeded it;
 //   - each restart follows its replica's verdict: uncounted ones a
 //     RestartReplicaWithoutCount rule's, counted ones any other that is not
-//     FailWorkload;
+//     FailWorkload or Ignore (an ignored failure never restarts, nor is it
+//     the cause of the workload's failure);
 //   - FailedByRule is the verdict of the cause replica, a FailWorkload
 //     rule; MaxUncountedRestartsExceeded comes from a
 //     RestartReplicaWithoutCount rule once the uncounted budget is spent;
@@ -294,9 +295,13 @@ func checkFailureRules(t *testing.T, in trainingInputs, d trainingDecision) {
 		}
 	}
 	for _, r := range d.restart {
-		if a := verdict[r].Action; a == copsev1alpha1.FailureActionRestartReplicaWithoutCount || a == copsev1alpha1.FailureActionFailWorkload {
+		if a := verdict[r].Action; a == copsev1alpha1.FailureActionRestartReplicaWithoutCount || a == copsev1alpha1.FailureActionFailWorkload ||
+			a == copsev1alpha1.FailureActionIgnore {
 			t.Fatalf("counted restart of replica %d, whose verdict is %+v", r, verdict[r])
 		}
+	}
+	if d.causeReplica >= 0 && verdict[d.causeReplica].Action == copsev1alpha1.FailureActionIgnore {
+		t.Fatalf("replica %d, whose failure an Ignore rule matched, is the cause", d.causeReplica)
 	}
 	switch d.failReason {
 	case copsev1alpha1.ReasonFailedByRule:
