@@ -173,6 +173,7 @@ func (w Writer) writePod(ctx context.Context, ns string, p PodWrite) (*corev1.Po
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[labels.StartupGateAnnotation] = labels.StartupGateClosed
+			pod.Annotations[labels.RestartsAtMoveAnnotation] = strconv.Itoa(int(podstate.ContainerRestarts(pod)))
 		})
 	case PodAdopt:
 		return nil, MutatePod(ctx, w.Client, ns, p.Pod, func(pod *corev1.Pod) {

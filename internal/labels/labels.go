@@ -42,6 +42,13 @@ const (
 // is open.
 const StartupGateAnnotation = "copse.dev/startup-gate"
 
+// RestartsAtMoveAnnotation, on a pod a restart in place kept, holds how
+// many times the kubelet had restarted its containers when copse moved it
+// to its attempt (podstate.ContainerRestarts): a container that has not
+// restarted since still runs, or ran, the previous attempt's process, so
+// its outcome is that attempt's, not the new one's.
+const RestartsAtMoveAnnotation = "copse.dev/restarts-at-move"
+
 // The states of a pod's startup gate (StartupGateAnnotation).
 const (
 	StartupGateClosed = "closed"

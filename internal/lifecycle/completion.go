@@ -38,7 +38,9 @@ func CliqueCompletion(replicas int, recorded string, recordedLast *metav1.Time, 
 		c.LastSucceeded = recordedLast.Time
 	}
 	for _, p := range pods {
-		if !p.Succeeded() || !p.HasIndex || p.Index >= replicas {
+		// A kept pod whose old process exited 0 before the kubelet
+		// restarted it finished the previous attempt's work, not this one's.
+		if !p.Succeeded() || p.EndedInEarlierAttempt() || !p.HasIndex || p.Index >= replicas {
 			continue
 		}
 		c.Succeeded.Add(p.Index)

@@ -17,6 +17,13 @@ func pod(index int, phase corev1.PodPhase, finished time.Time) podstate.Summary 
 	return podstate.Summary{Name: fmt.Sprintf("pod-%d", index), Index: index, HasIndex: true, Phase: phase, FinishedAt: finished}
 }
 
+// earlierAttempt is p moved by a restart in place that ended before the
+// kubelet restarted it.
+func earlierAttempt(p podstate.Summary) podstate.Summary {
+	p.Moved, p.RestartsAtMove, p.ContainerRestarts = true, 2, 2
+	return p
+}
+
 func TestCliqueCompletion(t *testing.T) {
 	ok, run, bad := corev1.PodSucceeded, corev1.PodRunning, corev1.PodFailed
 	cases := []struct {
@@ -40,6 +47,8 @@ func TestCliqueCompletion(t *testing.T) {
 		{name: "indices beyond replicas do not count", replicas: 2, recorded: "5", pods: []podstate.Summary{pod(0, ok, t0), pod(2, ok, t0)}, wantSet: "0", wantLast: t0},
 		{name: "a pod without index does not count", replicas: 1, pods: []podstate.Summary{{Name: "x", Phase: ok}}, wantSet: ""},
 		{name: "a malformed record is read as empty", replicas: 1, recorded: "x-1", pods: []podstate.Summary{pod(0, ok, t0)}, wantSet: "0", wantComplete: true, wantLast: t0},
+		{name: "a kept pod's old process that exited 0 before its restart in place is no success of this attempt", replicas: 2,
+			pods: []podstate.Summary{pod(0, ok, t0), earlierAttempt(pod(1, ok, t0.Add(time.Minute)))}, wantSet: "0", wantLast: t0},
 		{name: "no replicas is never complete", replicas: 0, wantSet: ""},
 	}
 	for _, c := range cases {

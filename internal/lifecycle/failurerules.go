@@ -89,6 +89,26 @@ func conditionsMatch(reqs []copsev1alpha1.PodConditionRequirement, conditions ma
 	return false
 }
 
+// NotJudged are the pods whose failure the failure rules do not judge:
+// those an Ignore rule matches (IgnoredFailures) and those that ended in an
+// earlier attempt than the one they are of (a pod a restart in place kept
+// whose old process exited before the kubelet restarted it:
+// podstate.Summary.EndedInEarlierAttempt). Neither breaches its clique,
+// restarts anything, or is a replica's root cause; its PodClique replaces
+// it.
+func NotJudged(policy *copsev1alpha1.TrainingFailurePolicy, clique string, pods []podstate.Summary) map[types.UID]bool {
+	out := IgnoredFailures(policy, clique, pods)
+	for _, p := range pods {
+		if p.EndedInEarlierAttempt() {
+			if out == nil {
+				out = map[types.UID]bool{}
+			}
+			out[p.UID] = true
+		}
+	}
+	return out
+}
+
 // IgnoredFailures are the failed or disrupted pods among pods (all of
 // clique template clique) that a rule with action Ignore matches: they
 // neither breach their clique nor restart anything, and are never a

@@ -76,6 +76,25 @@ func TestJudgeFailure(t *testing.T) {
 	}
 }
 
+// TestNotJudged: the rules judge neither a failure an Ignore rule matches
+// nor a kept pod's old process that ended before the kubelet restarted it.
+func TestNotJudged(t *testing.T) {
+	oldProcess := podstate.Summary{UID: "old", Phase: corev1.PodFailed, Failure: exited(1), Moved: true}
+	restarted := podstate.Summary{UID: "restarted", Phase: corev1.PodFailed, Failure: exited(1), Moved: true, ContainerRestarts: 1}
+	evalFailed := podstate.Summary{UID: "eval", Phase: corev1.PodFailed, Failure: exited(1)}
+	policy := &copsev1alpha1.TrainingFailurePolicy{Rules: []copsev1alpha1.FailureRule{
+		{Name: "eval-flaky", Action: copsev1alpha1.FailureActionIgnore, TargetCliques: []string{"eval"}},
+	}}
+	if got := NotJudged(policy, "eval", []podstate.Summary{oldProcess, evalFailed}); len(got) != 2 || !got["old"] || !got["eval"] {
+		t.Errorf("eval: not judged %v, want the old process and the ignored failure", got)
+	}
+	for _, p := range []*copsev1alpha1.TrainingFailurePolicy{policy, nil} {
+		if got := NotJudged(p, "worker", []podstate.Summary{oldProcess, restarted}); len(got) != 1 || !got["old"] {
+			t.Errorf("worker, policy %v: not judged %v, want only the old process", p != nil, got)
+		}
+	}
+}
+
 func TestIgnoredFailures(t *testing.T) {
 	pods := []podstate.Summary{
 		{UID: "failed", Phase: corev1.PodFailed, Failure: exited(1)},

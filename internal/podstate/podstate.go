@@ -7,6 +7,7 @@ package podstate
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,13 @@ type Summary struct {
 	// condition's reason and the pod's conditions, no exit codes yet.
 	Disrupted   bool
 	DisruptedAt time.Time
+	// ContainerRestarts is how often the kubelet restarted the pod's app
+	// containers (the most of any; each restart in place restarts them all
+	// once). Moved: a restart in place moved the pod to its attempt, when
+	// the count was RestartsAtMove (labels.RestartsAtMoveAnnotation).
+	ContainerRestarts int32
+	Moved             bool
+	RestartsAtMove    int32
 	// HasOutcomeFinalizer: the pod carries copsev1alpha1.OutcomeFinalizer.
 	HasOutcomeFinalizer bool
 	// ControllerUID is the UID of the pod's controller owner, if any.
@@ -135,6 +143,38 @@ func (s Summary) Succeeded() bool { return s.Phase == corev1.PodSucceeded }
 // Failed reports whether the pod ended in failure (phase Failed).
 func (s Summary) Failed() bool { return s.Phase == corev1.PodFailed }
 
+// EndedInEarlierAttempt reports whether the pod ended with processes that
+// started before the restart in place that moved it to its attempt: no app
+// container restarted since the move (the kubelet had not restarted the
+// pod yet when its old process exited, typically a rank that lost its
+// peer). Its outcome, failure or exit 0, is the previous attempt's.
+func (s Summary) EndedInEarlierAttempt() bool {
+	return s.Terminal() && s.Moved && s.ContainerRestarts <= s.RestartsAtMove
+}
+
+// ContainerRestarts is how often the kubelet restarted the pod's app
+// containers: the most of any. copse's own (labels.IsCopseContainer) are
+// left out, as from every outcome podstate reads.
+func ContainerRestarts(pod *corev1.Pod) int32 {
+	var most int32
+	for _, cs := range pod.Status.ContainerStatuses {
+		if !labels.IsCopseContainer(cs.Name) {
+			most = max(most, cs.RestartCount)
+		}
+	}
+	return most
+}
+
+// restartsAtMove reads labels.RestartsAtMoveAnnotation; moved is false
+// when it is absent or malformed.
+func restartsAtMove(pod *corev1.Pod) (restarts int32, moved bool) {
+	v, err := strconv.ParseInt(pod.Annotations[labels.RestartsAtMoveAnnotation], 10, 32)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return int32(v), true
+}
+
 // Active reports whether the pod is, or may become, a running member of its
 // clique: it neither ended nor is being deleted.
 func (s Summary) Active() bool { return !s.Terminal() && !s.Terminating }
@@ -152,25 +192,27 @@ func Of(pod *corev1.Pod) Summary {
 	}
 	attempt, _ := labels.Index(pod.Labels, labels.AttemptKey)
 	s := Summary{
-		Name:          pod.Name,
-		UID:           pod.UID,
-		PodClique:     pod.Labels[labels.PodCliqueKey],
-		Index:         index,
-		HasIndex:      hasIndex,
-		Replica:       replica,
-		Attempt:       attempt,
-		Phase:         phaseOf(pod),
-		Terminating:   pod.DeletionTimestamp != nil,
-		Node:          pod.Spec.NodeName,
-		Scheduled:     pod.Spec.NodeName != "",
-		ScheduleGated: len(pod.Spec.SchedulingGates) > 0,
-		Ready:         podReady(pod),
-		StartupGate:   pod.Annotations[labels.StartupGateAnnotation],
-		GateHolding:   gateHolding(pod),
-		TemplateHash:  pod.Labels[labels.PodTemplateHashKey],
-		Gang:          pod.Labels[labels.PodGangKey],
-		GPUs:          GPUsOf(pod),
+		Name:              pod.Name,
+		UID:               pod.UID,
+		PodClique:         pod.Labels[labels.PodCliqueKey],
+		Index:             index,
+		HasIndex:          hasIndex,
+		Replica:           replica,
+		Attempt:           attempt,
+		Phase:             phaseOf(pod),
+		Terminating:       pod.DeletionTimestamp != nil,
+		Node:              pod.Spec.NodeName,
+		Scheduled:         pod.Spec.NodeName != "",
+		ScheduleGated:     len(pod.Spec.SchedulingGates) > 0,
+		Ready:             podReady(pod),
+		StartupGate:       pod.Annotations[labels.StartupGateAnnotation],
+		GateHolding:       gateHolding(pod),
+		TemplateHash:      pod.Labels[labels.PodTemplateHashKey],
+		Gang:              pod.Labels[labels.PodGangKey],
+		GPUs:              GPUsOf(pod),
+		ContainerRestarts: ContainerRestarts(pod),
 	}
+	s.RestartsAtMove, s.Moved = restartsAtMove(pod)
 	if pod.DeletionTimestamp != nil {
 		s.DeletionDeadline = pod.DeletionTimestamp.Time
 	}

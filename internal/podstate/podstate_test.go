@@ -27,6 +27,12 @@ func terminated(name string, exitCode int32, reason string, startedAt, finishedA
 		ExitCode: exitCode, Reason: reason, Message: reason + " message", StartedAt: at(startedAt), FinishedAt: at(finishedAt)}}}
 }
 
+// restarted is cs after the kubelet restarted its container n times.
+func restarted(cs corev1.ContainerStatus, n int32) corev1.ContainerStatus {
+	cs.RestartCount = n
+	return cs
+}
+
 func waiting(name string) corev1.ContainerStatus {
 	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
 }
@@ -43,7 +49,7 @@ func TestOfEveryField(t *testing.T) {
 				labels.PodCliqueKey: "llm-0-worker", labels.PodIndexKey: "3", labels.ReplicaKey: "2", labels.AttemptKey: "4",
 				labels.PodTemplateHashKey: "hash-1", labels.PodGangKey: "llm-0",
 			},
-			Annotations:       map[string]string{labels.StartupGateAnnotation: "open"},
+			Annotations:       map[string]string{labels.StartupGateAnnotation: "open", labels.RestartsAtMoveAnnotation: "1"},
 			DeletionTimestamp: &deleting,
 			Finalizers:        []string{"example.com/other", copsev1alpha1.OutcomeFinalizer},
 			OwnerReferences: []metav1.OwnerReference{
@@ -58,7 +64,7 @@ func TestOfEveryField(t *testing.T) {
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at(10)},
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(40)},
 			},
-			ContainerStatuses: []corev1.ContainerStatus{running("main", 30), running("sidecar", 20)},
+			ContainerStatuses: []corev1.ContainerStatus{restarted(running("main", 30), 2), running("sidecar", 20), restarted(running(labels.RestartAgentContainer, 25), 7)},
 		},
 	}
 	tests := []struct {
@@ -74,6 +80,7 @@ func TestOfEveryField(t *testing.T) {
 				Phase: corev1.PodRunning, Terminating: true, DeletionDeadline: deleting.Time, Node: "node-7", Scheduled: true,
 				ScheduledAt: at(10).Time, ScheduleGated: true, Started: true, StartedAt: at(20).Time, Ready: true, StartupGate: "open",
 				HasOutcomeFinalizer: true, ControllerUID: "pclq-uid", TemplateHash: "hash-1", Gang: "llm-0",
+				ContainerRestarts: 2, Moved: true, RestartsAtMove: 1,
 			},
 		},
 		{
@@ -387,6 +394,40 @@ func TestSummaryStates(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s, terminating %v: [Terminal Succeeded Failed Active HoldsNode] (-want +got):\n%s", tt.phase, tt.terminating, diff)
 		}
+	}
+}
+
+// TestEndedInEarlierAttempt: a pod a restart in place moved that ended
+// before the kubelet restarted its containers (restart count as at the
+// move) ended the previous attempt's process, whatever its phase; once
+// restarted, or never moved, its outcome is its own attempt's.
+func TestEndedInEarlierAttempt(t *testing.T) {
+	moved := func(phase corev1.PodPhase, restarts string, status ...corev1.ContainerStatus) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{labels.RestartsAtMoveAnnotation: restarts}},
+			Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: status},
+		}
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"old process failed before the restart", moved(corev1.PodFailed, "0", terminated("main", 1, "Error", 10, 20)), true},
+		{"old process exited 0 before the restart", moved(corev1.PodSucceeded, "0", terminated("main", 0, "Completed", 10, 20)), true},
+		{"moved at its second restart, failed before the third", moved(corev1.PodFailed, "1", restarted(terminated("main", 1, "Error", 10, 20), 1)), true},
+		{"failed after the kubelet restarted it", moved(corev1.PodFailed, "0", restarted(terminated("main", 1, "Error", 10, 20), 1)), false},
+		{"still running the old process", moved(corev1.PodRunning, "0", running("main", 10)), false},
+		{"the agent's restarts are not the app's", moved(corev1.PodFailed, "0", terminated("main", 1, "Error", 10, 20), restarted(running(labels.RestartAgentContainer, 5), 1)), true},
+		{"never moved", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{terminated("main", 1, "Error", 10, 20)}}}, false},
+		{"a malformed annotation is no move", moved(corev1.PodFailed, "x", terminated("main", 1, "Error", 10, 20)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Of(tt.pod).EndedInEarlierAttempt(); got != tt.want {
+				t.Errorf("EndedInEarlierAttempt() = %v, want %v (summary %+v)", got, tt.want, Of(tt.pod))
+			}
+		})
 	}
 }
 

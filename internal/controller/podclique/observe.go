@@ -92,7 +92,7 @@ func (r *Reconciler) observe(ctx context.Context, key string, pclq *copsev1alpha
 	o.workload = workloadStateOf(o.pcs, replica)
 	if o.workload.training() {
 		o.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, owned)
-		o.ignored = lifecycle.IgnoredFailures(o.pcs.FailurePolicy(), pclq.Labels[labels.CliqueTemplateKey], owned)
+		o.ignored = lifecycle.NotJudged(o.pcs.FailurePolicy(), pclq.Labels[labels.CliqueTemplateKey], owned)
 	}
 	if o.idErr == nil {
 		if o.startOrder, err = r.observeStartOrder(ctx, pclq, o.pcs, o.id); err != nil {

@@ -35,12 +35,15 @@ func (r replacement) String() string {
 // replacement back-off (planPods); otherwise it stays, the clique reports
 // MinAvailableBreached=True (PodsFailed), and recovering the gang is the
 // replica restart's job. The two rules use the same count, so a failed pod
-// is either replaced or a breach.
+// is either replaced or a breach. A pod that ended in an earlier attempt
+// (a kept pod whose old process exited before the kubelet restarted it,
+// podstate.Summary.EndedInEarlierAttempt) did none of this attempt's work:
+// it is replaced, whatever its phase.
 func replacementDecision(training bool, pod podstate.Summary, cliqueAvailable bool) replacement {
 	if !pod.Terminal() {
 		return keepPod
 	}
-	if !training {
+	if !training || pod.EndedInEarlierAttempt() {
 		return replacePod
 	}
 	if pod.Failed() && cliqueAvailable {

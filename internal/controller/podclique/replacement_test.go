@@ -25,6 +25,8 @@ func TestReplacementDecision(t *testing.T) {
 		{"training: a pod that exited 0 is never recreated", training, p(0, succeeded), true, keepPod},
 		{"training: a failed pod is replaced while the clique meets minAvailable", training, p(0, failed), true, replacePod},
 		{"training: a failed pod is kept once the clique is below minAvailable", training, p(0, failed), false, keepPod},
+		{"training: a kept pod that exited 0 before its restart in place is replaced", training, p(0, succeeded, endedBeforeRestart), true, replacePod},
+		{"training: a kept pod that failed before its restart in place is replaced below minAvailable too", training, p(0, failed, endedBeforeRestart), false, replacePod},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -33,4 +35,10 @@ func TestReplacementDecision(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endedBeforeRestart: a restart in place moved the pod, and it ended before
+// the kubelet restarted its containers.
+func endedBeforeRestart(i *podstate.Summary) {
+	i.Moved, i.RestartsAtMove, i.ContainerRestarts = true, 1, 1
 }

@@ -140,7 +140,7 @@ func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, group
 		}
 		if training {
 			m.completion = lifecycle.CliqueCompletion(int(pclq.Spec.Replicas), pclq.Status.SucceededIndexes, pclq.Status.LastSucceededTime, m.pods)
-			m.ignored = lifecycle.IgnoredFailures(pcs.FailurePolicy(), m.template, m.pods)
+			m.ignored = lifecycle.NotJudged(pcs.FailurePolicy(), m.template, m.pods)
 			notCounted := uidSet(pclq.Status.ReplacingPods)
 			maps.Copy(notCounted, m.ignored)
 			counts := lifecycle.CountPods(m.pods, true, m.completion.Succeeded.CountBelow(int(pclq.Spec.Replicas)), notCounted)

@@ -67,6 +67,21 @@ func TestAssessReplicasReadsThePods(t *testing.T) {
 			t.Errorf("started %v at %v, want the earliest container start %v", a.started, a.startedAt, start)
 		}
 	})
+	t.Run("a kept pod whose old process failed before the kubelet restarted it is the previous attempt's, not a breach", func(t *testing.T) {
+		oldProcess := summary(1, corev1.PodFailed, start, t0.Add(-time.Minute))
+		oldProcess.Moved, oldProcess.RestartsAtMove, oldProcess.ContainerRestarts = true, 0, 0
+		pcs, obs := trainingJob(metav1.ConditionFalse, summary(0, corev1.PodRunning, start, time.Time{}), oldProcess)
+		a := assessReplicas(pcs, obs)[0]
+		if a.breached || a.firstFailure != nil {
+			t.Errorf("breached %v root cause %+v; want neither: the failure is the previous attempt's", a.breached, a.firstFailure)
+		}
+		restartedThenFailed := oldProcess
+		restartedThenFailed.ContainerRestarts = 1
+		pcs, obs = trainingJob(metav1.ConditionFalse, summary(0, corev1.PodRunning, start, time.Time{}), restartedThenFailed)
+		if a := assessReplicas(pcs, obs)[0]; !a.breached || a.firstFailure == nil || a.firstFailure.Name != "p1" {
+			t.Errorf("after the kubelet restarted it: breached %v root cause %+v; want a breach caused by p1", a.breached, a.firstFailure)
+		}
+	})
 	t.Run("running but never ready is started", func(t *testing.T) {
 		unready := summary(1, corev1.PodRunning, start, time.Time{})
 		unready.Ready = false
