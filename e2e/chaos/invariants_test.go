@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 )
 
 // history builds samples one second apart from a compact script: each
@@ -111,6 +113,7 @@ func TestQuotaHeldWithoutPods(t *testing.T) {
 
 func TestCheckEnd(t *testing.T) {
 	ok := End{State: StateSucceeded, RestartCount: 1}
+	spent := End{State: StateFailed, Reason: copsev1alpha1.ReasonMaxRestartsExceeded, RestartCount: 2}
 	for _, tc := range []struct {
 		name             string
 		expected, actual End
@@ -125,6 +128,12 @@ func TestCheckEnd(t *testing.T) {
 		{name: "ended too late", expected: ok, actual: ok, ended: true, took: 7 * time.Minute,
 			wantLines: []string{"ended Succeeded/1 only after 7m0s, over the bound of 6m0s"}},
 		{name: "ended otherwise", expected: ok, actual: End{State: StateSucceeded}, ended: true, took: time.Second,
+			wantLines: []string{"ended Succeeded/0, the oracle says Succeeded/1"}},
+		{name: "out of budget with a restart judged in the failing pass, not made and not counted", expected: spent, actual: End{State: StateFailed, Reason: copsev1alpha1.ReasonMaxRestartsExceeded, RestartCount: 1},
+			ended: true, took: time.Second},
+		{name: "out of budget counting more than the budget", expected: spent, actual: End{State: StateFailed, Reason: copsev1alpha1.ReasonMaxRestartsExceeded, RestartCount: 3},
+			ended: true, took: time.Second, wantLines: []string{"ended Failed(MaxRestartsExceeded)/3, the oracle says Failed(MaxRestartsExceeded)/2"}},
+		{name: "a success counts exactly", expected: ok, actual: End{State: StateSucceeded, RestartCount: 0}, ended: true, took: time.Second,
 			wantLines: []string{"ended Succeeded/0, the oracle says Succeeded/1"}},
 		{name: "accepted where the oracle refuses (issue 24, item 4)", expected: End{State: StateRefused, Reason: FieldName},
 			actual: End{State: StateAccepted, Reason: "created"}, ended: true,

@@ -68,6 +68,19 @@ func (e End) String() string {
 	return fmt.Sprintf("%s(%s)/%d%s", e.State, e.Reason, e.RestartCount, e.uncountedNote())
 }
 
+// admits reports whether observed is the end expected describes. A
+// PodCliqueSet that runs out of its budget counts only the restarts it
+// made: breaches judged in the pass that fails it restart nothing, so how
+// many of the expected restarts were made before it depends on which
+// breaches one pass saw together; it counts at most the expected ones.
+func (e End) admits(observed End) bool {
+	if e.State != StateFailed || (e.Reason != copsev1alpha1.ReasonMaxRestartsExceeded && e.Reason != copsev1alpha1.ReasonMaxUncountedRestartsExceeded) {
+		return observed == e
+	}
+	return observed.State == e.State && observed.Reason == e.Reason &&
+		observed.RestartCount <= e.RestartCount && observed.Uncounted <= e.Uncounted
+}
+
 func (e End) uncountedNote() string {
 	if e.Uncounted == 0 {
 		return ""

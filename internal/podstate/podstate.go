@@ -432,7 +432,9 @@ func containerTimes(pod *corev1.Pod) (startedAt, finishedAt time.Time) {
 
 // failureOf describes why a Failed pod failed: the first container (app
 // containers before init containers) that terminated with a non-zero exit
-// code; without one, the pod's reason and message.
+// code; without one, the pod's reason and message, or, when it has none
+// (the pod garbage collector fails a pod whose node was deleted with only
+// a DisruptionTarget condition), that condition's.
 func failureOf(pod *corev1.Pod) Failure {
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for _, cs := range statuses {
@@ -442,6 +444,9 @@ func failureOf(pod *corev1.Pod) Failure {
 			}
 			return Failure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
 		}
+	}
+	if c := disruption(pod); pod.Status.Reason == "" && c != nil {
+		return Failure{Reason: c.Reason, Message: c.Message}
 	}
 	return Failure{Reason: pod.Status.Reason, Message: pod.Status.Message}
 }

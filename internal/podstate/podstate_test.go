@@ -322,6 +322,15 @@ func TestOfFailure(t *testing.T) {
 			wantString: "Evicted",
 		},
 		{
+			name: "failed by the pod garbage collector (its node deleted): the DisruptionTarget condition's reason and message",
+			pod: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC", Message: "PodGC: node no longer exists"}},
+				ContainerStatuses: []corev1.ContainerStatus{running("main", 1)}},
+			want: &Failure{Reason: "DeletionByPodGC", Message: "PodGC: node no longer exists",
+				Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{corev1.DisruptionTarget: corev1.ConditionTrue}},
+			wantString: "DeletionByPodGC",
+		},
+		{
 			name: "a preempted pod: its conditions, for failure rules",
 			pod: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{
 				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"},

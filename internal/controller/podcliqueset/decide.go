@@ -192,11 +192,13 @@ type trainingDecision struct {
 //     fails the workload with MaxRestartsExceeded; RestartReplicaWithoutCount
 //     restarts without spending it while maxUncountedRestarts lasts, then
 //     fails the workload with MaxUncountedRestartsExceeded; FailWorkload
-//     fails it at once (FailedByRule). Restarts judged before a failure
-//     still count.
+//     fails it at once (FailedByRule). Only restarts made are counted: a
+//     pass that fails the workload restarts nothing, so the restarts it
+//     judged before the failure are neither made nor counted, and the
+//     failure's verdict is the one recorded.
 //   - A deadline that passed before a breach became due comes first: the
-//     workload fails with MaxRuntimeExceeded, counting the restarts of the
-//     breaches that were due before it, and restarts nothing.
+//     workload fails with MaxRuntimeExceeded and restarts, and counts,
+//     nothing; its message names the restarts that were due before it.
 func decideTraining(in trainingInputs) trainingDecision {
 	d := trainingDecision{restartCount: in.restartCount, uncountedRestarts: in.uncountedRestarts, causeReplica: -1}
 	if in.terminal || in.failing || in.successCriteriaMet {
@@ -243,9 +245,10 @@ func decideTraining(in trainingInputs) trainingDecision {
 	pastDeadline := deadline != nil && !in.now.Before(*deadline)
 	total, uncounted := in.restartCount, in.uncountedRestarts
 	var restart, restartUncounted []int
-	fail := func(reason, message string) trainingDecision {
-		d.restartCount, d.uncountedRestarts = total, uncounted
-		d.failReason, d.failMessage = reason, message
+	var verdicts []lifecycle.RuleVerdict
+	fail := func(verdict lifecycle.RuleVerdict, reason, message string) trainingDecision {
+		d.verdicts = []lifecycle.RuleVerdict{verdict}
+		d.failReason, d.failMessage = reason, message+notMade(restart, restartUncounted)
 		return d
 	}
 	for _, b := range due {
@@ -259,38 +262,37 @@ func decideTraining(in trainingInputs) trainingDecision {
 			continue
 		}
 		d.causeReplica = b.replica
-		d.verdicts = append(d.verdicts, verdict)
 		switch verdict.Action {
 		case copsev1alpha1.FailureActionFailWorkload:
-			return fail(copsev1alpha1.ReasonFailedByRule, fmt.Sprintf("replica %d failed and failurePolicy rule %q (FailWorkload) matched: no restart", b.replica, verdict.Rule))
+			return fail(verdict, copsev1alpha1.ReasonFailedByRule, fmt.Sprintf("replica %d failed and failurePolicy rule %q (FailWorkload) matched: no restart", b.replica, verdict.Rule))
 		case copsev1alpha1.FailureActionRestartReplicaWithoutCount:
 			if uncounted >= in.maxUncountedRestarts {
-				return fail(copsev1alpha1.ReasonMaxUncountedRestartsExceeded, fmt.Sprintf(
+				return fail(verdict, copsev1alpha1.ReasonMaxUncountedRestartsExceeded, fmt.Sprintf(
 					"replica %d failed and failurePolicy rule %q (RestartReplicaWithoutCount) matched after %d of %d allowed uncounted restarts",
 					b.replica, verdict.Rule, uncounted, in.maxUncountedRestarts))
 			}
 			uncounted++
 			total++
 			restartUncounted = append(restartUncounted, b.replica)
+			verdicts = append(verdicts, verdict)
 		default:
 			if counted := total - uncounted; counted >= in.maxRestarts {
-				return fail(copsev1alpha1.ReasonMaxRestartsExceeded, fmt.Sprintf("replica %d failed after %d of %d allowed restarts%s",
+				return fail(verdict, copsev1alpha1.ReasonMaxRestartsExceeded, fmt.Sprintf("replica %d failed after %d of %d allowed restarts%s",
 					b.replica, counted, in.maxRestarts, ruleNote(verdict)))
 			}
 			total++
 			restart = append(restart, b.replica)
+			verdicts = append(verdicts, verdict)
 		}
 	}
-	d.restartCount, d.uncountedRestarts = total, uncounted
 	if pastDeadline {
 		d.failReason = copsev1alpha1.ReasonMaxRuntimeExceeded
 		d.failMessage = fmt.Sprintf("maxRuntime %s elapsed at %s, %s after startTime %s",
 			*in.maxRuntime, deadline.UTC().Format(time.RFC3339), *in.maxRuntime, in.startTime.UTC().Format(time.RFC3339))
-		if due := append(slices.Clone(restart), restartUncounted...); len(due) > 0 {
-			d.failMessage += fmt.Sprintf("; the restart of replica(s) %v, due before it, would have started after it", due)
-		}
+		d.failMessage += notMade(restart, restartUncounted)
 		return d
 	}
+	d.restartCount, d.uncountedRestarts, d.verdicts = total, uncounted, verdicts
 	d.restart, d.restartUncounted = restart, restartUncounted
 	if deadline != nil {
 		d.requeueAfter = max(deadline.Sub(in.now), minRequeue)
@@ -299,6 +301,18 @@ func decideTraining(in trainingInputs) trainingDecision {
 		d.requeueAfter = max(nextDue.Sub(in.now), minRequeue)
 	}
 	return d
+}
+
+// notMade is what a failure's message says of the restarts judged before
+// it in the same pass: they are not made, and so not counted, but they
+// spent the budget the failure found spent.
+func notMade(restart, restartUncounted []int) string {
+	due := append(slices.Clone(restart), restartUncounted...)
+	if len(due) == 0 {
+		return ""
+	}
+	slices.Sort(due)
+	return fmt.Sprintf("; the restart of replica(s) %v, due before it, is not made (and not counted): the workload fails", due)
 }
 
 // ruleNote is " (failurePolicy rule <name>)" for a verdict of a rule, ""

@@ -313,17 +313,23 @@ func checkFailureRules(t *testing.T, in trainingInputs, d trainingDecision) {
 			t.Fatalf("MaxUncountedRestartsExceeded caused by replica %d (verdict %+v) with %d of %d", d.causeReplica, verdict[d.causeReplica], d.uncountedRestarts, in.maxUncountedRestarts)
 		}
 	}
-	failedByABreach := d.failReason != "" && d.failReason != copsev1alpha1.ReasonMaxRuntimeExceeded
-	// A failure restarts nothing, but the restarts judged before it count,
-	// and so do their verdicts.
-	want := int(d.restartCount - in.restartCount)
-	if failedByABreach {
-		want++
-	}
-	if d.failReason == "" || failedByABreach {
-		if len(d.verdicts) != want {
-			t.Fatalf("%d verdicts recorded for %d restarts, %d uncounted, failure %q", len(d.verdicts), len(d.restart), len(d.restartUncounted), d.failReason)
+	// Only restarts made are counted: a pass that fails the workload
+	// restarts nothing, so it counts nothing; its one verdict is the
+	// failure's (none for maxRuntime). Otherwise one verdict per restart.
+	if d.failReason != "" {
+		if d.restartCount != in.restartCount || d.uncountedRestarts != in.uncountedRestarts || len(d.restart)+len(d.restartUncounted) != 0 {
+			t.Fatalf("failure %q counted restarts %d -> %d (uncounted %d -> %d) or restarts %v %v", d.failReason,
+				in.restartCount, d.restartCount, in.uncountedRestarts, d.uncountedRestarts, d.restart, d.restartUncounted)
 		}
+		wantVerdicts := 1
+		if d.failReason == copsev1alpha1.ReasonMaxRuntimeExceeded {
+			wantVerdicts = 0
+		}
+		if len(d.verdicts) != wantVerdicts {
+			t.Fatalf("failure %q recorded %d verdicts %+v, want %d", d.failReason, len(d.verdicts), d.verdicts, wantVerdicts)
+		}
+	} else if want := int(d.restartCount - in.restartCount); len(d.verdicts) != want || len(d.restart)+len(d.restartUncounted) != want {
+		t.Fatalf("%d verdicts recorded for %d restarts, %d uncounted, counted %d", len(d.verdicts), len(d.restart), len(d.restartUncounted), want)
 	}
 }
 

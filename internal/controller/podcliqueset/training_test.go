@@ -52,9 +52,9 @@ func decideTrainingCases() []decideTrainingCase {
 			want: trainingDecision{restart: []int{1}, restartCount: 1, causeReplica: 1},
 		},
 		{
-			name: "two failures, budget for one: the first judged restarts (counted), the second fails",
+			name: "two failures, budget for one: the second fails the workload, so the first's restart is neither made nor counted",
 			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0), breachedAt(1, t0)}, maxRestarts: 1, now: t0},
-			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, restartCount: 1, causeReplica: 1},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRestartsExceeded, causeReplica: 1},
 		},
 		{
 			name: "two failures, budget for both",
@@ -87,9 +87,9 @@ func decideTrainingCases() []decideTrainingCase {
 			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, causeReplica: -1},
 		},
 		{
-			name: "a breach before the deadline, seen after it: counted as a restart, then the deadline fails the workload",
+			name: "a breach before the deadline, seen after it: the deadline fails the workload, the restart is neither made nor counted",
 			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0.Add(30*time.Minute))}, maxRestarts: 5, maxRuntime: &hour, startTime: &start, now: t0.Add(2 * hour)},
-			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, restartCount: 1, causeReplica: 0},
+			want: trainingDecision{failReason: copsev1alpha1.ReasonMaxRuntimeExceeded, causeReplica: 0},
 		},
 		{
 			name: "a breach before the deadline with the budget spent, seen after it: MaxRestartsExceeded",
@@ -109,7 +109,7 @@ func decideTrainingCases() []decideTrainingCase {
 		{
 			name: "breaches are judged in the order they happened, not by replica",
 			in:   trainingInputs{replicas: []replicaAssessment{breachedAt(0, t0.Add(20*time.Minute)), breachedAt(1, t0.Add(10*time.Minute))}, maxRestarts: 1, now: t0.Add(30 * time.Minute)},
-			want: trainingDecision{restart: nil, restartCount: 1, failReason: copsev1alpha1.ReasonMaxRestartsExceeded, causeReplica: 0},
+			want: trainingDecision{restart: nil, failReason: copsev1alpha1.ReasonMaxRestartsExceeded, causeReplica: 0},
 		},
 		{
 			name: "already failing: no new decision",
