@@ -154,7 +154,8 @@ func restartsNote(pcs *copsev1alpha1.PodCliqueSet) string {
 // does, where the job's one Job is its clique in the PodCliqueSet's one
 // replica. A clique counts as
 //   - succeeded once its PodClique has the Succeeded condition, and, after
-//     a suspension, while it runs again (succeededBeforeSuspension): a
+//     a suspension or any recreation but a restart, while it runs again
+//     (succeededBeforeSuspension): a
 //     JobSet keeps a completed Job through a suspension, and Kueue, which
 //     reclaims a succeeded job's quota, refuses to see that count shrink
 //     while it holds the quota (it would stop handling the TrainJob). It is
@@ -216,13 +217,16 @@ func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alph
 
 // succeededBeforeSuspension names the cliques the previous jobsStatus
 // counted as succeeded, when the PodCliqueSet's replica was last recreated
-// by a suspension: their success stands although the suspension removed
-// their PodCliques and the resumed run starts them again. A Training
-// restart undoes it (the latest recreation is then the restart's).
+// by anything but a restart (a suspension, then perhaps an incomplete
+// placement or an in-place barrier's timeout, whose record replaces the
+// suspension's): their success stands although the recreation removed
+// their PodCliques and the new run starts them again. Only a restart,
+// counted or not, undoes it, as only a restart reruns a JobSet's completed
+// Job.
 func succeededBeforeSuspension(pcs *copsev1alpha1.PodCliqueSet, previous []trainerv1alpha1.JobStatus) map[string]bool {
 	out := map[string]bool{}
 	for _, rec := range pcs.Status.ReplicaRecreations {
-		if rec.ReplicaIndex != 0 || rec.Reason != copsev1alpha1.RecreationReasonSuspension {
+		if rec.ReplicaIndex != 0 || rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart || rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart {
 			continue
 		}
 		for _, job := range previous {
