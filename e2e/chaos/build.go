@@ -84,6 +84,9 @@ func (w Workload) PodCliqueSet(namespace string) *copsev1alpha1.PodCliqueSet {
 		t.Spec.MinAvailable = ptr.To(c.MinAvailable)
 		t.Spec.StartsAfter = c.StartsAfter
 		t.Annotations = c.simulatedRun()
+		if w.OldRunsEndFirst && c.RunFor > 0 {
+			t.Annotations[cluster.AnnotationExitBeforeRestart] = "true"
+		}
 		cliques = append(cliques, t)
 		if c.Grouped {
 			grouped = append(grouped, c.Name)

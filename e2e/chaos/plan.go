@@ -421,11 +421,17 @@ type Workload struct {
 	// RestartInPlace: a PodCliqueSet with trainingSpec.restartStrategy
 	// InPlace; its restarts keep the pods they can.
 	RestartInPlace bool
-	Victim         *Victim
-	Queue          *Queue
-	Topology       *Topology
-	Steps          []Step
-	Expected       End
+	// OldRunsEndFirst (RestartInPlace): a kept pod's old process ends on
+	// its own (at the end of its run, with its new attempt's exit code)
+	// before the kubelet restarts it, as a rank's old process crashes once
+	// its peer is gone; that outcome is the previous attempt's and counts
+	// for nothing.
+	OldRunsEndFirst bool
+	Victim          *Victim
+	Queue           *Queue
+	Topology        *Topology
+	Steps           []Step
+	Expected        End
 }
 
 // Kill is one planned SIGKILL of the operator.
@@ -763,6 +769,9 @@ func (w Workload) History() string {
 	}
 	if w.RestartInPlace {
 		parts = append(parts, "restarts in place")
+	}
+	if w.OldRunsEndFirst {
+		parts = append(parts, "old runs end before their restart")
 	}
 	for _, c := range w.Cliques {
 		if len(c.AfterSucceeded) > 0 {

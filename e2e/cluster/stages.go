@@ -44,6 +44,19 @@ const (
 	// restart in place (copse-pod-restart-all skips it), as a pod whose
 	// restart agent is gone while the pod still runs.
 	AnnotationRestartAgentLost = "sim.copse.dev/restart-agent-lost"
+	// AnnotationRestartInPlaceDelay is how long after copse moved the pod to
+	// a new attempt its containers are stopped to restart in place (the
+	// agent's downward-API refresh and poll, then the kubelet), as a Go
+	// duration. Default 2s, as measured on a real node.
+	AnnotationRestartInPlaceDelay = "sim.copse.dev/restart-in-place-delay"
+	// AnnotationRerunDelay is how long after that stop the containers run
+	// again, as a Go duration. Default 8s, as measured on a real node.
+	AnnotationRerunDelay = "sim.copse.dev/rerun-delay"
+	// AnnotationExitBeforeRestart "true" lets a pod copse moved to a new
+	// attempt exit (AnnotationRunDuration, AnnotationExitCode) before it is
+	// restarted in place, as a rank's old process does that crashes once
+	// its peer is gone; it is then never restarted in place.
+	AnnotationExitBeforeRestart = "sim.copse.dev/exit-before-restart"
 )
 
 //go:embed stages/*.yaml

@@ -66,7 +66,8 @@ func TestEmbeddedStagesAreWellFormed(t *testing.T) {
 // on pods (the attempt label, the startup gate annotation).
 func TestStagesUseOnlyDocumentedAnnotations(t *testing.T) {
 	known := map[string]bool{AnnotationRunDuration: true, AnnotationExitCode: true, AnnotationRestartDelay: true, AnnotationExitCodesByAttempt: true,
-		AnnotationNeverReady: true, AnnotationStartDuration: true, AnnotationUnreachable: true, AnnotationRestartAgentLost: true, labels.AttemptKey: true, labels.StartupGateAnnotation: true}
+		AnnotationNeverReady: true, AnnotationStartDuration: true, AnnotationUnreachable: true, AnnotationRestartAgentLost: true, AnnotationRestartInPlaceDelay: true, AnnotationRerunDelay: true, AnnotationExitBeforeRestart: true,
+		labels.AttemptKey: true, labels.StartupGateAnnotation: true}
 	used := map[string]bool{}
 	re := regexp.MustCompile(`(sim\.)?copse\.dev/[a-z-]+`)
 	paths, err := writeStageFiles(t.TempDir())

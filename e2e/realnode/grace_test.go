@@ -96,6 +96,13 @@ func (s *lastSeen) deletionOf(uid types.UID) (deletion, bool, string) {
 	return d, ok, strings.Join(s.history[uid], "\n")
 }
 
+// last returns the last state seen of the pod with uid, nil if none.
+func (s *lastSeen) last(uid types.UID) *corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pods[uid]
+}
+
 // deleted returns the last state of the deleted pods of a clique.
 func (s *lastSeen) deleted(clique string) []*corev1.Pod {
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package realnode_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,11 +16,12 @@ import (
 )
 
 // inPlaceScript appends each start's attempt to a file of the pod's
-// emptyDir; in attempt 0, index 0 exits 3 after 2 s and the others run on
-// (until the restart in place stops them); in attempt 1 every container
-// prints the file and exits 0.
+// emptyDir; in attempt 0, index 0 exits 3 after 4 s (time for the spec to
+// watch the others first) and the others run on (until the restart in
+// place stops them); in attempt 1 every container prints the file and
+// exits 0.
 const inPlaceScript = `echo "$ATTEMPT" >> /work/starts
-if [ "$ATTEMPT" = 0 ] && [ "$GROVE_PCLQ_POD_INDEX" = 0 ]; then sleep 2; exit 3; fi
+if [ "$ATTEMPT" = 0 ] && [ "$GROVE_PCLQ_POD_INDEX" = 0 ]; then sleep 4; exit 3; fi
 if [ "$ATTEMPT" = 0 ]; then sleep 300; fi
 cat /work/starts; sleep 1; exit 0`
 
@@ -51,6 +53,9 @@ var _ = Describe("A Training PodCliqueSet restarted in place on a real node", La
 			}
 		}
 		Expect(kept.Name).NotTo(BeEmpty())
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		timeline := followRestart(watchCtx, ns, kept.Name, "1")
 
 		final := &copsev1alpha1.PodCliqueSet{}
 		Eventually(func(g Gomega) {
@@ -86,10 +91,67 @@ var _ = Describe("A Training PodCliqueSet restarted in place on a real node", La
 		}
 		Expect(strings.Fields(logs(ctx, Default, &after, "main"))).To(HaveExactElements("0", "1"), "the emptyDir holds both starts")
 
+		By("timing the kubelet's half of the restart in place, which the simulated kubelet reproduces")
+		var seen restartTimeline
+		stopWatch() // the pod succeeded: its restart is long over
+		Eventually(timeline).WithTimeout(realNodeWait).Should(Receive(&seen))
+		fmt.Fprintf(GinkgoWriter, "the kept pod from its move:\n%s\n", strings.Join(seen.history, "\n"))
+		Expect(seen.complete()).To(BeTrue(), "the watch saw every step: %s", seen)
+		Expect(seen.restarting).To(BeTemporally(">", seen.moved), "the kubelet restarts the pod after the move")
+		Expect(seen.rerun).To(BeTemporally(">=", seen.stopped))
+		fmt.Fprintf(GinkgoWriter, "calibration: restart in place on a real kubelet: %s\n", seen)
+		AddReportEntry("restart in place on a real kubelet", seen.String())
+
 		By("ending copse's restart agent with exit 0 when the kubelet stops it at the pod's end: it handles SIGTERM, so no failure rule ever sees a 137 of copse's")
 		for _, p := range pods {
 			Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", labels.RestartAgentContainer),
 				HaveField("State.Terminated.ExitCode", BeEquivalentTo(0)))), "pod %s", p.Name)
 		}
+	})
+})
+
+// peerCrashScript is a rank of a distributed job: in attempt 0, index 0
+// fails after 4 s and index 1's old process crashes 2 s later, as a rank
+// does whose peer is gone (a rendezvous or NCCL connection lost), often
+// after copse moved it to the restart but before the kubelet restarted it;
+// index 2 runs on. In attempt 1 every rank exits 0.
+const peerCrashScript = `if [ "$ATTEMPT" = 0 ] && [ "$GROVE_PCLQ_POD_INDEX" = 0 ]; then sleep 4; exit 3; fi
+if [ "$ATTEMPT" = 0 ] && [ "$GROVE_PCLQ_POD_INDEX" = 1 ]; then sleep 6; exit 1; fi
+if [ "$ATTEMPT" = 0 ]; then sleep 300; fi
+sleep 1; exit 0`
+
+var _ = Describe("A rank whose old process crashes after its peer, during a restart in place on a real node", Label("realnode"), func() {
+	It("is the previous attempt's failure: one incident is one restart, and the job succeeds with maxRestarts 1", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "peercrash")
+		main := shell("main", peerCrashScript)
+		main.Env = []corev1.EnvVar{{Name: "ATTEMPT", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + labels.AttemptKey + "']"}}}}
+		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 1, clique("worker", 3, realNodePod(5, main)))
+		pcs.Spec.TrainingSpec.RestartStrategy = copsev1alpha1.TrainingRestartInPlace
+		seen := watchPods(ctx, ns)
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		var crashing corev1.Pod
+		Eventually(func(g Gomega) {
+			for _, p := range env.Pods(ctx, g, ns, "job") {
+				if p.Labels[labels.PodIndexKey] == "1" {
+					crashing = p
+				}
+			}
+			g.Expect(crashing.Name).NotTo(BeEmpty())
+		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
+
+		final := &copsev1alpha1.PodCliqueSet{}
+		Eventually(func(g Gomega) {
+			final = env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(final.Status.Phase).To(BeElementOf(copsev1alpha1.PodCliqueSetPhaseSucceeded, copsev1alpha1.PodCliqueSetPhaseFailed))
+		}).WithContext(ctx).WithTimeout(realNodeWait).Should(Succeed())
+		Expect(final.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded), "conditions %+v", final.Status.Conditions)
+		Expect(final.Status.RestartCount).To(Equal(int32(1)), "one incident, one restart")
+		Expect(final.Status.ReplicaRecreations).To(ConsistOf(HaveField("InPlace", BeTrue())))
+
+		end := seen.last(crashing.UID)
+		Expect(end).NotTo(BeNil())
+		fmt.Fprintf(GinkgoWriter, "the crashing rank's pod, last seen: phase %s, attempt %q, restarts at move %q, container restarts %d\n",
+			end.Status.Phase, end.Labels[labels.AttemptKey], end.Annotations[labels.RestartsAtMoveAnnotation], podstate.ContainerRestarts(end))
 	})
 })

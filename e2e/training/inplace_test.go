@@ -364,3 +364,65 @@ func podGroupUID(ctx context.Context, namespace, name string) types.UID {
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	return pg.UID
 }
+
+var _ = Describe("Training restart in place whose kept rank's old process crashes after its peer", Label("training"), func() {
+	AfterEach(restartOperatorIfKilled)
+
+	It("counts the crash as the previous attempt's: one incident is one restart, the rank is made anew, and the job succeeds with maxRestarts 1", func(ctx context.Context) {
+		ns := env.NewNamespace(ctx, "inplace-peer")
+		pcs := inPlaceWorkers(ns, 1, 1, 1, "25s")
+		for _, c := range pcs.Spec.Template.Cliques {
+			// Time for the new attempt's PodCliques to adopt the kept pods
+			// before the kubelet restarts them: the crash then hits an
+			// adopted pod, as it would at scale.
+			c.Annotations[cluster.AnnotationRestartInPlaceDelay] = "20s"
+		}
+		Expect(env.Client.Create(ctx, pcs)).To(Succeed())
+		pods := runningPods(ctx, ns, "job", "0", "0", 3)
+		var failing, peer *corev1.Pod
+		for i := range pods {
+			switch {
+			case pods[i].Labels[labels.CliqueTemplateKey] == "leader":
+				failing = &pods[i]
+			case peer == nil:
+				peer = &pods[i]
+			}
+		}
+		Expect(failing).NotTo(BeNil())
+		Expect(peer).NotTo(BeNil())
+		env.MakePodExit(ctx, failing, "1")
+
+		By("crashing the peer's old process once it is moved to attempt 1 and adopted, before the kubelet restarted it")
+		moved := &corev1.Pod{}
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(peer), moved)).To(Succeed())
+			g.Expect(moved.Labels[labels.AttemptKey]).To(Equal("1"))
+			g.Expect(metav1.GetControllerOf(moved)).NotTo(BeNil(), "adopted by the new attempt's PodClique")
+		}).WithContext(ctx).WithTimeout(15 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		patch := client.MergeFrom(moved.DeepCopy())
+		moved.Annotations[cluster.AnnotationExitBeforeRestart] = "true"
+		moved.Annotations[cluster.AnnotationRunDuration] = "1ms"
+		moved.Annotations[cluster.AnnotationExitCode] = "1"
+		Expect(env.Client.Patch(ctx, moved, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			now := &corev1.Pod{}
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(moved), now)
+			if apierrors.IsNotFound(err) {
+				return // failed, and already replaced
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(now.Status.Phase).To(Equal(corev1.PodFailed))
+			g.Expect(now.Status.ContainerStatuses).To(HaveEach(HaveField("RestartCount", int32(0))), "its old process crashed, before any restart")
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("succeeding after one restart, the peer's index run by a new pod")
+		Eventually(func(g Gomega) {
+			got := env.GetPodCliqueSet(ctx, g, ns, "job")
+			g.Expect(got.Status.Phase).To(BeElementOf(copsev1alpha1.PodCliqueSetPhaseSucceeded, copsev1alpha1.PodCliqueSetPhaseFailed))
+		}).WithContext(ctx).WithTimeout(longWait).Should(Succeed())
+		got := env.GetPodCliqueSet(ctx, Default, ns, "job")
+		Expect(got.Status.Phase).To(Equal(copsev1alpha1.PodCliqueSetPhaseSucceeded), "conditions %+v", got.Status.Conditions)
+		Expect(got.Status.RestartCount).To(Equal(int32(1)), "one incident, one restart")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(peer), &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound), "the crashed pod was replaced")
+	})
+})
