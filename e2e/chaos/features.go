@@ -396,14 +396,21 @@ func withRulesSometimes(rng *rand.Rand, w *Workload) {
 // every feature meets both restart strategies (TrainJobs keep JobSet's
 // Recreate: its in-place restart needs JobSet's alpha gate on the JobSet
 // backend). The steps tell pod runs apart by UID and attempt (podRun), as
-// a pod kept in place is a new run of the same pod. Half of them have the
-// kept pods' old processes end before their restart (OldRunsEndFirst).
+// a pod kept in place is a new run of the same pod. Half of them, and
+// three in four of those planned to restart, have the kept pods' old
+// processes end before their restart (OldRunsEndFirst).
 func withInPlaceSometimes(rng *rand.Rand, w *Workload) {
 	if w.Kind != KindPodCliqueSet || rng.Float64() >= 0.5 {
 		return
 	}
 	w.RestartInPlace = true
-	w.OldRunsEndFirst = rng.Float64() < 0.5
+	// Most of those that restart have their kept ranks' old processes end
+	// first: that is the case a restart in place must count right.
+	oldRunsEnd := 0.5
+	if w.Scenario == ScenarioRestartThenSucceed || w.Scenario == ScenarioBudgetExceeded {
+		oldRunsEnd = 0.75
+	}
+	w.OldRunsEndFirst = rng.Float64() < oldRunsEnd
 }
 
 // planFailureRules draws a workload with the recommended failure rules:

@@ -63,7 +63,7 @@ func Features(runs []*WorkloadRun) []FeatureSummary {
 				continue
 			}
 			s.Workloads++
-			if !run.Ended.IsZero() && run.Observed == run.Expected {
+			if !run.Ended.IsZero() && run.Expected.admits(run.Observed) {
 				s.AsExpected++
 			}
 			if len(run.Violations) > 0 {

@@ -25,12 +25,19 @@ if [ "$ATTEMPT" = 0 ] && [ "$GROVE_PCLQ_POD_INDEX" = 0 ]; then sleep 4; exit 3; 
 if [ "$ATTEMPT" = 0 ]; then sleep 300; fi
 cat /work/starts; sleep 1; exit 0`
 
+// rank is container main running script with $ATTEMPT, the pod's
+// copse.dev/attempt label as its container (re)started.
+func rank(script string) corev1.Container {
+	main := shell("main", script)
+	main.Env = []corev1.EnvVar{{Name: "ATTEMPT", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + labels.AttemptKey + "']"}}}}
+	return main
+}
+
 var _ = Describe("A Training PodCliqueSet restarted in place on a real node", Label("realnode"), func() {
 	It("restarts the pod that ran in its pod, its emptyDir kept, through the kubelet's RestartAllContainers, and makes the failed one anew", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "inplace")
-		main := shell("main", inPlaceScript)
-		main.Env = []corev1.EnvVar{{Name: "ATTEMPT", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + labels.AttemptKey + "']"}}}}
+		main := rank(inPlaceScript)
 		main.VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
 		spec := realNodePod(5, main)
 		spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -123,9 +130,7 @@ sleep 1; exit 0`
 var _ = Describe("A rank whose old process crashes after its peer, during a restart in place on a real node", Label("realnode"), func() {
 	It("is the previous attempt's failure: one incident is one restart, and the job succeeds with maxRestarts 1", func(ctx context.Context) {
 		ns := env.NewNamespace(ctx, "peercrash")
-		main := shell("main", peerCrashScript)
-		main.Env = []corev1.EnvVar{{Name: "ATTEMPT", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + labels.AttemptKey + "']"}}}}
+		main := rank(peerCrashScript)
 		pcs := framework.NewTrainingPodCliqueSet(ns, "job", 1, 1, clique("worker", 3, realNodePod(5, main)))
 		pcs.Spec.TrainingSpec.RestartStrategy = copsev1alpha1.TrainingRestartInPlace
 		seen := watchPods(ctx, ns)

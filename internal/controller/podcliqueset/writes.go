@@ -36,8 +36,11 @@ type passWrites struct {
 
 // planWrites decides the pass's writes, in durable order:
 //
-//	ended      release the outcome finalizer of the pods that stopped
-//	           (kept for their logs; no outcome is recorded any more)
+//	ended      delete the stopped pods no PodClique owns (moved by a
+//	           restart in place the workload ended before adopting them:
+//	           nothing would ever remove them), release the outcome
+//	           finalizer of the others that stopped (kept for their logs,
+//	           with their PodCliques; no outcome is recorded any more)
 //	old runs   of the recreations in progress: kept pods moved to the
 //	           new attempt, the others deleted, then the recorded objects
 //	ended      every pod still running deleted (a failure, or the success
@@ -53,21 +56,36 @@ func planWrites(planned *copsev1alpha1.PodCliqueSet, plannedRecords lifecycle.Re
 	var w passWrites
 	ended := plannedRecords.Ended
 	if ended {
-		w.addPods(string(errCodeTerminatePods), children.PodRelease, endedHeldPods(obs))
+		w.terminatePods(children.PodDelete, endedOrphans(obs))
+		w.terminatePods(children.PodRelease, endedHeldPods(obs))
 	}
 	if planned.Status.Phase.IsTerminal() {
 		return w
 	}
 	w.planOldRuns(planned, obs, rows)
 	if ended {
-		w.addPods(string(errCodeTerminatePods), children.PodDelete, obs.activePods())
+		w.terminatePods(children.PodDelete, obs.activePods())
 		return w
 	}
-	w.addPods(string(errCodeTerminatePods), children.PodDelete, lingeringPods(plannedRecords, obs.activePods()))
+	w.terminatePods(children.PodDelete, lingeringPods(plannedRecords, obs.activePods()))
 	w.objects = convergeSets(planned, plannedRecords, obs, rows)
 	w.failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
 	w.addRollout(planned, rollout)
 	return w
+}
+
+// endedOrphans are the pods of an ended workload that stopped and have no
+// controller: a restart in place moved them to an attempt whose PodCliques
+// never adopted them (the workload ended first). Owned by nothing, they
+// would outlive the workload, its deletion included.
+func endedOrphans(obs *observed) []podstate.Summary {
+	var orphans []podstate.Summary
+	for _, p := range obs.pods {
+		if p.ControllerUID == "" && p.Terminal() && !p.Terminating {
+			orphans = append(orphans, p)
+		}
+	}
+	return orphans
 }
 
 // endedHeldPods are the pods of an ended workload that stopped and still
@@ -83,9 +101,11 @@ func endedHeldPods(obs *observed) []podstate.Summary {
 	return held
 }
 
-// addPods adds a write of op for each pod; deletions also release the
+// terminatePods adds a write of op for each pod, as the step that ends
+// pods (errCodeTerminatePods); deletions also release the
 // outcome finalizer (the pod is no longer to be accounted for).
-func (w *passWrites) addPods(step string, op children.PodOp, pods []podstate.Summary) {
+func (w *passWrites) terminatePods(op children.PodOp, pods []podstate.Summary) {
+	step := string(errCodeTerminatePods)
 	for _, p := range pods {
 		w.addPod(children.PodWrite{Op: op, Step: step, Pod: p, Release: op == children.PodDelete})
 	}
