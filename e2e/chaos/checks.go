@@ -139,7 +139,7 @@ func (run *WorkloadRun) checkAttempts(pcs *copsev1alpha1.PodCliqueSet) {
 		if rec.CompletedAt == nil {
 			run.violate(InvariantRuns, "replica %d: the restart to attempt %d never completed", rec.ReplicaIndex, rec.Attempt)
 		}
-		restart := rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart || rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart
+		restart := rec.Reason.IsRestart()
 		switch {
 		case restart && rec.InPlace != run.RestartInPlace:
 			run.violate(InvariantRuns, "replica %d: the restart to attempt %d was in place: %v, the workload's strategy says %v", rec.ReplicaIndex, rec.Attempt, rec.InPlace, run.RestartInPlace)

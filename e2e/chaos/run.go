@@ -104,7 +104,7 @@ func (run *WorkloadRun) observeRulesAfterSuccess(pcs *copsev1alpha1.PodCliqueSet
 	}
 	run.rulesAtSuccess = decided
 	for _, rec := range pcs.Status.ReplicaRecreations {
-		restart := rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart || rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart
+		restart := rec.Reason.IsRestart()
 		if restart && rec.StartedAt.After(met.LastTransitionTime.Time) {
 			run.violate(InvariantStatus, "replica %d restarted (%s) at %s, after SuccessCriteriaMet at %s", rec.ReplicaIndex, rec.Reason,
 				rec.StartedAt.UTC().Format(time.RFC3339), met.LastTransitionTime.UTC().Format(time.RFC3339))

@@ -265,6 +265,13 @@ const (
 	RecreationReasonInPlaceRestartTimeout RecreationReason = "InPlaceRestartTimeout"
 )
 
+// IsRestart reports whether the recreation is a Training restart, counted
+// or not: the only recreations a failure makes, and the only ones that
+// rerun what a replica already did.
+func (r RecreationReason) IsRestart() bool {
+	return r == RecreationReasonTrainingRestart || r == RecreationReasonUncountedRestart
+}
+
 // ReplicaRecreation is the durable record of one replica being recreated.
 type ReplicaRecreation struct {
 	// ReplicaIndex is the PodCliqueSet replica being recreated.

@@ -29,8 +29,7 @@ import (
 // replica's pods: a restart of a workload with restartStrategy InPlace.
 // Suspensions, gang terminations and incomplete placements recreate.
 func restartsInPlace(pcs *copsev1alpha1.PodCliqueSet, reason copsev1alpha1.RecreationReason) bool {
-	return pcs.RestartsInPlace() &&
-		(reason == copsev1alpha1.RecreationReasonTrainingRestart || reason == copsev1alpha1.RecreationReasonUncountedRestart)
+	return pcs.RestartsInPlace() && reason.IsRestart()
 }
 
 // keptInPlace reports whether a restart in place keeps a pod of the old

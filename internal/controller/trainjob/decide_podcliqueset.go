@@ -226,7 +226,7 @@ func podCliqueSetJobsStatus(pcs *copsev1alpha1.PodCliqueSet, pclqs []copsev1alph
 func succeededBeforeSuspension(pcs *copsev1alpha1.PodCliqueSet, previous []trainerv1alpha1.JobStatus) map[string]bool {
 	out := map[string]bool{}
 	for _, rec := range pcs.Status.ReplicaRecreations {
-		if rec.ReplicaIndex != 0 || rec.Reason == copsev1alpha1.RecreationReasonTrainingRestart || rec.Reason == copsev1alpha1.RecreationReasonUncountedRestart {
+		if rec.ReplicaIndex != 0 || rec.Reason.IsRestart() {
 			continue
 		}
 		for _, job := range previous {
