@@ -452,11 +452,17 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 		Eventually(func() error {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &kueue.Workload{})
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Satisfy(apierrors.IsNotFound))
+		// The Workload can go before the garbage collector deletes the pods:
+		// a pod of the deleted PodCliqueSet still Ready would pass for one of
+		// the next (both carry its name).
+		Eventually(func(g Gomega) {
+			g.Expect(env.Pods(ctx, g, ns, "short-lived")).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
 
 		By("deleted and created again at once under the same name: the earlier Workload goes and the new PodCliqueSet runs with its own")
 		again := queuedPCS(ns, "short-lived", queues.ClusterQueue, 1, "100m")
 		Expect(env.Client.Create(ctx, again)).To(Succeed())
-		readyPods(ctx, ns, "short-lived", 1)
+		earlierPods := readyPods(ctx, ns, "short-lived", 1)
 		earlier := workloadOf(ctx, Default, ns, "short-lived")
 		Expect(env.Client.Delete(ctx, again)).To(Succeed())
 		Eventually(func() error {
@@ -467,7 +473,12 @@ var _ = Describe("Kueue queues PodCliqueSets", Label("kueue"), func() {
 			g.Expect(current.UID).NotTo(Equal(earlier.UID))
 			g.Expect(metav1.IsControlledBy(current, env.GetPodCliqueSet(ctx, g, ns, "short-lived"))).To(BeTrue())
 		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
-		readyPods(ctx, ns, "short-lived", 1)
+		Eventually(func(g Gomega) {
+			live := env.LivePods(ctx, g, ns, "short-lived")
+			g.Expect(live).To(HaveLen(1))
+			g.Expect(live[0].UID).NotTo(Equal(earlierPods[0].UID), "the earlier PodCliqueSet's pod is still the one running")
+			g.Expect(framework.IsReady(&live[0])).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(pcsWait).Should(Succeed())
 	})
 })
 

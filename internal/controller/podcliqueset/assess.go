@@ -4,20 +4,18 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ai-dynamo/grove/operator/api/common/constants"
-	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
-	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // replicaAssessment is what the PodCliqueSet controller knows of one replica
@@ -92,10 +90,10 @@ type member struct {
 // replica started is judged on its base gang's PodCliques for both types.
 func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAssessment {
 	training := pcs.IsTraining()
-	groupMinAvailable := obs.groupMinAvailable()
+	groupMinAvailable := obs.groupMinAvailable
 	out := make([]replicaAssessment, 0, pcs.Spec.Replicas)
 	for r := range int(pcs.Spec.Replicas) {
-		groupReplicas := obs.groupReplicasByTemplate(pcs, r)
+		groupReplicas := obs.replicas[r].groupReplicas
 		members, startMembers := replicaMembers(pcs, obs, r, groupMinAvailable)
 		expected := len(pcs.StandaloneCliques()) + len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
 		if training {
@@ -122,9 +120,9 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 // current run counts.
 func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, groupMinAvailable map[string]int32) (members, startMembers []member) {
 	training := pcs.IsTraining()
-	cliques := obs.replica(r).podCliques
+	cliques := obs.replicas[r].podCliques
 	if training {
-		cliques = obs.replica(r).run(int(obs.records.Attempt(r))).podCliques
+		cliques = obs.replicas[r].runs[int(obs.records.Attempt(r))].podCliques
 	}
 	for _, pclq := range cliques {
 		m := member{name: pclq.Name, template: pclq.Labels[labels.CliqueTemplateKey], conditions: pclq.Status.Conditions,
@@ -157,7 +155,7 @@ func replicaMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, r int, group
 		}
 	}
 	if !training {
-		for _, g := range obs.replica(r).scalingGroups {
+		for _, g := range obs.replicas[r].scalingGroups {
 			members = append(members, member{name: g.Name, conditions: g.Status.Conditions})
 		}
 	}
@@ -286,22 +284,187 @@ func expectedBaseMembers(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[stri
 	return n
 }
 
-// templateGroupName finds the template name of scaling group object name
-// in replica r; "" when no template group has that name.
-func templateGroupName(pcs *copsev1alpha1.PodCliqueSet, name string, r int) string {
-	i := slices.IndexFunc(pcs.Spec.Template.PodCliqueScalingGroupConfigs, func(g grovecorev1alpha1.PodCliqueScalingGroupConfig) bool {
-		return naming.ScalingGroup(pcs.Name, r, g.Name) == name
-	})
-	if i < 0 {
-		return ""
-	}
-	return pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].Name
-}
-
 func uidSet(uids []types.UID) map[types.UID]bool {
 	out := make(map[types.UID]bool, len(uids))
 	for _, uid := range uids {
 		out[uid] = true
 	}
+	return out
+}
+
+// cliqueOutcome is one PodClique of a replica's current run, reduced to
+// what the success policy reads.
+type cliqueOutcome struct {
+	// name is the PodClique's name; template is the clique template it was
+	// made from (its copse.dev/clique label), grouped instances included.
+	name, template string
+	// succeeded: the PodClique has the Succeeded condition (or its pods show
+	// every index exited 0); succeededAt is when.
+	succeeded   bool
+	succeededAt time.Time
+}
+
+// policyVerdict says whether a replica met its success criteria.
+type policyVerdict struct {
+	met bool
+	// at is when the criteria were first met: the last target to succeed
+	// for All, the first for Any.
+	at time.Time
+	// by names the succeeded target PodCliques.
+	by []string
+}
+
+// evaluateSuccessPolicy decides whether one replica met policy, given its
+// current run's PodCliques and whether every PodClique the replica should
+// have exists (complete). The targets are the PodCliques made from the
+// policy's target templates, all of them when it lists none. All: the
+// replica is complete and every target succeeded. Any: a target succeeded.
+// A nil policy is today's rule, All of every clique.
+func evaluateSuccessPolicy(policy *copsev1alpha1.SuccessPolicy, complete bool, cliques []cliqueOutcome) policyVerdict {
+	var targets map[string]bool
+	if policy != nil && len(policy.TargetCliques) > 0 {
+		targets = map[string]bool{}
+		for _, name := range policy.TargetCliques {
+			targets[name] = true
+		}
+	}
+	anyOf := operatorOf(policy) == copsev1alpha1.SuccessPolicyOperatorAny
+	var v policyVerdict
+	matched, succeeded := 0, 0
+	for _, c := range cliques {
+		if targets != nil && !targets[c.template] {
+			continue
+		}
+		matched++
+		if !c.succeeded {
+			continue
+		}
+		succeeded++
+		v.by = append(v.by, c.name)
+		if v.at.IsZero() || (anyOf && c.succeededAt.Before(v.at)) || (!anyOf && c.succeededAt.After(v.at)) {
+			v.at = c.succeededAt
+		}
+	}
+	if anyOf {
+		v.met = succeeded > 0
+	} else {
+		v.met = complete && matched > 0 && succeeded == matched
+	}
+	if !v.met {
+		return policyVerdict{}
+	}
+	return v
+}
+
+// describeSuccessPolicy is how a condition message names the policy.
+func describeSuccessPolicy(policy *copsev1alpha1.SuccessPolicy) string {
+	targets := "every clique"
+	if len(policy.TargetCliques) > 0 {
+		targets = fmt.Sprintf("cliques %s", strings.Join(policy.TargetCliques, ", "))
+	}
+	return fmt.Sprintf("%s of %s", operatorOf(policy), targets)
+}
+
+func operatorOf(policy *copsev1alpha1.SuccessPolicy) copsev1alpha1.SuccessPolicyOperator {
+	if policy == nil || policy.Operator == "" {
+		return copsev1alpha1.SuccessPolicyOperatorAll
+	}
+	return policy.Operator
+}
+
+// recreationProgress is what this pass found of the recorded recreations.
+type recreationProgress struct {
+	// inProgress holds every replica with an unfinished recreation; its new
+	// objects and pods are not created until the completion is recorded.
+	inProgress map[int]bool
+	// finished holds the replicas whose old run is entirely gone: every
+	// recorded object and every pod of an earlier attempt.
+	finished map[int]bool
+	// remaining counts, per replica in progress, the objects and pods of the
+	// old run still present.
+	remaining map[int]int
+	// barrierLifted holds the replicas restarted in place whose barrier
+	// lifts now: the recreation completed, and no pod runs the old attempt.
+	barrierLifted map[int]bool
+}
+
+// assessRecreations checks each recorded, unfinished recreation against
+// what exists. A recreation is finished only when the old run's pods are
+// gone too, not just its PodCliques and gangs: the new run's pods never
+// meet the old run's, and the new gang never counts a dying pod.
+//
+// A restart in place moves the pods it keeps to the new attempt (they are
+// no old-run pods then) and deletes the rest, so it finishes by the same
+// rule. Its barrier lifts once it is finished and no pod runs the old
+// attempt (barrierLifted).
+func assessRecreations(recs []copsev1alpha1.ReplicaRecreation, objectUIDs map[types.UID]bool, pods []podstate.Summary) recreationProgress {
+	p := recreationProgress{inProgress: map[int]bool{}, finished: map[int]bool{}, remaining: map[int]int{}, barrierLifted: map[int]bool{}}
+	for _, rec := range recs {
+		replica := int(rec.ReplicaIndex)
+		if rec.CompletedAt != nil {
+			if rec.InPlace && rec.BarrierLiftedAt == nil && barrierLifted(replicaPods(pods, replica), rec.Attempt) {
+				p.barrierLifted[replica] = true
+			}
+			continue
+		}
+		p.inProgress[replica] = true
+		remaining := 0
+		for _, uid := range rec.Deleting {
+			if objectUIDs[uid] {
+				remaining++
+			}
+		}
+		remaining += len(oldRunPods(pods, replica, rec.Attempt))
+		if remaining == 0 {
+			p.finished[replica] = true
+		} else {
+			p.remaining[replica] = remaining
+		}
+	}
+	return p
+}
+
+// replicaPods are the replica's pods, of every attempt.
+func replicaPods(pods []podstate.Summary, replica int) []podstate.Summary {
+	var out []podstate.Summary
+	for _, pod := range pods {
+		if pod.Replica == replica {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// oldRunPods are the replica's pods of attempts before attempt.
+func oldRunPods(pods []podstate.Summary, replica int, attempt int32) []podstate.Summary {
+	var out []podstate.Summary
+	for _, pod := range pods {
+		if pod.Replica == replica && pod.Attempt < int(attempt) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// barrierLifted reports whether no pod of the replica runs an attempt
+// before attempt any more: every pod of an earlier attempt has ended, and
+// every pod adopted into attempt (its gate closed) is held at its gate, its
+// old containers gone, or has ended.
+func barrierLifted(pods []podstate.Summary, attempt int32) bool {
+	for _, p := range pods {
+		switch {
+		case p.Attempt < int(attempt) && p.HoldsNode():
+			return false
+		case p.Attempt == int(attempt) && p.StartupGate == labels.StartupGateClosed && !p.GateHolding && !p.Terminal():
+			return false
+		}
+	}
+	return true
+}
+
+// sortedNames is names sorted, for messages.
+func sortedNames(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
 	return out
 }

@@ -7,91 +7,21 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/indexset"
+	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
-	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/naming"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // minRequeue stands in for a remaining time that is zero or negative (clock
 // skew between the operator and a recorded time): look again soon, without
 // busy looping.
 const minRequeue = time.Second
-
-// recreationProgress is what this pass found of the recorded recreations.
-type recreationProgress struct {
-	// inProgress holds every replica with an unfinished recreation; its new
-	// objects and pods are not created until the completion is recorded.
-	inProgress map[int]bool
-	// finished holds the replicas whose old run is entirely gone: every
-	// recorded object and every pod of an earlier attempt.
-	finished map[int]bool
-	// remaining counts, per replica in progress, the objects and pods of the
-	// old run still present.
-	remaining map[int]int
-	// barrierLifted holds the replicas restarted in place whose barrier
-	// lifts now: the recreation completed, and no pod runs the old attempt.
-	barrierLifted map[int]bool
-}
-
-// assessRecreations checks each recorded, unfinished recreation against
-// what exists. A recreation is finished only when the old run's pods are
-// gone too, not just its PodCliques and gangs: the new run's pods never
-// meet the old run's, and the new gang never counts a dying pod.
-//
-// A restart in place moves the pods it keeps to the new attempt (they are
-// no old-run pods then) and deletes the rest, so it finishes by the same
-// rule. Its barrier lifts once it is finished and no pod runs the old
-// attempt (barrierLifted).
-func assessRecreations(recs []copsev1alpha1.ReplicaRecreation, objectUIDs map[types.UID]bool, pods []podstate.Summary) recreationProgress {
-	p := recreationProgress{inProgress: map[int]bool{}, finished: map[int]bool{}, remaining: map[int]int{}, barrierLifted: map[int]bool{}}
-	for _, rec := range recs {
-		replica := int(rec.ReplicaIndex)
-		if rec.CompletedAt != nil {
-			if rec.InPlace && rec.BarrierLiftedAt == nil && barrierLifted(replicaPods(pods, replica), rec.Attempt) {
-				p.barrierLifted[replica] = true
-			}
-			continue
-		}
-		p.inProgress[replica] = true
-		remaining := 0
-		for _, uid := range rec.Deleting {
-			if objectUIDs[uid] {
-				remaining++
-			}
-		}
-		remaining += len(oldRunPods(pods, replica, rec.Attempt))
-		if remaining == 0 {
-			p.finished[replica] = true
-		} else {
-			p.remaining[replica] = remaining
-		}
-	}
-	return p
-}
-
-// replicaPods are the replica's pods, of every attempt.
-func replicaPods(pods []podstate.Summary, replica int) []podstate.Summary {
-	var out []podstate.Summary
-	for _, pod := range pods {
-		if pod.Replica == replica {
-			out = append(out, pod)
-		}
-	}
-	return out
-}
-
-// oldRunPods are the replica's pods of attempts before attempt.
-func oldRunPods(pods []podstate.Summary, replica int, attempt int32) []podstate.Summary {
-	var out []podstate.Summary
-	for _, pod := range pods {
-		if pod.Replica == replica && pod.Attempt < int(attempt) {
-			out = append(out, pod)
-		}
-	}
-	return out
-}
 
 // terminationDecision says which replicas to recreate now and when to look
 // again for breaches that have not yet lasted terminationDelay.
@@ -339,58 +269,6 @@ func allSucceeded(replicas []replicaAssessment) (time.Time, bool) {
 	return last, len(replicas) > 0
 }
 
-// phaseInputs is what the phase of a PodCliqueSet depends on.
-type phaseInputs struct {
-	training bool
-	previous copsev1alpha1.PodCliqueSetPhase
-	// failing: the Failed condition is True (decided in an earlier pass or this one).
-	failing bool
-	// activePods counts pods that have not ended, terminating ones included.
-	activePods int
-	// succeeded: every replica succeeded, in time.
-	succeeded bool
-	// started: at least one replica's base gang started, or succeeded.
-	started bool
-	// suspended: spec.suspend is true.
-	suspended bool
-	// successCriteriaMet: the SuccessCriteriaMet condition is True (set in
-	// an earlier pass or this one).
-	successCriteriaMet bool
-}
-
-// computePhase is the phase after this pass. Succeeded and Failed are
-// terminal. Failed is entered only once no pod is left running, so the
-// phase never claims a failure whose pods still hold GPUs; likewise
-// Succeeded after a success policy was met (SuccessCriteriaMet), which no
-// failure overrides. Running is entered when a replica's pods started,
-// ready or not, and kept while replicas restart: the workload has started,
-// and its maxRuntime clock runs. A suspended workload with no pod left is
-// Pending: it waits to be resumed, as a new one waits to be scheduled.
-func computePhase(in phaseInputs) copsev1alpha1.PodCliqueSetPhase {
-	if in.previous.IsTerminal() {
-		return in.previous
-	}
-	if in.training {
-		switch {
-		case in.successCriteriaMet:
-			if in.activePods == 0 {
-				return copsev1alpha1.PodCliqueSetPhaseSucceeded
-			}
-		case in.failing && in.activePods == 0:
-			return copsev1alpha1.PodCliqueSetPhaseFailed
-		case !in.failing && in.succeeded:
-			return copsev1alpha1.PodCliqueSetPhaseSucceeded
-		}
-	}
-	if in.suspended && in.activePods == 0 {
-		return copsev1alpha1.PodCliqueSetPhasePending
-	}
-	if in.started || in.previous == copsev1alpha1.PodCliqueSetPhaseRunning {
-		return copsev1alpha1.PodCliqueSetPhaseRunning
-	}
-	return copsev1alpha1.PodCliqueSetPhasePending
-}
-
 // passDecision is what one pass decided, for either workload type.
 type passDecision struct {
 	// ended: the workload had ended when the pass read it (the records
@@ -515,4 +393,310 @@ func startTimeCandidate(pcs *copsev1alpha1.PodCliqueSet, replicas []replicaAsses
 		in.recorded = &pcs.Status.StartTime.Time
 	}
 	return computeStartTime(in)
+}
+
+// decideSuspensions picks the replicas a suspension recreates now: those
+// that have not succeeded (their result stays), are not already being
+// recreated (the recreation in progress removes their run all the same),
+// and still have objects or pods of their current run (currentRun). A
+// replica whose run is gone has nothing left to suspend: it gets nothing
+// new while suspended, so it is never recreated twice.
+func decideSuspensions(replicas []replicaAssessment, inProgress, currentRun map[int]bool) []int {
+	var out []int
+	for _, r := range replicas {
+		if !r.succeeded && !inProgress[r.index] && currentRun[r.index] {
+			out = append(out, r.index)
+		}
+	}
+	return out
+}
+
+// succeededReplicas are the replicas that succeeded, as an index set.
+func succeededReplicas(replicas []replicaAssessment) indexset.Set {
+	out := indexset.Set{}
+	for _, r := range replicas {
+		if r.succeeded {
+			out.Add(r.index)
+		}
+	}
+	return out
+}
+
+// resumedAt is when the workload was last resumed; zero when it never was.
+func resumedAt(pcs *copsev1alpha1.PodCliqueSet) time.Time {
+	cond := meta.FindStatusCondition(pcs.Status.Conditions, copsev1alpha1.ConditionTypeSuspended)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != copsev1alpha1.ReasonResumed {
+		return time.Time{}
+	}
+	return cond.LastTransitionTime.Time
+}
+
+// gangFacts is what the PodGangsScheduled verdict and the bound on an
+// incomplete placement need of one gang of a replica's current run, as
+// plain values. A PodGroup has one minCount over all of its cliques, so
+// whether the gang is placed, and whether each clique got its minAvailable,
+// are read from the run's own pods.
+type gangFacts struct {
+	name    string
+	replica int
+	// minCount is the PodGroup's gang minCount (at least 1).
+	minCount int
+	// verdict is the PodGroup's PodGroupInitiallyScheduled condition when
+	// it speaks for the current run: nil when there is none yet, or when it
+	// is older than the run (a PodGroup a suspension kept; the scheduler
+	// gives a PodGroup that verdict once).
+	verdict *metav1.Condition
+	// placed counts the member cliques' indices placed in this run (a pod
+	// on a node or ended, or an index that exited 0); placedAt is when the
+	// latest of their pods was placed.
+	placed   int
+	placedAt time.Time
+	// unschedulable is one of its pods' scheduler message, "" if none.
+	unschedulable string
+	// short describes each member clique placed below its minAvailable,
+	// e.g. "job-0-leader (0 of minAvailable 1 placed)".
+	short []string
+	// after is the base gang a scaled gang is placed after: its pods are
+	// held in that gang's domain (blueprint.HeldToBaseGang), so the
+	// scheduler finds no node for them until the base gang is placed. ""
+	// for other gangs.
+	after string
+}
+
+// isPlaced: minCount of the gang's pods are on nodes (or ran).
+func (g gangFacts) isPlaced() bool { return g.placed >= g.minCount }
+
+// incomplete: placed, but some clique has fewer pods placed than its
+// minAvailable (the scheduler filled minCount with the other cliques).
+func (g gangFacts) incomplete() bool { return g.isPlaced() && len(g.short) > 0 }
+
+// gangFactsOf gathers the gangs of the replicas' current runs: the gang
+// PodGroups of replicas that are not being recreated, with their member
+// PodCliques (labelled with the gang) and their pods of the current
+// attempt. None while the workload is suspended: there is no run to place.
+func gangFactsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, gangKind string, inProgress map[int]bool) []gangFacts {
+	if gangKind == "" || pcs.IsSuspended() {
+		return nil
+	}
+	var out []gangFacts
+	for replica := range int(pcs.Spec.Replicas) {
+		if inProgress[replica] {
+			continue
+		}
+		attempt := int(obs.records.Attempt(replica))
+		for _, obj := range obs.replicas[replica].byKind[gangKind] {
+			pg, ok := obj.(*schedulingv1beta1.PodGroup)
+			if !ok || pg.Spec.SchedulingPolicy.Gang == nil || !pg.DeletionTimestamp.IsZero() {
+				continue
+			}
+			out = append(out, gangFactsOfGroup(pcs, obs, pg, replica, attempt))
+		}
+	}
+	return out
+}
+
+// gangFactsOfGroup gathers one gang PodGroup's facts from its member
+// PodCliques of the replica's current run (attempt) and their pods.
+func gangFactsOfGroup(pcs *copsev1alpha1.PodCliqueSet, obs *observed, pg *schedulingv1beta1.PodGroup, replica, attempt int) gangFacts {
+	g := gangFacts{name: pg.Name, replica: replica, minCount: max(int(pg.Spec.SchedulingPolicy.Gang.MinCount), 1)}
+	if ref := pg.Spec.WorkloadRef; ref != nil && blueprint.HeldToBaseGang(obs.packing, ref.TemplateName) {
+		g.after = naming.BaseGang(pcs.Name, replica)
+	}
+	if c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled); c != nil &&
+		!c.LastTransitionTime.Time.Before(runStart(pcs, replica)) {
+		g.verdict = c
+	}
+	for _, pclq := range obs.replicas[replica].runs[attempt].podCliques {
+		if pclq.Labels[labels.PodGangKey] != pg.Name || !pclq.DeletionTimestamp.IsZero() {
+			continue
+		}
+		placed := lifecycle.RecordedSucceeded(pclq)
+		for _, p := range obs.podsByClique[pclq.Name] {
+			if p.ControllerUID != pclq.UID || p.Attempt != attempt {
+				continue
+			}
+			if p.Unschedulable != "" && g.unschedulable == "" {
+				g.unschedulable = p.Unschedulable
+			}
+			if !p.Scheduled && !p.Terminal() {
+				continue
+			}
+			if p.HasIndex {
+				placed.Add(p.Index)
+			}
+			if p.ScheduledAt.After(g.placedAt) {
+				g.placedAt = p.ScheduledAt
+			}
+		}
+		g.placed += len(placed)
+		if need := int(pclq.MinAvailable()); len(placed) < need {
+			g.short = append(g.short, fmt.Sprintf("%s (%d of minAvailable %d placed)", pclq.Name, len(placed), need))
+		}
+	}
+	if g.placedAt.IsZero() && g.verdict != nil && g.verdict.Status == metav1.ConditionTrue {
+		g.placedAt = g.verdict.LastTransitionTime.Time
+	}
+	return g
+}
+
+// runStart is when the replica's current run began: its latest recreation's
+// completion, or the resume after a suspension, whichever is later; zero
+// for a first run.
+func runStart(pcs *copsev1alpha1.PodCliqueSet, replica int) time.Time {
+	start := resumedAt(pcs)
+	for _, rec := range pcs.Status.ReplicaRecreations {
+		if int(rec.ReplicaIndex) == replica && rec.CompletedAt != nil && rec.CompletedAt.After(start) {
+			start = rec.CompletedAt.Time
+		}
+	}
+	return start
+}
+
+// placementDecision is which replicas to recreate for a placement that
+// stayed incomplete, and when to look again for one that has not yet.
+type placementDecision struct {
+	recreate     []int
+	requeueAfter time.Duration
+}
+
+// decideIncompletePlacements picks the replicas with a gang placed
+// incomplete for timeout or longer (since its latest pod was placed): their
+// pods hold nodes for a gang that cannot run, so the replica is recreated,
+// without consuming a restart, and placed again. skip holds the replicas
+// that take no such decision (being recreated, succeeded, decided otherwise
+// this pass, or replaced by a rolling update).
+func decideIncompletePlacements(gangs []gangFacts, skip map[int]bool, timeout time.Duration, now time.Time) placementDecision {
+	var d placementDecision
+	seen := map[int]bool{}
+	for _, g := range gangs {
+		if !g.incomplete() || skip[g.replica] || seen[g.replica] {
+			continue
+		}
+		remaining := g.placedAt.Add(timeout).Sub(now)
+		if remaining <= 0 {
+			seen[g.replica] = true
+			d.recreate = append(d.recreate, g.replica)
+			continue
+		}
+		if d.requeueAfter == 0 || remaining < d.requeueAfter {
+			d.requeueAfter = remaining
+		}
+	}
+	return d
+}
+
+// decidePlacement is decideIncompletePlacements for pcs in this pass: no
+// replica of an ended workload, none being recreated or decided otherwise
+// this pass, none that succeeded, and not the replica a rolling update is
+// replacing.
+func decidePlacement(pcs *copsev1alpha1.PodCliqueSet, gangs []gangFacts, replicas []replicaAssessment, inProgress map[int]bool,
+	d passDecision, timeout time.Duration, now time.Time) placementDecision {
+	if timeout <= 0 || d.ended || d.failReason != "" {
+		return placementDecision{}
+	}
+	skip := maps.Clone(inProgress)
+	if skip == nil {
+		skip = map[int]bool{}
+	}
+	for _, r := range slices.Concat(d.recreate, d.recreateUncounted) {
+		skip[r] = true
+	}
+	for _, a := range replicas {
+		if a.succeeded {
+			skip[a.index] = true
+		}
+	}
+	if p := pcs.Status.UpdateProgress; rollingUpdateInProgress(p) && len(p.CurrentlyUpdating) > 0 {
+		skip[int(p.CurrentlyUpdating[0].ReplicaIndex)] = true
+	}
+	return decideIncompletePlacements(gangs, skip, timeout, now)
+}
+
+// barrierDecision is what this pass decides about restarts in place whose
+// barrier has not lifted: the replicas to recreate, and when to look again
+// for the others.
+type barrierDecision struct {
+	recreate     []int
+	requeueAfter time.Duration
+}
+
+// decideBarriers is overdueBarriers for pcs in this pass: nothing for an
+// ended workload, and no replica that is decided otherwise this pass.
+func decideBarriers(pcs *copsev1alpha1.PodCliqueSet, d passDecision, placement placementDecision, timeout time.Duration, now time.Time) barrierDecision {
+	if timeout <= 0 || d.ended || d.failReason != "" {
+		return barrierDecision{}
+	}
+	skip := map[int]bool{}
+	for _, replica := range slices.Concat(d.recreate, d.recreateUncounted, placement.recreate) {
+		skip[replica] = true
+	}
+	return overdueBarriers(pcs.Status.ReplicaRecreations, skip, timeout, now)
+}
+
+// overdueBarriers picks the replicas whose restart in place has held its
+// barrier for timeout or longer since it was decided: a kept pod whose
+// kubelet never restarts its containers (its restart agent lost while the
+// pod still runs) would keep every gate of the replica closed, and its
+// nodes held, for good. Such a replica is recreated, without consuming a
+// restart. Only a restart whose old run is gone (CompletedAt) is picked: a
+// new record replaces the old one, which must have nothing left to delete.
+// skip holds the replicas decided otherwise this pass.
+func overdueBarriers(recs []copsev1alpha1.ReplicaRecreation, skip map[int]bool, timeout time.Duration, now time.Time) barrierDecision {
+	var d barrierDecision
+	for _, rec := range recs {
+		replica := int(rec.ReplicaIndex)
+		if !rec.InPlace || rec.BarrierLiftedAt != nil || skip[replica] {
+			continue
+		}
+		remaining := rec.StartedAt.Add(timeout).Sub(now)
+		if remaining <= 0 && rec.CompletedAt != nil {
+			d.recreate = append(d.recreate, replica)
+			continue
+		}
+		remaining = max(remaining, minRequeue)
+		if d.requeueAfter == 0 || remaining < d.requeueAfter {
+			d.requeueAfter = remaining
+		}
+	}
+	return d
+}
+
+// recreationAsk is what one decision of the pass asks for: replicas to
+// recreate, for reason.
+type recreationAsk struct {
+	replicas []int
+	reason   copsev1alpha1.RecreationReason
+}
+
+// decideRecreations is the one place a recreation is decided: for every
+// replica an ask names, its new attempt, its reason, whether it restarts
+// in place (restartsInPlace), and the objects of its current run that go
+// with it (the UIDs of every object of a row the reason deletes,
+// ReplicaResource.DeletedBy). Nothing is deleted here: the recreation is
+// written to status first, and its writes (planWrites) follow from the
+// status as written; the old run's pods are found by their attempt label.
+func decideRecreations(pcs *copsev1alpha1.PodCliqueSet, obs *observed, rows []blueprint.ReplicaResource, now time.Time,
+	asks ...recreationAsk) []copsev1alpha1.ReplicaRecreation {
+	var out []copsev1alpha1.ReplicaRecreation
+	for _, ask := range asks {
+		for _, replica := range ask.replicas {
+			rec := copsev1alpha1.ReplicaRecreation{
+				ReplicaIndex: int32(replica),
+				Reason:       ask.reason,
+				Attempt:      obs.records.Attempt(replica) + 1,
+				StartedAt:    metav1.NewTime(now),
+				InPlace:      restartsInPlace(pcs, ask.reason),
+			}
+			for _, row := range rows {
+				if !row.DeletedByRecreation(rec) {
+					continue
+				}
+				for _, obj := range obs.children.Of(row.Kind, replica) {
+					rec.Deleting = append(rec.Deleting, obj.GetUID())
+				}
+			}
+			out = append(out, rec)
+		}
+	}
+	return out
 }

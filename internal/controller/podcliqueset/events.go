@@ -5,13 +5,12 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Event reasons (GREP-0285's, plus Grove-style gang termination and stuck
@@ -196,4 +195,39 @@ func gangsMessage(status *copsev1alpha1.PodCliqueSetStatus) string {
 		return c.Message
 	}
 	return ""
+}
+
+// Events of a rolling update, on the PodCliqueSet.
+const (
+	EventRollingUpdateStarted   = "RollingUpdateStarted"
+	EventReplicaUpdateStarted   = "ReplicaUpdateStarted"
+	EventReplicaUpdated         = "ReplicaUpdated"
+	EventRollingUpdateCompleted = "RollingUpdateCompleted"
+)
+
+// rolloutEvents are the events of a rollout step that the status write
+// made durable.
+func rolloutEvents(pcs *copsev1alpha1.PodCliqueSet, d rolloutDecision) []transitionEvent {
+	var out []transitionEvent
+	if d.started {
+		strategy := "RollingRecreate: one replica at a time, whole gangs"
+		if onDelete(pcs) {
+			strategy = "OnDelete: the PodCliques follow the template, and a pod someone deletes comes back with it"
+		}
+		out = append(out, newEvent(corev1.EventTypeNormal, EventRollingUpdateStarted, "Update",
+			fmt.Sprintf("generation hash %s: updating %d replicas (%s)", d.hash, pcs.Spec.Replicas, strategy)))
+	}
+	if d.replicaUpdated >= 0 {
+		out = append(out, newEvent(corev1.EventTypeNormal, EventReplicaUpdated, "Update",
+			fmt.Sprintf("replica %d runs generation hash %s and is available", d.replicaUpdated, d.hash)))
+	}
+	if d.replicaStarted >= 0 {
+		out = append(out, newEvent(corev1.EventTypeNormal, EventReplicaUpdateStarted, "Update",
+			fmt.Sprintf("updating replica %d to generation hash %s: its base gang first, then each scaling-group gang", d.replicaStarted, d.hash)))
+	}
+	if d.completed {
+		out = append(out, newEvent(corev1.EventTypeNormal, EventRollingUpdateCompleted, "Update",
+			fmt.Sprintf("every replica runs generation hash %s", d.hash)))
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package podcliqueset
 
 import (
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/podstate"
 )
 
@@ -50,20 +49,4 @@ func splitKept(pods []podstate.Summary, lostNodes map[string]bool) (kept, delete
 		}
 	}
 	return kept, deleted
-}
-
-// barrierLifted reports whether no pod of the replica runs an attempt
-// before attempt any more: every pod of an earlier attempt has ended, and
-// every pod adopted into attempt (its gate closed) is held at its gate, its
-// old containers gone, or has ended.
-func barrierLifted(pods []podstate.Summary, attempt int32) bool {
-	for _, p := range pods {
-		switch {
-		case p.Attempt < int(attempt) && p.HoldsNode():
-			return false
-		case p.Attempt == int(attempt) && p.StartupGate == labels.StartupGateClosed && !p.GateHolding && !p.Terminal():
-			return false
-		}
-	}
-	return true
 }

@@ -3,21 +3,27 @@ package podcliqueset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/claimtemplates"
+	"github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/kueueinputs"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/naming"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/topology"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // observed is what exists for a PodCliqueSet, as the cache shows it: the
@@ -37,10 +43,20 @@ type observed struct {
 	// The index, built by categorise: children holds byKind by replica
 	// (children.NoReplica: of none), replicas the objects and pods of each
 	// replica, of every run and by run, and podsByClique the pods by the
-	// PodClique their label names.
+	// PodClique their label names. They are values: a replica or run with
+	// nothing observed reads as empty (replicas[r].runs[a].pods), so the
+	// later steps index them without a lookup function.
 	children     children.Observed
-	replicas     map[int]*replicaObjects
+	replicas     map[int]replicaObjects
 	podsByClique map[string][]podstate.Summary
+	// activePods are the pods that have not ended, terminating ones
+	// included: until they are gone they still hold their GPUs.
+	activePods []podstate.Summary
+	// objectUIDs are the UIDs of every observed object of the resource table.
+	objectUIDs map[types.UID]bool
+	// groupReplicas and groupMinAvailable are the scaling groups' live
+	// replica counts and minAvailable, by object name.
+	groupReplicas, groupMinAvailable map[string]int32
 
 	// packing is the topology packing objects built this pass get
 	// (topology.Lookup); packingProblems are the constraints left out of it.
@@ -109,7 +125,10 @@ type runObjects struct {
 // run's apart, by attempt.
 type replicaObjects struct {
 	runObjects
-	runs map[int]*runObjects
+	runs map[int]runObjects
+	// groupReplicas are the live replica counts of the replica's scaling
+	// groups, by their template's group name (groupTemplates).
+	groupReplicas map[string]int32
 }
 
 // observeChildren lists every row of the resource table and the pods, keeps the
@@ -157,7 +176,7 @@ func (r *Reconciler) observeChildren(ctx context.Context, pcs *copsev1alpha1.Pod
 	for i := range pods.Items {
 		out.pods = append(out.pods, podstate.Of(&pods.Items[i]))
 	}
-	return out.categorise(), nil
+	return out.categorise().groupTemplates(pcs), nil
 }
 
 // scalingGroupKind is the resource table row of PodCliqueScalingGroups,
@@ -177,19 +196,36 @@ func (r *Reconciler) resources() []blueprint.ReplicaResource {
 // no later step parses a label again. It returns o.
 func (o *observed) categorise() *observed {
 	o.children = children.Observed{}
-	o.replicas = map[int]*replicaObjects{}
+	o.replicas = map[int]replicaObjects{}
 	o.podsByClique = map[string][]podstate.Summary{}
+	o.objectUIDs = map[types.UID]bool{}
+	o.groupReplicas, o.groupMinAvailable = map[string]int32{}, map[string]int32{}
+	// file adds an object or pod of replica's run attempt: among every
+	// run's, and its own.
+	file := func(replica, attempt int, add func(*runObjects)) {
+		entry := o.replicas[replica]
+		add(&entry.runObjects)
+		if entry.runs == nil {
+			entry.runs = map[int]runObjects{}
+		}
+		run := entry.runs[attempt]
+		add(&run)
+		entry.runs[attempt] = run
+		o.replicas[replica] = entry
+	}
 	for _, g := range o.scalingGroups {
-		o.replicaOf(replicaLabel(g)).add(attemptLabel(g), func(b *runObjects) { b.scalingGroups = append(b.scalingGroups, g) })
+		file(replicaLabel(g), attemptLabel(g), func(b *runObjects) { b.scalingGroups = append(b.scalingGroups, g) })
+		o.groupReplicas[g.Name], o.groupMinAvailable[g.Name] = g.Spec.Replicas, g.MinAvailable()
 	}
 	for _, pclq := range o.podCliques {
-		o.replicaOf(replicaLabel(pclq)).add(attemptLabel(pclq), func(b *runObjects) { b.podCliques = append(b.podCliques, pclq) })
+		file(replicaLabel(pclq), attemptLabel(pclq), func(b *runObjects) { b.podCliques = append(b.podCliques, pclq) })
 	}
 	for kind, objs := range o.byKind {
 		for _, obj := range objs {
 			replica := replicaLabel(obj)
 			o.children.Add(kind, replica, obj)
-			o.replicaOf(replica).add(attemptLabel(obj), func(b *runObjects) {
+			o.objectUIDs[obj.GetUID()] = true
+			file(replica, attemptLabel(obj), func(b *runObjects) {
 				if b.byKind == nil {
 					b.byKind = map[string][]client.Object{}
 				}
@@ -199,68 +235,26 @@ func (o *observed) categorise() *observed {
 	}
 	for _, p := range o.pods {
 		o.podsByClique[p.PodClique] = append(o.podsByClique[p.PodClique], p)
-		o.replicaOf(p.Replica).add(p.Attempt, func(b *runObjects) { b.pods = append(b.pods, p) })
+		file(p.Replica, p.Attempt, func(b *runObjects) { b.pods = append(b.pods, p) })
+		if p.HoldsNode() {
+			o.activePods = append(o.activePods, p)
+		}
 	}
 	return o
 }
 
-// replicaOf is the index entry of replica, made on first use.
-func (o *observed) replicaOf(replica int) *replicaObjects {
-	entry := o.replicas[replica]
-	if entry == nil {
-		entry = &replicaObjects{runs: map[int]*runObjects{}}
-		o.replicas[replica] = entry
-	}
-	return entry
-}
-
-// add files an object or pod of run attempt: among every run's, and its own.
-func (e *replicaObjects) add(attempt int, file func(*runObjects)) {
-	file(&e.runObjects)
-	run := e.runs[attempt]
-	if run == nil {
-		run = &runObjects{}
-		e.runs[attempt] = run
-	}
-	file(run)
-}
-
-// replica is what was observed of replica, of every run; empty when nothing.
-func (o *observed) replica(replica int) *replicaObjects {
-	if entry := o.replicas[replica]; entry != nil {
-		return entry
-	}
-	return &replicaObjects{}
-}
-
-// run is what was observed of the replica's run attempt; empty when nothing.
-func (e *replicaObjects) run(attempt int) *runObjects {
-	if run := e.runs[attempt]; run != nil {
-		return run
-	}
-	return &runObjects{}
-}
-
-// groupReplicas are the live replica counts of the scaling groups, by
-// object name, for building gangs.
-func (o *observed) groupReplicas() map[string]int32 {
-	out := map[string]int32{}
-	for _, g := range o.scalingGroups {
-		out[g.Name] = g.Spec.Replicas
-	}
-	return out
-}
-
-// activePods are the pods that have not ended, terminating ones included:
-// until they are gone they still hold their GPUs.
-func (o *observed) activePods() []podstate.Summary {
-	var out []podstate.Summary
-	for _, p := range o.pods {
-		if p.HoldsNode() {
-			out = append(out, p)
+// groupTemplates files each replica's scaling groups' live replica counts
+// by their template's group name, for the members a replica expects. It
+// returns o.
+func (o *observed) groupTemplates(pcs *copsev1alpha1.PodCliqueSet) *observed {
+	for r, entry := range o.replicas {
+		entry.groupReplicas = map[string]int32{}
+		for _, g := range entry.scalingGroups {
+			entry.groupReplicas[templateGroupName(pcs, g.Name, r)] = g.Spec.Replicas
 		}
+		o.replicas[r] = entry
 	}
-	return out
+	return o
 }
 
 // replicaLabel reads an object's replica index label; children.NoReplica
@@ -278,17 +272,6 @@ func attemptLabel(obj client.Object) int {
 	return i
 }
 
-// uids are the UIDs of every observed object of the resource table.
-func (o *observed) uids() map[types.UID]bool {
-	out := map[types.UID]bool{}
-	for _, objs := range o.byKind {
-		for _, obj := range objs {
-			out[obj.GetUID()] = true
-		}
-	}
-	return out
-}
-
 // currentRuns holds the replicas that still have objects of their current
 // run that a suspension deletes (rows, a kind that makes pods) or pods of
 // it.
@@ -298,7 +281,7 @@ func (o *observed) currentRuns(rows []blueprint.ReplicaResource) map[int]bool {
 		if replica == children.NoReplica {
 			continue
 		}
-		run := entry.run(int(o.records.Attempt(replica)))
+		run := entry.runs[int(o.records.Attempt(replica))]
 		if len(run.pods) > 0 {
 			out[replica] = true
 		}
@@ -311,21 +294,205 @@ func (o *observed) currentRuns(rows []blueprint.ReplicaResource) map[int]bool {
 	return out
 }
 
-// groupMinAvailable is each scaling group's minAvailable, by object name.
-func (o *observed) groupMinAvailable() map[string]int32 {
-	out := map[string]int32{}
-	for _, g := range o.scalingGroups {
-		out[g.Name] = g.MinAvailable()
+// admission is a queued PodCliqueSet's Admitted condition as this pass
+// computes it. The kueueworkload controller takes the steps of Kueue's
+// protocol (docs/kueue.md); the condition those steps lead to is written
+// here, with the rest of the status, so PodCliqueSet status has one writer.
+type admission struct {
+	// tracked: the PodCliqueSet takes part in the protocol (kueue.Tracked,
+	// with kueue.enabled); otherwise the condition is left as it is.
+	tracked bool
+	// condition is the Admitted condition; nil removes it.
+	condition *metav1.Condition
+}
+
+// observeAdmission reads what Kueue's protocol decides on for a queued
+// PodCliqueSet (kueueinputs.Gather: its Workload, the flavors, the
+// priority, the refusal recorded on it), with the packing and the pods
+// observe already has, and computes its Admitted condition
+// (kueue.AdmittedCondition, pure).
+func (r *Reconciler) observeAdmission(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, now time.Time) (admission, error) {
+	if !r.Kueue || !kueue.Tracked(pcs) {
+		return admission{}, nil
+	}
+	in, err := kueueinputs.Gather(ctx, r.Client, client.ObjectKeyFromObject(pcs), pcs, kueueinputs.Facts{
+		Packing:    obs.packing,
+		PodsRemain: kueue.PodsRemain(pcs, len(obs.activePods)),
+		MaxPodSets: r.KueueMaxPodSets,
+		Now:        now,
+	})
+	if err != nil {
+		return admission{}, fmt.Errorf("gather the Kueue inputs of the Admitted condition: %w", err)
+	}
+	return admission{tracked: true, condition: kueue.AdmittedCondition(in)}, nil
+}
+
+// observeDeletedMembers finds the members of whole Training runs that were
+// deleted from outside. The cache alone cannot tell a deletion from an
+// informer that lags behind another, so each member the cache misses is
+// read from the API server: it counts as deleted only when the server has
+// no live one of the current run either.
+func (r *Reconciler) observeDeletedMembers(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed, now time.Time) error {
+	for _, replica := range replicasToCheckForDeletions(pcs, obs.records) {
+		attempt := obs.records.Attempt(replica)
+		var gone []string
+		for _, name := range missingRunMembers(pcs, obs, replica, attempt) {
+			deleted, err := r.deletedOnServer(ctx, pcs, name, attempt)
+			if err != nil {
+				return err
+			}
+			if deleted {
+				gone = append(gone, name)
+			}
+		}
+		if len(gone) > 0 {
+			if obs.deletedMembers == nil {
+				obs.deletedMembers = map[int]deletedMembers{}
+			}
+			obs.deletedMembers[replica] = deletedMembers{names: gone, at: now}
+		}
+	}
+	return nil
+}
+
+// deletedOnServer reports whether the member name of pcs's current run
+// (attempt) is gone on the API server: not found, being deleted, or of
+// another run. It tries a PodClique first, then a PodCliqueScalingGroup.
+func (r *Reconciler) deletedOnServer(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, name string, attempt int32) (bool, error) {
+	for _, obj := range []client.Object{&copsev1alpha1.PodClique{}, &copsev1alpha1.PodCliqueScalingGroup{}} {
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pcs.Namespace, Name: name}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("read %s/%s from the API server: %w", pcs.Namespace, name, err)
+		}
+		return !obj.GetDeletionTimestamp().IsZero() || attemptLabel(obj) != int(attempt), nil
+	}
+	return true, nil
+}
+
+// observeLostNodes finds the nodes of the pods a restart in place may keep,
+// and records those that are gone or being deleted: their pods cannot
+// restart where they are. The restart may be decided in this very pass, so
+// every active pod's node is read (from the cache's metadata of nodes)
+// while the workload restarts in place and has not ended. A kept pod whose
+// node goes later is deleted by the pod garbage collector, a failure of the
+// new attempt.
+func (r *Reconciler) observeLostNodes(ctx context.Context, pcs *copsev1alpha1.PodCliqueSet, obs *observed) error {
+	if !obs.records.Training || !pcs.RestartsInPlace() || obs.records.Ended {
+		return nil
+	}
+	for _, p := range obs.pods {
+		if p.Node == "" || !p.Active() {
+			continue
+		}
+		if _, seen := obs.lostNodes[p.Node]; seen {
+			continue
+		}
+		lost, err := r.nodeLost(ctx, p.Node)
+		if err != nil {
+			return err
+		}
+		if obs.lostNodes == nil {
+			obs.lostNodes = map[string]bool{}
+		}
+		obs.lostNodes[p.Node] = lost
+	}
+	return nil
+}
+
+// nodeLost reports whether the node is gone or being deleted, from the
+// cache's metadata of nodes.
+func (r *Reconciler) nodeLost(ctx context.Context, name string) (bool, error) {
+	node := &metav1.PartialObjectMetadata{}
+	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	return !node.DeletionTimestamp.IsZero(), nil
+}
+
+// deletedMembers are the members of one Training replica's run that were
+// deleted from outside, and when this controller confirmed it.
+type deletedMembers struct {
+	names []string
+	at    time.Time
+}
+
+// runMemberNames are the PodCliqueScalingGroups and PodCliques one replica
+// of a Training workload is made of: its sizes never change, so the names
+// follow from the template.
+func runMemberNames(pcs *copsev1alpha1.PodCliqueSet, replica int) []string {
+	var out []string
+	for _, clique := range pcs.StandaloneCliques() {
+		out = append(out, naming.StandalonePodClique(pcs.Name, replica, clique.Name))
+	}
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		group := naming.ScalingGroup(pcs.Name, replica, g.Name)
+		out = append(out, group)
+		for j := range int(copsev1alpha1.ScalingGroupReplicas(g)) {
+			for _, clique := range g.CliqueNames {
+				out = append(out, naming.GroupedPodClique(group, j, clique))
+			}
+		}
 	}
 	return out
 }
 
-// groupReplicasByTemplate are the live replica counts of replica r's
-// scaling groups, by their template's group name.
-func (o *observed) groupReplicasByTemplate(pcs *copsev1alpha1.PodCliqueSet, r int) map[string]int32 {
-	out := map[string]int32{}
-	for _, g := range o.replica(r).scalingGroups {
-		out[templateGroupName(pcs, g.Name, r)] = g.Spec.Replicas
+// missingRunMembers are the members of replica's current run (attempt)
+// that the cache does not show alive: absent, being deleted, or (for a
+// PodClique) controlled by none of the observed owners.
+func missingRunMembers(pcs *copsev1alpha1.PodCliqueSet, obs *observed, replica int, attempt int32) []string {
+	alive := map[string]bool{}
+	run := obs.replicas[replica].runs[int(attempt)]
+	for _, g := range run.scalingGroups {
+		if g.DeletionTimestamp.IsZero() {
+			alive[g.Name] = true
+		}
+	}
+	for _, pclq := range run.podCliques {
+		if pclq.DeletionTimestamp.IsZero() {
+			alive[pclq.Name] = true
+		}
+	}
+	var out []string
+	for _, name := range runMemberNames(pcs, replica) {
+		if !alive[name] {
+			out = append(out, name)
+		}
 	}
 	return out
+}
+
+// replicasToCheckForDeletions are the Training replicas whose current run
+// was whole (status.createdReplicaIndexes) and may have lost a member since:
+// not being recreated, not succeeded, not suspended, the workload not
+// ended. Others get no decision that a deletion could change.
+func replicasToCheckForDeletions(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records) []int {
+	if !rec.Training || rec.Suspended || rec.Ended {
+		return nil
+	}
+	var out []int
+	for r := range int(pcs.Spec.Replicas) {
+		if state := rec.Replica(r, -1); state.RunCreated && !state.Succeeded && !state.Recreating {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// templateGroupName finds the template name of scaling group object name
+// in replica r; "" when no template group has that name.
+func templateGroupName(pcs *copsev1alpha1.PodCliqueSet, name string, r int) string {
+	i := slices.IndexFunc(pcs.Spec.Template.PodCliqueScalingGroupConfigs, func(g grovecorev1alpha1.PodCliqueScalingGroupConfig) bool {
+		return naming.ScalingGroup(pcs.Name, r, g.Name) == name
+	})
+	if i < 0 {
+		return ""
+	}
+	return pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].Name
 }

@@ -46,31 +46,31 @@ func TestCategorise(t *testing.T) {
 		},
 	}).categorise()
 
-	if got := obs.replica(0).podCliques; !slices.Equal(got, []*copsev1alpha1.PodClique{oldClique, newClique}) {
+	if got := obs.replicas[0].podCliques; !slices.Equal(got, []*copsev1alpha1.PodClique{oldClique, newClique}) {
 		t.Errorf("replica 0's PodCliques of every run: %v", names(got))
 	}
-	if got := obs.replica(0).run(1).podCliques; !slices.Equal(got, []*copsev1alpha1.PodClique{newClique}) {
+	if got := obs.replicas[0].runs[1].podCliques; !slices.Equal(got, []*copsev1alpha1.PodClique{newClique}) {
 		t.Errorf("replica 0's PodCliques of run 1: %v", names(got))
 	}
-	if got := obs.replica(1).run(0).podCliques; !slices.Equal(got, []*copsev1alpha1.PodClique{otherReplica}) {
+	if got := obs.replicas[1].runs[0].podCliques; !slices.Equal(got, []*copsev1alpha1.PodClique{otherReplica}) {
 		t.Errorf("a PodClique without an attempt label is of run 0: %v", names(got))
 	}
-	if got := obs.replica(1).run(2).scalingGroups; len(got) != 1 || got[0] != group {
+	if got := obs.replicas[1].runs[2].scalingGroups; len(got) != 1 || got[0] != group {
 		t.Errorf("replica 1's scaling groups of run 2: %v", got)
 	}
-	if got := obs.replica(0).run(0).byKind["Service"]; !slices.Equal(got, []client.Object{service}) {
+	if got := obs.replicas[0].runs[0].byKind["Service"]; !slices.Equal(got, []client.Object{service}) {
 		t.Errorf("replica 0's Services of run 0: %v", got)
 	}
 	if got := obs.children.Of("Shared", children.NoReplica); !slices.Equal(got, []client.Object{shared}) {
 		t.Errorf("the PodCliqueSet's own objects: %v", got)
 	}
-	if got := obs.replica(0).run(1).pods; len(got) != 1 || got[0].Name != "p1" {
+	if got := obs.replicas[0].runs[1].pods; len(got) != 1 || got[0].Name != "p1" {
 		t.Errorf("replica 0's pods of run 1: %v", got)
 	}
 	if got := obs.podsByClique["job-0-a"]; len(got) != 1 || got[0].Name != "p0" {
 		t.Errorf("pods of job-0-a: %v", got)
 	}
-	if got := obs.replica(7).run(3); len(got.podCliques)+len(got.pods)+len(got.byKind) != 0 {
+	if got := obs.replicas[7].runs[3]; len(got.podCliques)+len(got.pods)+len(got.byKind) != 0 {
 		t.Errorf("a replica never seen is empty: %+v", got)
 	}
 }

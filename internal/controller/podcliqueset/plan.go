@@ -46,7 +46,7 @@ type passPlan struct {
 func planPass(f facts, cfg passConfig) passPlan {
 	pcs, obs, now := f.pcs, f.obs, f.now
 	replicas := assessReplicas(pcs, obs)
-	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.uids(), obs.pods)
+	progress := assessRecreations(pcs.Status.ReplicaRecreations, obs.objectUIDs, obs.pods)
 	startTime := startTimeCandidate(pcs, replicas, now)
 	d := decide(pcs, obs.records, replicas, progress.inProgress, obs.currentRuns(cfg.rows), startTime, now)
 	gangs := gangFactsOf(pcs, obs, cfg.gangKind, progress.inProgress)

@@ -1,15 +1,14 @@
 package podcliqueset
 
 import (
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/claimtemplates"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // passWrites are the object and pod writes of one pass. They are decided
@@ -64,10 +63,10 @@ func planWrites(planned *copsev1alpha1.PodCliqueSet, plannedRecords lifecycle.Re
 	}
 	w.planOldRuns(planned, obs, rows)
 	if ended {
-		w.terminatePods(children.PodDelete, obs.activePods())
+		w.terminatePods(children.PodDelete, obs.activePods)
 		return w
 	}
-	w.terminatePods(children.PodDelete, lingeringPods(plannedRecords, obs.activePods()))
+	w.terminatePods(children.PodDelete, lingeringPods(plannedRecords, obs.activePods))
 	w.objects = convergeSets(planned, plannedRecords, obs, rows)
 	w.failures.add(errCodeSyncChildren, claimtemplates.MissingError(obs.missingClaimTemplates))
 	w.addRollout(planned, rollout)
@@ -139,7 +138,7 @@ func (w *passWrites) planOldRuns(planned *copsev1alpha1.PodCliqueSet, obs *obser
 			continue
 		}
 		replica := int(rec.ReplicaIndex)
-		pods := oldRunPods(obs.replica(replica).pods, replica, rec.Attempt)
+		pods := oldRunPods(obs.replicas[replica].pods, replica, rec.Attempt)
 		var kept []podstate.Summary
 		if rec.InPlace {
 			kept, pods = splitKept(pods, obs.lostNodes)
@@ -189,4 +188,38 @@ func (w *passWrites) addRollout(planned *copsev1alpha1.PodCliqueSet, d rolloutDe
 	for _, pod := range d.deletePods {
 		w.addPod(children.PodWrite{Op: children.PodDelete, Step: string(errCodeRollingUpdate), Pod: pod})
 	}
+}
+
+// convergeSets are the sets that make every replica that may run
+// (lifecycle.MayCreatePods) have exactly the objects each row of the
+// resource table wants for it, and the PodCliqueSet the objects its rows
+// want for it as a whole (their Shared ones): missing ones are created, ones
+// a row no longer wants (a scaled-in group's gang) are deleted, and existing
+// ones of a row with a Refresh are brought to the template (never a Training
+// workload's). Replicas at or beyond spec.replicas lose all their objects.
+// Objects a scaling group controls are left to it.
+func convergeSets(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, obs *observed, rows []blueprint.ReplicaResource) []children.Set {
+	groupReplicas := obs.groupReplicas
+	pass := children.Pass[blueprint.ReplicaInputs]{
+		Rows:     rows,
+		Observed: obs.children,
+		Replicas: int(pcs.Spec.Replicas),
+		Inputs: func(replica int) blueprint.ReplicaInputs {
+			in := blueprint.ReplicaInputs{PodCliqueSet: pcs, Replica: replica, GroupReplicas: groupReplicas,
+				Packing: obs.packing, ClaimTemplates: obs.claimTemplates}
+			if replica != children.NoReplica {
+				in.Attempt = rec.Attempt(replica)
+			}
+			return in
+		},
+		MayCreate: func(replica int) bool {
+			return lifecycle.MayCreatePods(rec.Replica(replica, -1)) == ""
+		},
+		Frozen: pcs.IsTraining(),
+	}
+	sets := pass.Sets()
+	for i := range sets {
+		sets[i].Step = string(errCodeSyncChildren)
+	}
+	return sets
 }
