@@ -3,6 +3,8 @@ package children
 import (
 	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -60,7 +62,7 @@ func (o Observed) From(kind string, first int) []client.Object {
 func ControlledBy(objs []client.Object, owners map[types.UID]bool) []client.Object {
 	var out []client.Object
 	for _, obj := range objs {
-		if owner := controllerOf(obj); owner != "" && owners[owner] {
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && owners[ref.UID] {
 			out = append(out, obj)
 		}
 	}

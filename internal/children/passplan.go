@@ -2,16 +2,18 @@ package children
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/requeue"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // PassPlan is everything one reconcile pass of an owner writes, as plain
@@ -190,4 +192,25 @@ func (o Outcome) EndedAtStatus() (result ctrl.Result, ended bool, err error) {
 		return ctrl.Result{}, true, o.Err()
 	}
 	return ctrl.Result{}, false, nil
+}
+
+func (o *Outcome) note(step string, err error) {
+	o.Errors[step] = append(o.Errors[step], err)
+}
+
+// joinSteps joins errors by step, each wrapped with its step's name, in a
+// stable order.
+func joinSteps(byStep map[string][]error) error {
+	steps := make([]string, 0, len(byStep))
+	for step := range byStep {
+		steps = append(steps, step)
+	}
+	slices.Sort(steps)
+	var errs []error
+	for _, step := range steps {
+		for _, err := range byStep[step] {
+			errs = append(errs, fmt.Errorf("%s: %w", step, err))
+		}
+	}
+	return errors.Join(errs...)
 }

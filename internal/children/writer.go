@@ -129,27 +129,6 @@ func (w Writer) budget() int {
 // DefaultBudget is the write budget of a Writer that names none.
 const DefaultBudget = 1000
 
-func (o *Outcome) note(step string, err error) {
-	o.Errors[step] = append(o.Errors[step], err)
-}
-
-// joinSteps joins errors by step, each wrapped with its step's name, in a
-// stable order.
-func joinSteps(byStep map[string][]error) error {
-	steps := make([]string, 0, len(byStep))
-	for step := range byStep {
-		steps = append(steps, step)
-	}
-	slices.Sort(steps)
-	var errs []error
-	for _, step := range steps {
-		for _, err := range byStep[step] {
-			errs = append(errs, fmt.Errorf("%s: %w", step, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Converge plans the writes that make sets' desired objects exist (within
 // what is left of budget, PlanWrites) and makes them, owner as the
 // controller of what it creates.

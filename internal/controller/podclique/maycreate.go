@@ -194,17 +194,6 @@ func refusalRetryAt(since, last time.Time) time.Time {
 	return last.Add(min(last.Sub(since)+refusalBackoffBase, refusalBackoffCap))
 }
 
-// creationBlockedCondition is the PodCreationBlocked condition of the
-// decision.
-func creationBlockedCondition(d creationDecision) metav1.Condition {
-	if d.reason == "" {
-		return metav1.Condition{Type: copsev1alpha1.ConditionTypePodCreationBlocked, Status: metav1.ConditionFalse,
-			Reason: copsev1alpha1.ReasonCreationAllowed, Message: "nothing holds the clique's pods back"}
-	}
-	return metav1.Condition{Type: copsev1alpha1.ConditionTypePodCreationBlocked, Status: metav1.ConditionTrue,
-		Reason: d.reason, Message: d.message}
-}
-
 // refusalRecordOf reads the refusal record from a PodClique's status.
 func refusalRecordOf(status *copsev1alpha1.PodCliqueStatus) refusalRecord {
 	cond := meta.FindStatusCondition(status.Conditions, copsev1alpha1.ConditionTypePodCreationRefused)

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/indexset"
 	"github.com/copse-dev/copse/internal/labels"
 	"github.com/copse-dev/copse/internal/lifecycle"
@@ -245,8 +244,8 @@ func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, bu
 		templateHash: pclq.Labels[labels.PodTemplateHashKey],
 		blocked:      o.creation.planHeld(),
 		pods:         o.owned,
-		creating:     creatingIndices(o.pending),
-		deleting:     deletingUIDs(o.pending),
+		creating:     o.creating,
+		deleting:     o.deleting,
 		vacating:     indicesOf(o.discard),
 		succeeded:    o.completion.Succeeded,
 		replacing:    uidSet(pclq.Status.ReplacingPods),
@@ -255,26 +254,6 @@ func (o *observation) planInput(pclq *copsev1alpha1.PodClique, now time.Time, bu
 		now:          now,
 		budget:       budget,
 	}
-}
-
-// creatingIndices are the indices of pods created but not yet in the cache.
-func creatingIndices(pending expectations.Pending) []int {
-	var out []int
-	for _, e := range pending.Creations {
-		if i, ok := labels.Index(e.Labels, labels.PodIndexKey); ok {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// deletingUIDs are the pods deleted that the cache still shows alive.
-func deletingUIDs(pending expectations.Pending) map[types.UID]bool {
-	out := make(map[types.UID]bool, len(pending.Deletions))
-	for _, e := range pending.Deletions {
-		out[e.UID] = true
-	}
-	return out
 }
 
 // indicesOf are the pod indices of pods, those without one left out.

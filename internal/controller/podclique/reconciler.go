@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +21,6 @@ import (
 	"github.com/copse-dev/copse/internal/children"
 	"github.com/copse-dev/copse/internal/expectations"
 	"github.com/copse-dev/copse/internal/metrics"
-	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/requeue"
 )
 
@@ -182,30 +180,6 @@ func (r *Reconciler) forget(ctx context.Context, req ctrl.Request, key string) e
 		}
 	}
 	return r.writer(len(plan.Pods)).Execute(ctx, plan).Err()
-}
-
-// syncExpectations folds the cache's view into the expectations store and
-// returns the writes the cache does not show yet.
-func (r *Reconciler) syncExpectations(ctx context.Context, key string, pclq *copsev1alpha1.PodClique, pods []podstate.Summary) expectations.Pending {
-	present := make([]types.UID, 0, len(pods))
-	var terminating []types.UID
-	for _, p := range pods {
-		present = append(present, p.UID)
-		if p.Terminating {
-			terminating = append(terminating, p.UID)
-		}
-	}
-	pending := r.Expectations.Sync(key, present, terminating)
-	if pending.RecordedForAnotherOwner(pclq.UID) {
-		ctrl.LoggerFrom(ctx).Info("forgetting expectations of an earlier PodClique of the same name")
-		r.Expectations.Forget(key)
-		return expectations.Pending{}
-	}
-	if !pending.Empty() {
-		ctrl.LoggerFrom(ctx).V(1).Info("cache lags behind this controller's writes",
-			"pendingCreations", len(pending.Creations), "pendingDeletions", len(pending.Deletions))
-	}
-	return pending
 }
 
 func (r *Reconciler) writeBudget() int {

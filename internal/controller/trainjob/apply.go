@@ -2,8 +2,13 @@ package trainjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/trainjob"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,11 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // FieldOwner is the field manager of every object the TrainJob controller
@@ -193,4 +193,73 @@ func kindOf(obj client.Object) string {
 		return "PodGroup"
 	}
 	return obj.GetObjectKind().GroupVersionKind().Kind
+}
+
+// The runtime a TrainJob runs: its snapshot when it has one, else the live
+// runtime, which is marked in use (so it cannot be deleted under the
+// TrainJob) and frozen into the snapshot before anything is built from it.
+// observeRuntime (observe.go) reads; runtimeWrites are what the resolution writes, made
+// by the pass's writer before the build's objects.
+
+// runtimeWrites are the writes a runtime's resolution needs, in order; the
+// zero value writes nothing.
+type runtimeWrites struct {
+	// Adopted is a snapshot Kubeflow Trainer wrote, made copse's
+	// (trainjob.AdoptRuntimeSnapshot); adoptedTTL says where its TTL came
+	// from, for the event.
+	Adopted    *corev1.ConfigMap
+	AdoptedTTL string
+	// MarkInUse is the live runtime with copse's in-use finalizer added,
+	// nil when it has it already; Snapshot is the snapshot to create.
+	MarkInUse client.Object
+	Snapshot  *corev1.ConfigMap
+}
+
+// Write makes the resolution's writes. The adopted snapshot is updated with
+// an optimistic lock, never recreated, so the cache and the watch see it
+// from now on. The runtime is marked in use with the resourceVersion it was
+// read at: many TrainJobs of one runtime start together, and one that lost
+// the race ends its pass with a conflict and reads the runtime again.
+func (rw runtimeWrites) Write(ctx context.Context, w children.Writer, owner client.Object) error {
+	tj := owner.(*trainerv1alpha1.TrainJob)
+	if rw.Adopted != nil {
+		if err := w.Client.Update(ctx, rw.Adopted); err != nil {
+			return fmt.Errorf("adopt runtime snapshot %s: %w", rw.Adopted.Name, err)
+		}
+		w.Recorder.Eventf(tj, rw.Adopted, corev1.EventTypeNormal, reasonRuntimeSnapshotAdopted, "Adopt",
+			"adopted runtime snapshot %s, written without copse's labels (by Kubeflow Trainer); ttlSecondsAfterFinished %s",
+			rw.Adopted.Name, rw.AdoptedTTL)
+	}
+	if rw.MarkInUse != nil {
+		if err := w.Client.Update(ctx, rw.MarkInUse); err != nil {
+			return fmt.Errorf("mark %s %s in use: %w", trainjob.RuntimeKind(tj), rw.MarkInUse.GetName(), err)
+		}
+	}
+	if rw.Snapshot != nil {
+		if err := w.Client.Create(ctx, rw.Snapshot); err != nil {
+			return fmt.Errorf("create runtime snapshot %s: %w", rw.Snapshot.Name, err)
+		}
+	}
+	return nil
+}
+
+// suspendWrites are the backend objects suspendOnly suspends, each a copy
+// with only spec.suspend changed, updated with the resourceVersion it was
+// read at.
+type suspendWrites struct {
+	objects []client.Object
+	why     string
+}
+
+func (s suspendWrites) Write(ctx context.Context, w children.Writer, owner client.Object) error {
+	var errs []error
+	for _, obj := range s.objects {
+		if err := w.Client.Update(ctx, obj); err != nil {
+			errs = append(errs, fmt.Errorf("suspend %s %s without its build: %w", kindOf(obj), obj.GetName(), err))
+			continue
+		}
+		w.Recorder.Eventf(owner, obj, corev1.EventTypeWarning, reasonSuspendedOnly, "Suspend",
+			"%s %s suspended (only spec.suspend set): %s", kindOf(obj), obj.GetName(), s.why)
+	}
+	return errors.Join(errs...)
 }

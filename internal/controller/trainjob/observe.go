@@ -4,18 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"maps"
 
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/trainjob"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
 // The observe step: everything a pass decides on is read here, before any
@@ -256,4 +263,277 @@ func (e *notControlledError) Error() string {
 func asNotControlled(err error) (*notControlledError, bool) {
 	var notControlled *notControlledError
 	return notControlled, errors.As(err, &notControlled)
+}
+
+// observeRuntime reads the TrainJob's runtime into f (backend, TTL, failure
+// policy) and returns it, with what its resolution writes. A finished
+// TrainJob only needs the snapshot's TTL and backend, and has no runtime to
+// build from.
+func (r *Reconciler) observeRuntime(ctx context.Context, f *facts) (trainjob.Runtime, error) {
+	tj := f.TrainJob
+	runtime, found, err := r.readSnapshot(ctx, f)
+	switch {
+	case err != nil:
+		return trainjob.Runtime{}, err
+	case found && finished(tj.Status):
+		f.TTL = runtime.Spec.TTLSecondsAfterFinished
+		f.Backend = trainjob.BackendOf(&runtime.Spec)
+		return trainjob.Runtime{}, nil
+	case finished(tj.Status):
+		return trainjob.Runtime{}, nil
+	case !found:
+		if runtime, err = r.readLiveRuntime(ctx, f); err != nil {
+			return trainjob.Runtime{}, err
+		}
+	}
+	f.TTL = runtime.Spec.TTLSecondsAfterFinished
+	f.FailurePolicy = runtime.Spec.Template.Spec.FailurePolicy != nil
+	f.Backend = trainjob.BackendOf(&runtime.Spec)
+	return runtime, nil
+}
+
+// readSnapshot reads the TrainJob's runtime snapshot; found is false when it
+// has none yet. A snapshot another controller wrote (Kubeflow Trainer's,
+// before the move to copse) is adopted: the runtime returned is the one the
+// adopted snapshot holds, and f.RuntimeWrites the adoption.
+func (r *Reconciler) readSnapshot(ctx context.Context, f *facts) (trainjob.Runtime, bool, error) {
+	tj := f.TrainJob
+	cm, found, err := r.getConfigMap(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Name + trainjob.RuntimeSnapshotSuffix})
+	if err != nil || !found {
+		return trainjob.Runtime{}, false, err
+	}
+	runtime, err := trainjob.RuntimeFromSnapshot(tj, cm)
+	if err != nil || trainjob.IsCopseSnapshot(cm) {
+		return runtime, err == nil, err
+	}
+	// Its TTL comes from the live runtime when the snapshot has none
+	// (Trainer's API cannot hold one).
+	var ttl *int32
+	if runtime.Spec.TTLSecondsAfterFinished == nil {
+		live, key, err := trainjob.RuntimeRefTarget(tj)
+		if err != nil {
+			return trainjob.Runtime{}, false, err
+		}
+		switch err := r.Client.Get(ctx, key, live); {
+		case err == nil:
+			ttl = trainjob.RuntimeOf(live).Spec.TTLSecondsAfterFinished
+		case !apierrors.IsNotFound(err):
+			return trainjob.Runtime{}, false, fmt.Errorf("get %s %s for the TTL of the adopted runtime snapshot: %w", trainjob.RuntimeKind(tj), key.Name, err)
+		}
+	}
+	adopted, err := trainjob.AdoptRuntimeSnapshot(tj, cm, runtime, ttl)
+	if err != nil {
+		return trainjob.Runtime{}, false, err
+	}
+	f.RuntimeWrites = runtimeWrites{Adopted: adopted, AdoptedTTL: describeTTL(ttl, runtime.Spec.TTLSecondsAfterFinished)}
+	runtime, err = trainjob.RuntimeFromSnapshot(tj, adopted)
+	return runtime, err == nil, err
+}
+
+// readLiveRuntime reads the runtime the TrainJob's runtimeRef names (a
+// TrainingRuntime of its namespace or a ClusterTrainingRuntime) and puts
+// into f.RuntimeWrites its marking in use and its snapshot.
+func (r *Reconciler) readLiveRuntime(ctx context.Context, f *facts) (trainjob.Runtime, error) {
+	tj := f.TrainJob
+	live, key, err := trainjob.RuntimeRefTarget(tj)
+	if err != nil {
+		return trainjob.Runtime{}, err
+	}
+	if err := r.Client.Get(ctx, key, live); err != nil {
+		return trainjob.Runtime{}, fmt.Errorf("get %s %s named by spec.runtimeRef: %w", trainjob.RuntimeKind(tj), key.Name, err)
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return trainjob.Runtime{}, fmt.Errorf("%s %s named by spec.runtimeRef is being deleted", trainjob.RuntimeKind(tj), key.Name)
+	}
+	runtime := trainjob.RuntimeOf(live)
+	snapshot, err := trainjob.BuildRuntimeSnapshot(tj, runtime)
+	if err != nil {
+		return trainjob.Runtime{}, err
+	}
+	f.RuntimeWrites = runtimeWrites{Snapshot: snapshot}
+	if !controllerutil.ContainsFinalizer(live, trainjob.RuntimeInUseFinalizer) {
+		marked := live.DeepCopyObject().(client.Object)
+		controllerutil.AddFinalizer(marked, trainjob.RuntimeInUseFinalizer)
+		f.RuntimeWrites.MarkInUse = marked
+	}
+	return runtime, nil
+}
+
+// getConfigMap reads a ConfigMap of the TrainJob's: from the cache, which
+// holds only copse's, else from the API server, where one another
+// controller wrote (Kubeflow Trainer's snapshot and hostfile) is found. found
+// is false when neither has it.
+func (r *Reconciler) getConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, bool, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, key, cm)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, cm)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
+	}
+	return cm, true, nil
+}
+
+// describeTTL says where an adopted snapshot's TTL came from.
+func describeTTL(fromLive, inSnapshot *int32) string {
+	switch {
+	case inSnapshot != nil:
+		return fmt.Sprintf("%d from the snapshot", *inSnapshot)
+	case fromLive != nil:
+		return fmt.Sprintf("%d from the live runtime", *fromLive)
+	default:
+		return "unset"
+	}
+}
+
+// observeSuspendTargets reads what a pass that cannot resolve its runtime (and so
+// does not know its backend) reads to suspend: both kinds, when the
+// TrainJob is suspended and has not finished.
+func (r *Reconciler) observeSuspendTargets(ctx context.Context, f *facts) error {
+	tj := f.TrainJob
+	if !ptr.Deref(tj.Spec.Suspend, false) || finished(tj.Status) {
+		return nil
+	}
+	jobSet, jobSetErr := r.getJobSet(ctx, tj)
+	pcs, pcsErr := r.getPodCliqueSet(ctx, tj)
+	f.JobSet, f.PodCliqueSet = jobSet, pcs
+	return errors.Join(jobSetErr, pcsErr)
+}
+
+// existingBuild is what exists of the objects a build makes besides the
+// backend's object (facts.JobSet, facts.PodCliqueSet): decideWrites reads
+// these plain facts, gathered before anything is decided.
+type existingBuild struct {
+	// Hostfile is the MPI hostfile ConfigMap, nil when there is none.
+	Hostfile *corev1.ConfigMap
+	// PodGroups holds the names of the TrainJob's Workload-API PodGroups
+	// that exist; Workload is its Workload, nil when it has none.
+	PodGroups map[string]bool
+	Workload  *schedulingv1beta1.Workload
+	// SchedulerPodGroup and ComputeDomain are the TrainJob's coscheduling
+	// or Volcano PodGroup and its ComputeDomain, nil when there is none.
+	SchedulerPodGroup *unstructured.Unstructured
+	ComputeDomain     *unstructured.Unstructured
+	// BeyondSuspend: applying the PodCliqueSet's build would change more
+	// than its spec.suspend (beyondSuspend asks the API server). It is read
+	// only where the rebuild rule needs it (rebuildNeedsDryRun).
+	BeyondSuspend bool
+}
+
+// observeBuilt reads what exists of the objects built: the hostfile (from
+// the cache, else the API server, where Kubeflow Trainer's is found), the
+// Workload and PodGroups, the scheduler's PodGroup and the ComputeDomain of
+// the JobSet backend; on the PodCliqueSet backend, whether the build would
+// change the existing PodCliqueSet beyond its suspension, where the rebuild
+// rule turns on it.
+func (r *Reconciler) observeBuilt(ctx context.Context, f facts) (existingBuild, error) {
+	tj, built := f.TrainJob, f.Built
+	var out existingBuild
+	var hostfile *corev1.ConfigMap
+	var err error
+	switch {
+	case built.jobSet != nil:
+		objects := built.jobSet
+		hostfile = objects.MPIHostfile
+		if objects.Workload != nil {
+			if out.Workload, out.PodGroups, err = r.observePodGroups(ctx, objects); err != nil {
+				return out, err
+			}
+		}
+		if desired := objects.SchedulerPodGroup; desired != nil {
+			if out.SchedulerPodGroup, err = r.getUnstructured(ctx, desired, trainjob.NewSchedulerPodGroup(desired.GroupVersionKind())); err != nil {
+				return out, err
+			}
+		}
+		if desired := objects.ComputeDomain; desired != nil {
+			if out.ComputeDomain, err = r.getUnstructured(ctx, desired, mnnvl.NewComputeDomain()); err != nil {
+				return out, err
+			}
+		}
+	case built.podCliqueSet != nil:
+		hostfile = built.podCliqueSet.MPIHostfile
+		if existing := f.PodCliqueSet; rebuildNeedsDryRun(ptr.Deref(tj.Spec.Suspend, false), existing) {
+			if out.BeyondSuspend, err = r.beyondSuspend(ctx, built.podCliqueSet.PodCliqueSet, existing); err != nil {
+				return out, err
+			}
+		}
+	}
+	if hostfile != nil {
+		cm, found, err := r.getConfigMap(ctx, client.ObjectKeyFromObject(hostfile))
+		if err != nil {
+			return out, err
+		}
+		if found {
+			out.Hostfile = cm
+		}
+	}
+	return out, nil
+}
+
+// observePodGroups reads the TrainJob's Workload and which of its PodGroups
+// exist.
+func (r *Reconciler) observePodGroups(ctx context.Context, objects *trainjob.JobSetObjects) (*schedulingv1beta1.Workload, map[string]bool, error) {
+	exist := map[string]bool{}
+	for _, podGroup := range trainjob.BuildPodGroups(objects.Plan, "") {
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(podGroup), &schedulingv1beta1.PodGroup{})
+		switch {
+		case err == nil:
+			exist[podGroup.Name] = true
+		case !apierrors.IsNotFound(err):
+			return nil, nil, fmt.Errorf("get PodGroup %s: %w", podGroup.Name, err)
+		}
+	}
+	workload := &schedulingv1beta1.Workload{}
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(objects.Workload), workload); {
+	case apierrors.IsNotFound(err):
+		return nil, exist, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("get Workload %s: %w", objects.Workload.Name, err)
+	}
+	return workload, exist, nil
+}
+
+// getUnstructured reads the object of desired's name into into; nil when
+// there is none.
+func (r *Reconciler) getUnstructured(ctx context.Context, desired, into *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), into); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get %s %s: %w", desired.GetKind(), desired.GetName(), err)
+	}
+	return into, nil
+}
+
+// beyondSuspend asks the API server whether applying the PodCliqueSet's
+// build would change more than its spec.suspend: the build, with the
+// existing object's spec.suspend, is applied as a dry run. It would when the
+// result's spec, labels or annotations differ from the existing object's,
+// or when the dry run is refused (the PodCliqueSet's admission keeps the
+// templates of a run in progress). The API server merges and defaults as it
+// would for the real write, so copse keeps no record of its last build.
+func (r *Reconciler) beyondSuspend(ctx context.Context, desired, existing *copsev1alpha1.PodCliqueSet) (bool, error) {
+	probe := desired.DeepCopy()
+	probe.Spec.Suspend = ptr.To(existing.IsSuspended())
+	config, err := applyConfiguration(probe)
+	if err != nil {
+		return false, err
+	}
+	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(config), client.FieldOwner(FieldOwner), client.ForceOwnership, client.DryRunAll)
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("dry-run the build of PodCliqueSet %s: %w", existing.Name, err)
+	}
+	result := &copsev1alpha1.PodCliqueSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(config.Object, result); err != nil {
+		return false, fmt.Errorf("read the dry run of PodCliqueSet %s: %w", existing.Name, err)
+	}
+	return !apiequality.Semantic.DeepEqual(result.Spec, existing.Spec) ||
+		!maps.Equal(result.Labels, existing.Labels) || !maps.Equal(result.Annotations, existing.Annotations), nil
 }
