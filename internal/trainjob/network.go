@@ -14,17 +14,6 @@ import (
 // completion index instead).
 var PodCliqueSetPodIndexFieldPath = fmt.Sprintf("metadata.labels['%s']", labels.PodIndexKey)
 
-// BackendOf is the backend a runtime builds its TrainJobs into: spec.backend,
-// JobSet when unset. It is the one place the choice is made; the controller
-// asks it of the TrainJob's runtime snapshot, so editing the runtime never
-// moves a TrainJob already created.
-func BackendOf(spec *trainerv1alpha1.TrainingRuntimeSpec) trainerv1alpha1.RuntimeBackend {
-	if spec.Backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
-		return trainerv1alpha1.RuntimeBackendPodCliqueSet
-	}
-	return trainerv1alpha1.RuntimeBackendJobSet
-}
-
 // NameJobSetPods sets every PodSet's Endpoints to the DNS names its pods get
 // from the JobSet controller: <trainjob>-<job>-<jobIndex>-<podIndex> under the
 // JobSet's subdomain (the TrainJob's name unless the template sets one).

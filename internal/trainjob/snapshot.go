@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"maps"
 
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
-
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/labels"
 )
 
 // RuntimeInUseFinalizer keeps a runtime while a TrainJob that has not
@@ -118,4 +117,15 @@ func RuntimeKind(trainJob *trainerv1alpha1.TrainJob) string {
 		return *kind
 	}
 	return trainerv1alpha1.ClusterTrainingRuntimeKind
+}
+
+// BackendOf is the backend a runtime builds its TrainJobs into: spec.backend,
+// JobSet when unset. It is the one place the choice is made; the controller
+// asks it of the TrainJob's runtime snapshot, so editing the runtime never
+// moves a TrainJob already created.
+func BackendOf(spec *trainerv1alpha1.TrainingRuntimeSpec) trainerv1alpha1.RuntimeBackend {
+	if spec.Backend == trainerv1alpha1.RuntimeBackendPodCliqueSet {
+		return trainerv1alpha1.RuntimeBackendPodCliqueSet
+	}
+	return trainerv1alpha1.RuntimeBackendJobSet
 }

@@ -264,6 +264,13 @@ func (pcs *PodCliqueSet) UpdateStrategyType() grovecorev1alpha1.UpdateStrategyTy
 	return DefaultUpdateStrategyType
 }
 
+// UpdatesOnDelete reports whether the update strategy is OnDelete: a
+// changed template reaches a pod only when it is deleted (the default,
+// RollingRecreate, replaces the replicas one at a time).
+func (pcs *PodCliqueSet) UpdatesOnDelete() bool {
+	return pcs.UpdateStrategyType() == grovecorev1alpha1.OnDeleteStrategy
+}
+
 // PublishNotReadyAddresses is whether the replicas' headless Services
 // publish pods before they are ready: the template's headlessServiceConfig,
 // DefaultPublishNotReadyAddresses when unset.

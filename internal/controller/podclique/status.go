@@ -203,7 +203,7 @@ func templateStateOf(pcs *copsev1alpha1.PodCliqueSet, pclq *copsev1alpha1.PodCli
 		known:          true,
 		generationHash: *pcs.Status.CurrentGenerationHash,
 		templateHash:   generationhash.PodTemplateHash(pcs, clique),
-		onDelete:       pcs.UpdateStrategyType() == grovecorev1alpha1.OnDeleteStrategy,
+		onDelete:       pcs.UpdatesOnDelete(),
 	}
 }
 

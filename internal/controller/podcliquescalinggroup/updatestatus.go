@@ -26,7 +26,7 @@ func generationOf(pcs *copsev1alpha1.PodCliqueSet) generation {
 		return generation{}
 	}
 	g := generation{known: true, hash: *pcs.Status.CurrentGenerationHash, templateHashes: map[string]string{},
-		onDelete: pcs.UpdateStrategyType() == grovecorev1alpha1.OnDeleteStrategy}
+		onDelete: pcs.UpdatesOnDelete()}
 	for _, c := range pcs.Spec.Template.Cliques {
 		if c != nil {
 			g.templateHashes[c.Name] = generationhash.PodTemplateHash(pcs, c)

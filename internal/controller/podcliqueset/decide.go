@@ -309,10 +309,11 @@ func decide(pcs *copsev1alpha1.PodCliqueSet, rec lifecycle.Records, replicas []r
 		if exempt == nil {
 			exempt = map[int]bool{}
 		}
-		if p := pcs.Status.UpdateProgress; rollingUpdateInProgress(p) && !onDelete(pcs) && len(p.CurrentlyUpdating) > 0 {
+		delay, onDelete := pcs.TerminationDelay(), pcs.UpdatesOnDelete()
+		if p := pcs.Status.UpdateProgress; !onDelete && rollingUpdateInProgress(p) && len(p.CurrentlyUpdating) > 0 {
 			exempt[int(p.CurrentlyUpdating[0].ReplicaIndex)] = true
 		}
-		g := decideGangTerminations(replicas, exempt, pcs.TerminationDelay(), now)
+		g := decideGangTerminations(replicas, exempt, delay, now)
 		return passDecision{recreate: g.recreate, reason: copsev1alpha1.RecreationReasonGangTermination,
 			restartCount: pcs.Status.RestartCount, uncountedRestarts: pcs.Status.UncountedRestarts, causeReplica: -1, requeueAfter: g.requeueAfter, ended: rec.Ended}
 	}

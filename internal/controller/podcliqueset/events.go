@@ -211,7 +211,7 @@ func rolloutEvents(pcs *copsev1alpha1.PodCliqueSet, d rolloutDecision) []transit
 	var out []transitionEvent
 	if d.started {
 		strategy := "RollingRecreate: one replica at a time, whole gangs"
-		if onDelete(pcs) {
+		if pcs.UpdatesOnDelete() {
 			strategy = "OnDelete: the PodCliques follow the template, and a pod someone deletes comes back with it"
 		}
 		out = append(out, newEvent(corev1.EventTypeNormal, EventRollingUpdateStarted, "Update",

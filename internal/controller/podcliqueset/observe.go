@@ -214,18 +214,20 @@ func (o *observed) categorise() *observed {
 		o.replicas[replica] = entry
 	}
 	for _, g := range o.scalingGroups {
-		file(replicaLabel(g), attemptLabel(g), func(b *runObjects) { b.scalingGroups = append(b.scalingGroups, g) })
+		replica, attempt := runOf(g)
+		file(replica, attempt, func(b *runObjects) { b.scalingGroups = append(b.scalingGroups, g) })
 		o.groupReplicas[g.Name], o.groupMinAvailable[g.Name] = g.Spec.Replicas, g.MinAvailable()
 	}
 	for _, pclq := range o.podCliques {
-		file(replicaLabel(pclq), attemptLabel(pclq), func(b *runObjects) { b.podCliques = append(b.podCliques, pclq) })
+		replica, attempt := runOf(pclq)
+		file(replica, attempt, func(b *runObjects) { b.podCliques = append(b.podCliques, pclq) })
 	}
 	for kind, objs := range o.byKind {
 		for _, obj := range objs {
-			replica := replicaLabel(obj)
+			replica, attempt := runOf(obj)
 			o.children.Add(kind, replica, obj)
 			o.objectUIDs[obj.GetUID()] = true
-			file(replica, attemptLabel(obj), func(b *runObjects) {
+			file(replica, attempt, func(b *runObjects) {
 				if b.byKind == nil {
 					b.byKind = map[string][]client.Object{}
 				}
@@ -257,19 +259,17 @@ func (o *observed) groupTemplates(pcs *copsev1alpha1.PodCliqueSet) *observed {
 	return o
 }
 
-// replicaLabel reads an object's replica index label; children.NoReplica
-// when it has none, which matches no replica.
-func replicaLabel(obj client.Object) int {
-	if i, ok := labels.Index(obj.GetLabels(), labels.ReplicaKey); ok {
-		return i
+// runOf reads an object's replica index and attempt labels: its replica is
+// children.NoReplica when it has none, which matches no replica; its attempt
+// 0 when it has none.
+func runOf(obj client.Object) (replica, attempt int) {
+	objLabels := obj.GetLabels()
+	replica, ok := labels.Index(objLabels, labels.ReplicaKey)
+	if !ok {
+		replica = children.NoReplica
 	}
-	return children.NoReplica
-}
-
-// attemptLabel reads an object's attempt label; 0 when it has none.
-func attemptLabel(obj client.Object) int {
-	i, _ := labels.Index(obj.GetLabels(), labels.AttemptKey)
-	return i
+	attempt, _ = labels.Index(objLabels, labels.AttemptKey)
+	return replica, attempt
 }
 
 // currentRuns holds the replicas that still have objects of their current
@@ -367,7 +367,8 @@ func (r *Reconciler) deletedOnServer(ctx context.Context, pcs *copsev1alpha1.Pod
 		case err != nil:
 			return false, fmt.Errorf("read %s/%s from the API server: %w", pcs.Namespace, name, err)
 		}
-		return !obj.GetDeletionTimestamp().IsZero() || attemptLabel(obj) != int(attempt), nil
+		_, current := runOf(obj)
+		return !obj.GetDeletionTimestamp().IsZero() || current != int(attempt), nil
 	}
 	return true, nil
 }

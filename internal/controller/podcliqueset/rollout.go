@@ -390,7 +390,7 @@ func rolloutInputsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed []
 	recreating map[int]bool, now time.Time) rolloutInputs {
 	return rolloutInputs{
 		training:     pcs.IsTraining(),
-		onDelete:     onDelete(pcs),
+		onDelete:     pcs.UpdatesOnDelete(),
 		suspended:    pcs.IsSuspended(),
 		recordedHash: pcs.Status.CurrentGenerationHash,
 		computedHash: generationhash.GenerationHash(pcs),
@@ -398,12 +398,6 @@ func rolloutInputsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed []
 		replicas:     rolloutReplicasOf(pcs, obs, assessed, recreating),
 		now:          now,
 	}
-}
-
-// onDelete: the PodCliqueSet's update strategy is OnDelete (the default
-// is RollingRecreate).
-func onDelete(pcs *copsev1alpha1.PodCliqueSet) bool {
-	return pcs.UpdateStrategyType() == grovecorev1alpha1.OnDeleteStrategy
 }
 
 // templateHashes are the pod template hashes of the PodCliqueSet's
