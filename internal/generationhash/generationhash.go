@@ -106,6 +106,18 @@ func PodTemplateHash(pcs *copsev1alpha1.PodCliqueSet, clique *grovecorev1alpha1.
 	return Hash(Clique(pcs, clique))
 }
 
+// PodTemplateHashes are the PodTemplateHash of every clique template, by
+// clique name.
+func PodTemplateHashes(pcs *copsev1alpha1.PodCliqueSet) map[string]string {
+	out := map[string]string{}
+	for _, clique := range pcs.Spec.Template.Cliques {
+		if clique != nil {
+			out[clique.Name] = PodTemplateHash(pcs, clique)
+		}
+	}
+	return out
+}
+
 // Hash returns the hash of the given clique templates, in the given order.
 // GenerationHash is Hash(Cliques(pcs)...); the hash of a single clique,
 // Hash(Clique(pcs, clique)), identifies that clique's pod template.

@@ -25,14 +25,8 @@ func generationOf(pcs *copsev1alpha1.PodCliqueSet) generation {
 	if pcs.Status.CurrentGenerationHash == nil {
 		return generation{}
 	}
-	g := generation{known: true, hash: *pcs.Status.CurrentGenerationHash, templateHashes: map[string]string{},
+	return generation{known: true, hash: *pcs.Status.CurrentGenerationHash, templateHashes: generationhash.PodTemplateHashes(pcs),
 		onDelete: pcs.UpdatesOnDelete()}
-	for _, c := range pcs.Spec.Template.Cliques {
-		if c != nil {
-			g.templateHashes[c.Name] = generationhash.PodTemplateHash(pcs, c)
-		}
-	}
-	return g
 }
 
 // updateStatus sets the group's update fields as Grove reports them:

@@ -395,28 +395,15 @@ func rolloutInputsOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed []
 		recordedHash: pcs.Status.CurrentGenerationHash,
 		computedHash: generationhash.GenerationHash(pcs),
 		progress:     pcs.Status.UpdateProgress,
-		replicas:     rolloutReplicasOf(pcs, obs, assessed, recreating),
+		replicas:     rolloutReplicasOf(pcs, generationhash.PodTemplateHashes(pcs), obs, assessed, recreating),
 		now:          now,
 	}
-}
-
-// templateHashes are the pod template hashes of the PodCliqueSet's
-// cliques, by clique name.
-func templateHashes(pcs *copsev1alpha1.PodCliqueSet) map[string]string {
-	out := map[string]string{}
-	for _, clique := range pcs.Spec.Template.Cliques {
-		if clique != nil {
-			out[clique.Name] = generationhash.PodTemplateHash(pcs, clique)
-		}
-	}
-	return out
 }
 
 // rolloutReplicasOf reduces each replica below spec.replicas to its
 // current run's PodCliques and pods, with the template hash each should
 // carry.
-func rolloutReplicasOf(pcs *copsev1alpha1.PodCliqueSet, obs *observed, assessed []replicaAssessment, recreating map[int]bool) []rolloutReplica {
-	hashes := templateHashes(pcs)
+func rolloutReplicasOf(pcs *copsev1alpha1.PodCliqueSet, hashes map[string]string, obs *observed, assessed []replicaAssessment, recreating map[int]bool) []rolloutReplica {
 	groupMinAvailable := obs.groupMinAvailable
 	out := make([]rolloutReplica, int(pcs.Spec.Replicas))
 	for r := range out {

@@ -7,14 +7,17 @@ import (
 	"time"
 
 	"github.com/ai-dynamo/grove/operator/api/common/constants"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
+	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/lifecycle"
 	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/topology"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -329,4 +332,89 @@ func TestTransitionEvents(t *testing.T) {
 			t.Errorf("events %+v", events)
 		}
 	})
+}
+
+// TestComputeStatusWritesTheAdmittedCondition: the Admitted condition of a
+// queued PodCliqueSet is written with the rest of the status (this
+// controller is the one writer of PodCliqueSet status), removed when the
+// protocol says so, and left alone for a PodCliqueSet outside Kueue.
+func TestComputeStatusWritesTheAdmittedCondition(t *testing.T) {
+	admitted := metav1.Condition{Type: copsev1alpha1.ConditionTypeAdmitted, Status: metav1.ConditionTrue,
+		Reason: copsev1alpha1.ReasonAdmitted, Message: "Workload podcliqueset-job is admitted by ClusterQueue team-a", LastTransitionTime: metav1.NewTime(t0)}
+	pending := metav1.Condition{Type: copsev1alpha1.ConditionTypeAdmitted, Status: metav1.ConditionFalse,
+		Reason: copsev1alpha1.ReasonPending, Message: "waits", LastTransitionTime: metav1.NewTime(t0)}
+	tests := []struct {
+		name      string
+		before    *metav1.Condition
+		admission admission
+		want      *metav1.Condition
+	}{
+		{name: "queued: the condition is written", admission: admission{tracked: true, condition: &pending}, want: &pending},
+		{name: "admitted: it changes", before: &pending, admission: admission{tracked: true, condition: &admitted}, want: &admitted},
+		{name: "left its queue: it is removed", before: &pending, admission: admission{tracked: true}},
+		{name: "not queued (or Kueue off): it stays as it is", before: &pending, want: &pending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pcs, obs := trainingJob(metav1.ConditionUnknown)
+			if tt.before != nil {
+				pcs.Status.Conditions = []metav1.Condition{*tt.before}
+			}
+			got := computeStatus(pcs, statusInputs{observed: obs, decision: passDecision{causeReplica: -1}, now: t0, admission: tt.admission})
+			cond := meta.FindStatusCondition(got.Conditions, copsev1alpha1.ConditionTypeAdmitted)
+			switch {
+			case tt.want == nil && cond != nil:
+				t.Errorf("Admitted %+v, want none", *cond)
+			case tt.want != nil && cond == nil:
+				t.Errorf("no Admitted condition, want %s", tt.want.Reason)
+			case tt.want != nil && (cond.Status != tt.want.Status || cond.Reason != tt.want.Reason || cond.Message != tt.want.Message):
+				t.Errorf("Admitted %s/%s %q, want %s/%s %q", cond.Status, cond.Reason, cond.Message, tt.want.Status, tt.want.Reason, tt.want.Message)
+			}
+		})
+	}
+}
+
+func TestTopologyCondition(t *testing.T) {
+	plain := &copsev1alpha1.PodCliqueSet{}
+	plain.Spec.Template.Cliques = []*grovecorev1alpha1.PodCliqueTemplateSpec{{Name: "worker"}}
+	constrained := plain.DeepCopy()
+	constrained.Spec.Template.TopologyConstraint = &grovecorev1alpha1.TopologyConstraint{TopologyName: "fleet",
+		Pack: &grovecorev1alpha1.TopologyPackConstraint{RequiredDomain: "rack"}}
+	notFound := topology.Problem{Reason: copsev1alpha1.ReasonClusterTopologyNotFound,
+		Err: field.NotFound(field.NewPath("spec", "template", "topologyConstraint", "topologyName"), "fleet")}
+	cases := []struct {
+		name     string
+		pcs      *copsev1alpha1.PodCliqueSet
+		problems []topology.Problem
+		want     *metav1.Condition
+	}{
+		{name: "no constraint: absent", pcs: plain},
+		{name: "all applied", pcs: constrained, want: &metav1.Condition{Type: "TopologyLevelsUnavailable", Status: metav1.ConditionFalse,
+			Reason: "AllClusterTopologyLevelsAvailable", Message: "every topologyConstraint is applied with ClusterTopologyBinding fleet"}},
+		{name: "the binding is not found: Unknown, the message names the field", pcs: constrained, problems: []topology.Problem{notFound},
+			want: &metav1.Condition{Type: "TopologyLevelsUnavailable", Status: metav1.ConditionUnknown, Reason: "ClusterTopologyNotFound",
+				Message: `spec.template.topologyConstraint.topologyName: Not found: "fleet"; these constraints are left off the gangs and pods created from now on`}},
+		{name: "a level the binding lacks: True", pcs: constrained, problems: []topology.Problem{{Reason: copsev1alpha1.ReasonClusterTopologyLevelsUnavailable,
+			Err: field.NotSupported(field.NewPath("spec", "template", "topologyConstraint", "pack", "required"), "rack", []string{"zone", "host"})}},
+			want: &metav1.Condition{Type: "TopologyLevelsUnavailable", Status: metav1.ConditionTrue, Reason: "ClusterTopologyLevelsUnavailable",
+				Message: `spec.template.topologyConstraint.pack.required: Unsupported value: "rack": supported values: "zone", "host"; these constraints are left off the gangs and pods created from now on`}},
+		{name: "no topologyName: Unknown", pcs: constrained, problems: []topology.Problem{{Reason: copsev1alpha1.ReasonTopologyNameMissing,
+			Err: field.Required(field.NewPath("spec", "template", "topologyConstraint", "topologyName"), "pack needs it")}},
+			want: &metav1.Condition{Type: "TopologyLevelsUnavailable", Status: metav1.ConditionUnknown, Reason: "TopologyNameMissing",
+				Message: `spec.template.topologyConstraint.topologyName: Required value: pack needs it; these constraints are left off the gangs and pods created from now on`}},
+		{name: "disabled", pcs: constrained, problems: topology.Disabled(constrained),
+			want: &metav1.Condition{Type: "TopologyLevelsUnavailable", Status: metav1.ConditionUnknown, Reason: "TopologyAwareSchedulingDisabled",
+				Message: "spec.template.topologyConstraint: Forbidden: " + topology.DisabledMessage + "; these constraints are left off the gangs and pods created from now on"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := topologyCondition(tc.pcs, tc.problems, t0)
+			if got != nil {
+				got.LastTransitionTime = metav1.Time{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
 }
