@@ -18,7 +18,7 @@ import (
 
 // What copse does with the objects Kubeflow Trainer left behind when a
 // cluster moves from Trainer to copse: its runtime snapshot is adopted
-// (runtime.go, readSnapshot) and its JobSet is taken over as it is.
+// (observe.go, readSnapshot) and its JobSet is taken over as it is.
 
 // adoptionFieldOwner is the field manager of copse's updates of a JobSet
 // it adopted.
