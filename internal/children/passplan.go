@@ -7,13 +7,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/requeue"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // PassPlan is everything one reconcile pass of an owner writes, as plain

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"maps"
 
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/labels"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 // RuntimeInUseFinalizer keeps a runtime while a TrainJob that has not

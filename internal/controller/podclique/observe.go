@@ -7,16 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/blueprint"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/claimtemplates"
-	"github.com/copse-dev/copse/internal/expectations"
-	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/lifecycle"
-	"github.com/copse-dev/copse/internal/naming"
-	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/resourcesharing"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +17,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/blueprint"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/claimtemplates"
+	"github.com/copse-dev/copse/internal/expectations"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/naming"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/resourcesharing"
 )
 
 // observation is what one pass gathers before it decides.

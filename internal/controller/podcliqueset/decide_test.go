@@ -7,12 +7,6 @@ import (
 	"testing"
 	"time"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/lifecycle"
-	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/scheduler"
-	"github.com/copse-dev/copse/internal/topology"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -21,6 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/lifecycle"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/scheduler"
+	"github.com/copse-dev/copse/internal/topology"
 )
 
 func TestOverdueBarriers(t *testing.T) {

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"time"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/lifecycle"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/lifecycle"
 )
 
 // Event reasons (GREP-0285's, plus Grove-style gang termination and stuck

@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/trainjob"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // FieldOwner is the field manager of every object the TrainJob controller

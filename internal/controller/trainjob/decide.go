@@ -6,13 +6,6 @@ import (
 	"strings"
 	"time"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/indexset"
-	copsekueue "github.com/copse-dev/copse/internal/kueue"
-	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/trainjob"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	jobsetconstants "sigs.k8s.io/jobset/pkg/constants"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/indexset"
+	copsekueue "github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // Condition messages copse writes itself, Kubeflow Trainer's words.

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	copsekueue "github.com/copse-dev/copse/internal/kueue"
-	"github.com/copse-dev/copse/internal/labels"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	copsekueue "github.com/copse-dev/copse/internal/kueue"
+	"github.com/copse-dev/copse/internal/labels"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)

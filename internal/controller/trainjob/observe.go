@@ -6,12 +6,6 @@ import (
 	"fmt"
 	"maps"
 
-	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/labels"
-	"github.com/copse-dev/copse/internal/mnnvl"
-	"github.com/copse-dev/copse/internal/podstate"
-	"github.com/copse-dev/copse/internal/trainjob"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/labels"
+	"github.com/copse-dev/copse/internal/mnnvl"
+	"github.com/copse-dev/copse/internal/podstate"
+	"github.com/copse-dev/copse/internal/trainjob"
 )
 
 // The observe step: everything a pass decides on is read here, before any

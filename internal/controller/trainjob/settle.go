@@ -7,14 +7,15 @@ import (
 	"strings"
 	"time"
 
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
-	"github.com/copse-dev/copse/internal/children"
-	"github.com/copse-dev/copse/internal/requeue"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
+	"github.com/copse-dev/copse/internal/children"
+	"github.com/copse-dev/copse/internal/requeue"
 )
 
 // The settle step: how the pass's writes went becomes the second status

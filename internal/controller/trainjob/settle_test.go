@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	trainerv1alpha1 "github.com/copse-dev/copse/api/trainer/v1alpha1"
 )
 
 func TestClassifyRefusal(t *testing.T) {
