@@ -94,11 +94,10 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 	groupMinAvailable := obs.groupMinAvailable
 	out := make([]replicaAssessment, 0, pcs.Spec.Replicas)
 	for r := range int(pcs.Spec.Replicas) {
-		groupReplicas := obs.replicas[r].groupReplicas
 		members, startMembers := replicaMembers(pcs, obs, r, groupMinAvailable)
 		expected := len(pcs.StandaloneCliques()) + len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
 		if training {
-			expected = pcs.MembersPerReplica(groupReplicas)
+			expected = obs.replicas[r].members
 		}
 		a := assessReplica(r, expected, members, training, pcs.SuccessPolicy(), pcs.FailurePolicy())
 		if deleted, ok := obs.deletedMembers[r]; ok {
@@ -110,7 +109,7 @@ func assessReplicas(pcs *copsev1alpha1.PodCliqueSet, obs *observed) []replicaAss
 			}
 			a.available = false
 		}
-		a.started, a.startedAt = replicaStarted(startMembers, expectedBaseMembers(pcs, groupReplicas))
+		a.started, a.startedAt = replicaStarted(startMembers, obs.replicas[r].baseMembers)
 		out = append(out, a)
 	}
 	return out
@@ -268,21 +267,6 @@ func replicaStarted(members []member, expected int) (bool, time.Time) {
 		}
 	}
 	return true, earliest
-}
-
-// expectedBaseMembers is how many PodCliques a replica's base gang has:
-// every standalone clique, and every member clique of the group replicas
-// below the group's minAvailable.
-func expectedBaseMembers(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[string]int32) int {
-	n := len(pcs.StandaloneCliques())
-	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
-		replicas, ok := groupReplicas[g.Name]
-		if !ok {
-			replicas = copsev1alpha1.ScalingGroupReplicas(g)
-		}
-		n += int(min(replicas, copsev1alpha1.ScalingGroupMinAvailable(g))) * len(g.CliqueNames)
-	}
-	return n
 }
 
 func uidSet(uids []types.UID) map[types.UID]bool {

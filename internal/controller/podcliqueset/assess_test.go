@@ -32,7 +32,7 @@ func trainingJob(breach metav1.ConditionStatus, pods ...podstate.Summary) (*cops
 	for i := range pods {
 		pods[i].PodClique, pods[i].ControllerUID, pods[i].Replica = "job-0-worker", "pclq", 0
 	}
-	return pcs, (&observed{podCliques: []*copsev1alpha1.PodClique{pclq}, pods: pods}).categorise()
+	return pcs, (&observed{podCliques: []*copsev1alpha1.PodClique{pclq}, pods: pods}).categorise().countMembers(pcs)
 }
 
 func ptrTrue() *bool { b := true; return &b }

@@ -7,12 +7,6 @@ import (
 	"time"
 
 	grovecorev1alpha1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	copsev1alpha1 "github.com/copse-dev/copse/api/core/v1alpha1"
 	"github.com/copse-dev/copse/internal/blueprint"
 	"github.com/copse-dev/copse/internal/children"
@@ -25,6 +19,11 @@ import (
 	"github.com/copse-dev/copse/internal/podstate"
 	"github.com/copse-dev/copse/internal/resourcesharing"
 	"github.com/copse-dev/copse/internal/topology"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // observed is what exists for a PodCliqueSet, as the cache shows it: the
@@ -128,8 +127,11 @@ type replicaObjects struct {
 	runObjects
 	runs map[int]runObjects
 	// groupReplicas are the live replica counts of the replica's scaling
-	// groups, by their template's group name (groupTemplates).
-	groupReplicas map[string]int32
+	// groups, by their template's group name; members is how many
+	// PodCliques and scaling groups its run should have with them, and
+	// baseMembers how many PodCliques its base gang has (countMembers).
+	groupReplicas        map[string]int32
+	members, baseMembers int
 }
 
 // observeChildren lists every row of the resource table and the pods, keeps the
@@ -177,7 +179,7 @@ func (r *Reconciler) observeChildren(ctx context.Context, pcs *copsev1alpha1.Pod
 	for i := range pods.Items {
 		out.pods = append(out.pods, podstate.Of(&pods.Items[i]))
 	}
-	return out.categorise().groupTemplates(pcs), nil
+	return out.categorise().countMembers(pcs), nil
 }
 
 // scalingGroupKind is the resource table row of PodCliqueScalingGroups,
@@ -246,15 +248,23 @@ func (o *observed) categorise() *observed {
 	return o
 }
 
-// groupTemplates files each replica's scaling groups' live replica counts
-// by their template's group name, for the members a replica expects. It
-// returns o.
-func (o *observed) groupTemplates(pcs *copsev1alpha1.PodCliqueSet) *observed {
+// countMembers files, for each replica, its scaling groups' live replica
+// counts by their template's group name and, from them, how many members
+// its run should have and how many PodCliques its base gang has: every
+// replica below spec.replicas gets them, observed or not. It returns o.
+func (o *observed) countMembers(pcs *copsev1alpha1.PodCliqueSet) *observed {
+	for r := range int(pcs.Spec.Replicas) {
+		if _, ok := o.replicas[r]; !ok {
+			o.replicas[r] = replicaObjects{}
+		}
+	}
 	for r, entry := range o.replicas {
 		entry.groupReplicas = map[string]int32{}
 		for _, g := range entry.scalingGroups {
 			entry.groupReplicas[templateGroupName(pcs, g.Name, r)] = g.Spec.Replicas
 		}
+		entry.members = pcs.MembersPerReplica(entry.groupReplicas)
+		entry.baseMembers = expectedBaseMembers(pcs, entry.groupReplicas)
 		o.replicas[r] = entry
 	}
 	return o
@@ -497,4 +507,19 @@ func templateGroupName(pcs *copsev1alpha1.PodCliqueSet, name string, r int) stri
 		return ""
 	}
 	return pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].Name
+}
+
+// expectedBaseMembers is how many PodCliques a replica's base gang has:
+// every standalone clique, and every member clique of the group replicas
+// below the group's minAvailable.
+func expectedBaseMembers(pcs *copsev1alpha1.PodCliqueSet, groupReplicas map[string]int32) int {
+	n := len(pcs.StandaloneCliques())
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		replicas, ok := groupReplicas[g.Name]
+		if !ok {
+			replicas = copsev1alpha1.ScalingGroupReplicas(g)
+		}
+		n += int(min(replicas, copsev1alpha1.ScalingGroupMinAvailable(g))) * len(g.CliqueNames)
+	}
+	return n
 }

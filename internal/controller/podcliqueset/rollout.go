@@ -420,7 +420,7 @@ func rolloutReplicasOf(pcs *copsev1alpha1.PodCliqueSet, hashes map[string]string
 			out[r].scheduledPods += scheduled
 			out[r].cliques = append(out[r].cliques, c)
 		}
-		out[r].complete = len(out[r].cliques) >= pcs.MembersPerReplica(obs.replicas[r].groupReplicas)
+		out[r].complete = len(out[r].cliques) >= obs.replicas[r].members
 	}
 	return out
 }

@@ -350,7 +350,7 @@ func TestRolloutReplicasOf(t *testing.T) {
 			pod("w0", worker0, worker0.Labels[labels.PodTemplateHashKey], true),
 			pod("w1", worker1, worker1.Labels[labels.PodTemplateHashKey], false),
 		},
-	}).categorise()
+	}).categorise().countMembers(pcs)
 	got := rolloutReplicasOf(pcs, generationhash.PodTemplateHashes(pcs), obs, []replicaAssessment{{index: 0, breached: true}}, map[int]bool{})
 	if len(got) != 1 {
 		t.Fatalf("%d replicas, want 1", len(got))
