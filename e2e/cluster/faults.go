@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,12 @@ func (c *Cluster) pause(name string, d time.Duration) (*Pause, error) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return nil, fmt.Errorf("pause %s: %w", name, err)
 	}
+	// kill returns before the signal has stopped every thread: a request
+	// already on a thread still running would be answered. The pause begins
+	// once the kernel shows each thread stopped.
+	if err := waitStopped(p.PID(), 5*time.Second); err != nil {
+		return nil, fmt.Errorf("pause %s: %w", name, err)
+	}
 	fmt.Fprintf(c.out, "paused %s for %s\n", name, d)
 	pause := &Pause{name: name, pid: p.PID(), done: make(chan struct{})}
 	pause.timer = time.AfterFunc(d, func() { pause.resume() })
@@ -209,4 +216,47 @@ func appendLogLine(path, line string) {
 	}
 	_, _ = fmt.Fprintln(f, line)
 	_ = f.Close()
+}
+
+// waitStopped waits until every thread of process pid is in the stopped
+// state ('T' in /proc/<pid>/task/<tid>/stat), at most timeout.
+func waitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped, err := allThreadsStopped(pid)
+		if err != nil {
+			return err
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d: not every thread stopped within %s", pid, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is stopped.
+func allThreadsStopped(pid int) (bool, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false, fmt.Errorf("list the threads of process %d: %w", pid, err)
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread ended
+		}
+		if err != nil {
+			return false, fmt.Errorf("read the state of thread %s of process %d: %w", task.Name(), pid, err)
+		}
+		// The state follows the command name, which is in parentheses and
+		// may itself hold spaces or parentheses: read after the last ')'.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		if state := bytes.Fields(rest); len(state) == 0 || (state[0][0] != 'T' && state[0][0] != 't') {
+			return false, nil
+		}
+	}
+	return true, nil
 }
